@@ -1,0 +1,158 @@
+#include "addsim/math/sparse_assembly.h"
+
+#include <algorithm>
+
+namespace addsim {
+
+int StencilSet::add(std::vector<DofIndex> dofs) {
+  dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
+  offsets_.push_back(static_cast<int>(dofs_.size()));
+  return count() - 1;
+}
+
+SparsePattern::SparsePattern(int n, const StencilSet& stencils) : n_(n) {
+  // Collect column sets: the diagonal plus every dense stencil block.
+  std::vector<std::vector<int>> cols(n);
+  for (int i = 0; i < n; ++i) cols[i].push_back(i);
+  for (int s = 0; s < stencils.count(); ++s) {
+    const auto dofs = stencils.dofs(s);
+    for (DofIndex c : dofs) {
+      ADDSIM_CHECK(c >= 0 && c < n, "stencil DOF out of range");
+      for (DofIndex r : dofs) cols[c].push_back(r);
+    }
+  }
+  outer_.assign(n + 1, 0);
+  for (int c = 0; c < n; ++c) {
+    auto& v = cols[c];
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    outer_[c + 1] = outer_[c] + static_cast<int>(v.size());
+  }
+  inner_.reserve(outer_[n]);
+  for (int c = 0; c < n; ++c) inner_.insert(inner_.end(), cols[c].begin(), cols[c].end());
+
+  // Per-stencil maps local (r, c) -> value index, by binary search in column c.
+  map_offsets_.resize(stencils.count() + 1, 0);
+  for (int s = 0; s < stencils.count(); ++s) {
+    const int ns = static_cast<int>(stencils.dofs(s).size());
+    map_offsets_[s + 1] = map_offsets_[s] + ns * ns;
+  }
+  map_.resize(map_offsets_.back());
+  for (int s = 0; s < stencils.count(); ++s) {
+    const auto dofs = stencils.dofs(s);
+    const int ns = static_cast<int>(dofs.size());
+    int* m = map_.data() + map_offsets_[s];
+    for (int c = 0; c < ns; ++c) {
+      const int col = dofs[c];
+      const int* begin = inner_.data() + outer_[col];
+      const int* end = inner_.data() + outer_[col + 1];
+      for (int r = 0; r < ns; ++r) {
+        const int* it = std::lower_bound(begin, end, dofs[r]);
+        m[r + c * ns] = static_cast<int>(it - inner_.data());
+      }
+    }
+  }
+}
+
+SparseMat SparsePattern::make_matrix(const VecX& values) const {
+  ADDSIM_CHECK(values.size() == nnz(), "value array does not match the pattern");
+  return Eigen::Map<const SparseMat>(n_, n_, nnz(), outer_.data(), inner_.data(), values.data());
+}
+
+void SparsePattern::multiply_add(const VecX& values, const VecX& x, VecX& y) const {
+  for (int c = 0; c < n_; ++c) {
+    const double xc = x[c];
+    if (xc == 0.0) continue;
+    for (int k = outer_[c]; k < outer_[c + 1]; ++k) y[inner_[k]] += values[k] * xc;
+  }
+}
+
+void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const {
+  for (int c = 0; c < n_; ++c) {
+    double acc = 0.0;
+    for (int k = outer_[c]; k < outer_[c + 1]; ++k) acc += values[k] * x[inner_[k]];
+    y[c] += acc;
+  }
+}
+
+Assembly::Assembly(const SparsePattern* pattern, const StencilSet* stencils)
+    : r(VecX::Zero(pattern->size())),
+      r_abs(VecX::Zero(pattern->size())),
+      kq(VecX::Zero(pattern->nnz())),
+      kv(VecX::Zero(pattern->nnz())),
+      ka(VecX::Zero(pattern->nnz())),
+      pattern_(pattern),
+      stencils_(stencils) {}
+
+void Assembly::reset(EvalMode mode) {
+  mode_ = mode;
+  r.setZero();
+  r_abs.setZero();
+  if (wants_jacobians()) {
+    kq.setZero();
+    kv.setZero();
+    ka.setZero();
+  }
+}
+
+void Assembly::add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da) {
+  const auto dofs = stencils_->dofs(id);
+  const int n = static_cast<int>(dofs.size());
+  ADDSIM_CHECK(r_local.size() == n, "local residual size does not match the stencil");
+  for (int k = 0; k < n; ++k) {
+    r[dofs[k]] += r_local[k];
+    r_abs[dofs[k]] += std::abs(r_local[k]);
+  }
+  if (!wants_jacobians()) return;
+  const int* m = pattern_->map(id);
+  auto scatter = [&](const MatX* local, VecX& values) {
+    if (!local) return;
+    for (int c = 0; c < n; ++c)
+      for (int rr = 0; rr < n; ++rr) values[m[rr + c * n]] += (*local)(rr, c);
+  };
+  scatter(dr_dq, kq);
+  scatter(dr_dv, kv);
+  scatter(dr_da, ka);
+}
+
+ParamSink ParamSink::vjp(const StencilSet* stencils, const VecX* lambda, VecX* grad) {
+  ParamSink s;
+  s.stencils_ = stencils;
+  s.lambda_ = lambda;
+  s.grad_ = grad;
+  return s;
+}
+
+ParamSink ParamSink::column(const StencilSet* stencils, int j, VecX* col) {
+  ParamSink s;
+  s.stencils_ = stencils;
+  s.column_ = j;
+  s.col_ = col;
+  return s;
+}
+
+void ParamSink::add(int stencil_id, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp) {
+  add_rows(stencils_->dofs(stencil_id), pidx, dr_dp);
+}
+
+void ParamSink::add_rows(std::span<const DofIndex> dofs, std::span<const int> pidx,
+                         const Eigen::Ref<const MatX>& dr_dp) {
+  const int n = static_cast<int>(dofs.size());
+  const int m = static_cast<int>(pidx.size());
+  ADDSIM_CHECK(dr_dp.rows() == n && dr_dp.cols() == m, "parameter block has the wrong shape");
+  if (lambda_) {
+    for (int c = 0; c < m; ++c) {
+      if (pidx[c] < 0) continue;
+      double acc = 0.0;
+      for (int r = 0; r < n; ++r) acc += dr_dp(r, c) * (*lambda_)[dofs[r]];
+      (*grad_)[pidx[c]] += acc;
+    }
+    return;
+  }
+  for (int c = 0; c < m; ++c) {
+    if (pidx[c] != column_) continue;
+    for (int r = 0; r < n; ++r) (*col_)[dofs[r]] += dr_dp(r, c);
+  }
+}
+
+}  // namespace addsim

@@ -1,0 +1,140 @@
+#pragma once
+/// Fixed-pattern sparse assembly. Terms declare stencils (lists of global DOFs) once;
+/// the pattern of the step Jacobian is the union of the dense stencil blocks, built once
+/// per model. Each evaluation scatters local residuals and local Jacobian blocks into
+/// value arrays through precomputed index maps: no triplets, no allocation per step.
+
+#include <span>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+
+#include "addsim/core/error.h"
+#include "addsim/core/types.h"
+
+namespace addsim {
+
+using SparseMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+
+/// The global DOF lists of all stencils of a model (immutable after building).
+class StencilSet {
+ public:
+  /// Adds a stencil touching the given global DOFs (each in [0, n)); returns its id.
+  int add(std::vector<DofIndex> dofs);
+  int count() const { return static_cast<int>(offsets_.size()) - 1; }
+  std::span<const DofIndex> dofs(int id) const {
+    return {dofs_.data() + offsets_[id], static_cast<size_t>(offsets_[id + 1] - offsets_[id])};
+  }
+
+ private:
+  std::vector<DofIndex> dofs_;
+  std::vector<int> offsets_{0};
+};
+
+/// CSC pattern of the union of all stencil blocks plus the diagonal, with per-stencil
+/// maps from local (row, col) to an index in the value array.
+class SparsePattern {
+ public:
+  SparsePattern() = default;
+  SparsePattern(int n, const StencilSet& stencils);
+
+  int size() const { return n_; }
+  int nnz() const { return static_cast<int>(inner_.size()); }
+  /// Value-array indices of stencil `id`, local column-major: map[r + c * ns].
+  const int* map(int id) const { return map_.data() + map_offsets_[id]; }
+  /// A matrix with this pattern and the given values (size nnz()).
+  SparseMat make_matrix(const VecX& values) const;
+  /// y += A x for A with this pattern and `values`.
+  void multiply_add(const VecX& values, const VecX& x, VecX& y) const;
+  /// y += Aᵀ x for A with this pattern and `values`.
+  void transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
+  const std::vector<int>& outer() const { return outer_; }
+  const std::vector<int>& inner() const { return inner_; }
+
+ private:
+  int n_ = 0;
+  std::vector<int> outer_;  // column starts (n + 1)
+  std::vector<int> inner_;  // row indices, sorted per column
+  std::vector<int> map_;
+  std::vector<int> map_offsets_;
+};
+
+/// What an evaluation should produce.
+enum class EvalMode { kResidual, kResidualAndJacobians };
+
+/// Per-evaluation scratch: residual r (|q|), the absolute-value sum of contributions
+/// (used to estimate the round-off floor of ‖r‖), and the three local-partial
+/// matrices ∂r/∂q, ∂r/∂v, ∂r/∂a as value arrays over the shared pattern.
+class Assembly {
+ public:
+  Assembly() = default;
+  Assembly(const SparsePattern* pattern, const StencilSet* stencils);
+
+  void reset(EvalMode mode);
+  bool wants_jacobians() const { return mode_ == EvalMode::kResidualAndJacobians; }
+
+  /// Adds a local residual (N entries, stencil order) and, when wanted, local partial
+  /// Jacobians (N × N, null = zero) for stencil `id`.
+  template <int N>
+  void add(int id, const Eigen::Matrix<double, N, 1>& r_local, const Eigen::Matrix<double, N, N>* dr_dq,
+           const Eigen::Matrix<double, N, N>* dr_dv, const Eigen::Matrix<double, N, N>* dr_da) {
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int k = 0; k < N; ++k) {
+      r[dofs[k]] += r_local[k];
+      r_abs[dofs[k]] += std::abs(r_local[k]);
+    }
+    if (!wants_jacobians()) return;
+    const int* m = pattern_->map(id);
+    if (dr_dq) scatter<N>(m, *dr_dq, kq);
+    if (dr_dv) scatter<N>(m, *dr_dv, kv);
+    if (dr_da) scatter<N>(m, *dr_da, ka);
+  }
+
+  /// Dynamic-size variant for stencils whose size is only known at run time.
+  void add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da);
+
+  VecX r;
+  VecX r_abs;
+  VecX kq, kv, ka;
+
+ private:
+  template <int N>
+  static void scatter(const int* m, const Eigen::Matrix<double, N, N>& local, VecX& values) {
+    for (int c = 0; c < N; ++c)
+      for (int rr = 0; rr < N; ++rr) values[m[rr + c * N]] += local(rr, c);
+  }
+
+  const SparsePattern* pattern_ = nullptr;
+  const StencilSet* stencils_ = nullptr;
+  EvalMode mode_ = EvalMode::kResidual;
+};
+
+/// Receives local parameter derivatives ∂r_local/∂p (N × m, columns = the listed global
+/// parameter indices) and contracts them, either with an adjoint vector (vjp mode:
+/// grad[p] += (∂r/∂p)ᵀ λ) or into one column ∂r/∂p_j (column mode).
+class ParamSink {
+ public:
+  /// vjp mode: grad (|p|) += (∂r/∂p)ᵀ lambda (|q|).
+  static ParamSink vjp(const StencilSet* stencils, const VecX* lambda, VecX* grad);
+  /// column mode: col (|q|) += ∂r/∂p_j.
+  static ParamSink column(const StencilSet* stencils, int j, VecX* col);
+
+  /// Adds a local block: rows follow the stencil's DOFs, columns the global parameter
+  /// indices `pidx` (size m).
+  void add(int stencil_id, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp);
+  /// Adds ∂r/∂p for residual rows given directly by global DOFs (used for terms
+  /// whose parameters act on DOF blocks without a stencil).
+  void add_rows(std::span<const DofIndex> dofs, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp);
+  /// True when parameter `pidx` matters to this sink (column mode: only j).
+  bool wants(int pidx) const { return lambda_ != nullptr || pidx == column_; }
+
+ private:
+  const StencilSet* stencils_ = nullptr;
+  const VecX* lambda_ = nullptr;
+  VecX* grad_ = nullptr;
+  int column_ = -1;
+  VecX* col_ = nullptr;
+};
+
+}  // namespace addsim

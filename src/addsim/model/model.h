@@ -1,0 +1,84 @@
+#pragma once
+/// The Model: immutable once finalised. Bodies and their DOF layout, handles, terms,
+/// the parameter table with its default values, the time scheme and solver settings.
+/// Built from typed C++ (io/ turns scene files into this); strings stop at io/.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/math/sparse_assembly.h"
+#include "addsim/model/body.h"
+#include "addsim/model/handle.h"
+#include "addsim/model/parameters.h"
+#include "addsim/model/term.h"
+#include "addsim/model/time_scheme.h"
+
+namespace addsim {
+
+enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu };
+
+struct SolverSettings {
+  double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units)
+  int max_iterations = 50;       ///< Newton iteration cap per step
+  int max_halvings = 30;         ///< line-search halvings per iteration
+  LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+};
+
+class Model {
+ public:
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // --- building (before finalize) ---
+  /// Appends a particle body of `count` points; returns its index.
+  int add_particles(const std::string& name, const std::vector<Vec3>& positions, const std::vector<Vec3>& velocities,
+                    const std::vector<double>& masses);
+  /// Appends a body built elsewhere; its DOF block must start at num_dofs().
+  int add_body(std::unique_ptr<Body> body);
+  /// Appends a handle with per-step positions ((steps+1) rows); returns its index.
+  int add_handle(const std::string& name, const std::vector<Vec3>& positions);
+  void add_term(std::unique_ptr<Term> term);
+  /// Declares stencils and builds the Jacobian pattern; no changes afterwards.
+  void finalize();
+
+  // --- reading ---
+  bool finalized() const { return finalized_; }
+  int num_dofs() const { return num_dofs_; }
+  const TimeScheme& scheme() const { return scheme_; }
+  TimeScheme& scheme_mut() { return scheme_; }
+  const SolverSettings& solver() const { return solver_; }
+  SolverSettings& solver_mut() { return solver_; }
+  ParameterTable& params() { return params_; }
+  const ParameterTable& params() const { return params_; }
+  const std::vector<std::unique_ptr<Body>>& bodies() const { return bodies_; }
+  const std::vector<Handle>& handles() const { return handles_; }
+  const std::vector<std::unique_ptr<Term>>& terms() const { return terms_; }
+  const StencilSet& stencils() const { return stencils_; }
+  const SparsePattern& pattern() const { return pattern_; }
+
+  /// q⁰ and v⁰ (|q|) from parameters p.
+  void initial_state(const VecX& p, VecX& q0, VecX& v0) const;
+  /// Total kinetic energy and the sum of term potential energies at one step.
+  double kinetic_energy(const VecX& q, const VecX& v, const VecX& p) const;
+
+  /// Free-form notes for docs/outputs ("gravity", "contact model", ...).
+  std::vector<std::pair<std::string, std::string>> info;
+
+ private:
+  void require_building() const;
+
+  TimeScheme scheme_ = TimeScheme::make(Integrator::kBdf2, 0.01, 100);
+  SolverSettings solver_;
+  ParameterTable params_;
+  std::vector<std::unique_ptr<Body>> bodies_;
+  std::vector<Handle> handles_;
+  std::vector<std::unique_ptr<Term>> terms_;
+  StencilSet stencils_;
+  SparsePattern pattern_;
+  int num_dofs_ = 0;
+  bool finalized_ = false;
+};
+
+}  // namespace addsim

@@ -1,0 +1,32 @@
+#pragma once
+/// Sparse LU for the step Jacobian over a fixed pattern: the symbolic analysis is done
+/// once per pattern (DESIGN.md §5) and each Newton iteration only refactorises. Backed by
+/// SuiteSparse UMFPACK (GPL, optional at build time) or Eigen's SparseLU. Both solve
+/// with A and with Aᵀ (the adjoint needs the transpose).
+
+#include <memory>
+#include <string>
+
+#include "addsim/math/sparse_assembly.h"
+#include "addsim/model/model.h"
+
+namespace addsim {
+
+class LinearSolver {
+ public:
+  virtual ~LinearSolver() = default;
+  /// Refactorises with new values on the pattern given at construction; false if singular.
+  virtual bool factorize(const VecX& values) = 0;
+  /// x = A⁻¹ b (transpose = false) or A⁻ᵀ b; uses the last factorisation.
+  virtual void solve(const VecX& b, VecX& x, bool transpose = false) = 0;
+  virtual const char* name() const = 0;
+};
+
+/// Creates the solver `kind` for `pattern` (kAuto: UMFPACK when built with it).
+/// Throws InputError if kUmfpack is requested but not available.
+std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern);
+
+/// True if this build links UMFPACK.
+bool have_umfpack();
+
+}  // namespace addsim

@@ -1,0 +1,186 @@
+#include "addsim/solver/simulator.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+// Round-off floor of ‖r‖: the residual is a sum of contributions whose magnitudes add up
+// to r_abs; in double precision the sum cannot be resolved below ≈ ε_mach·‖r_abs‖. We
+// allow 64 ulps so that a residual already at that floor counts as converged.
+constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
+// Sufficient-decrease constant of the backtracking line search on ‖r‖.
+constexpr double kArmijo = 1e-4;
+}  // namespace
+
+VecX Trajectory::velocity(const TimeScheme& s, int i) const {
+  const StateHistory hist(&q, &q0, &v0, s.h);
+  VecX v = VecX::Zero(q0.size());
+  for (int k = 0; k < static_cast<int>(s.cv.size()); ++k) hist.add_scaled(i - k, s.cv[k] / s.h, v);
+  return v;
+}
+
+VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
+  const StateHistory hist(&q, &q0, &v0, s.h);
+  VecX a = VecX::Zero(q0.size());
+  for (int k = 0; k < static_cast<int>(s.ca.size()); ++k) hist.add_scaled(i - k, s.ca[k] / (s.h * s.h), a);
+  return a;
+}
+
+Simulator::Simulator(const Model& model) : model_(model) {
+  ADDSIM_CHECK(model.finalized(), "the model must be finalised before simulating");
+  assembly_ = Assembly(&model.pattern(), &model.stencils());
+  lu_ = make_linear_solver(model.solver().linear_solver, &model.pattern());
+}
+
+void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
+  for (const auto& t : model_.terms()) t->evaluate(ctx, out);
+}
+
+bool Simulator::admissible(const TermContext& ctx, std::string* why) const {
+  for (const auto& t : model_.terms())
+    if (!t->admissible(ctx, why)) return false;
+  return true;
+}
+
+Trajectory Simulator::run(const VecX& p, const std::function<void(const StepReport&)>& progress) {
+  const auto t0 = Clock::now();
+  model_.params().check(p);
+  const TimeScheme& s = model_.scheme();
+  Trajectory traj;
+  traj.p = p;
+  model_.initial_state(p, traj.q0, traj.v0);
+  traj.q.reserve(s.steps + 1);
+  traj.q.push_back(traj.q0);
+  traj.reports.reserve(s.steps);
+  const StateHistory hist(&traj.q, &traj.q0, &traj.v0, s.h);
+  VecX q(model_.num_dofs());
+  for (int i = 1; i <= s.steps; ++i) {
+    // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}.
+    q = traj.q[i - 1];
+    for (int k = 0; k < static_cast<int>(s.cv.size()); ++k) hist.add_scaled(i - 1 - k, s.cv[k], q);
+    StepReport rep = solve_step(i, hist, p, q);
+    traj.reports.push_back(rep);
+    if (progress) progress(rep);
+    if (!rep.converged) {
+      traj.failed_step = i;
+      std::ostringstream msg;
+      msg << "step " << i << " (t = " << i * s.h << " s) did not converge: " << rep.failure << " (‖r‖ = "
+          << rep.residual_norm << " after " << rep.iterations << " iterations)";
+      traj.failure = msg.str();
+      break;
+    }
+    traj.q.push_back(q);
+  }
+  traj.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return traj;
+}
+
+StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q) {
+  const auto t_step = Clock::now();
+  const TimeScheme& s = model_.scheme();
+  const SolverSettings& opt = model_.solver();
+  StepReport rep;
+  rep.step = step;
+  bdf_history_terms(s, hist, step, v_hist_, a_hist_);
+  const JacobianWeights w0 = bdf_weights(s, 0);
+
+  // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
+  // inadmissible or not finite (then `why` says which).
+  auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
+    const auto t0 = Clock::now();
+    bdf_rates(s, q_eval, v_hist_, a_hist_, v_, a_);
+    const TermContext ctx{q_eval, v_, a_, p, step, s};
+    double norm = std::numeric_limits<double>::infinity();
+    if (admissible(ctx, why)) {
+      assembly_.reset(mode);
+      evaluate(ctx, assembly_);
+      norm = assembly_.r.norm();
+      if (!std::isfinite(norm)) {
+        if (why) *why = "residual is not finite";
+        norm = std::numeric_limits<double>::infinity();
+      }
+    }
+    rep.assembly_ms += ms_since(t0);
+    return norm;
+  };
+
+  std::string why;
+  double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+  if (!std::isfinite(norm)) {
+    rep.failure = "initial guess is inadmissible: " + why;
+    rep.residual_norm = norm;
+    rep.wall_ms = ms_since(t_step);
+    return rep;
+  }
+  rep.residual_history.push_back(norm);
+  double tol = std::max(opt.tolerance, kRoundoffFactor * assembly_.r_abs.norm());
+
+  while (true) {
+    if (norm < tol) {
+      rep.converged = true;
+      break;
+    }
+    if (rep.iterations >= opt.max_iterations) {
+      rep.failure = "iteration cap of " + std::to_string(opt.max_iterations) + " reached";
+      break;
+    }
+    // Newton direction: (dr/dq^i) Δq = −r.
+    combine_partials(w0, assembly_.kq, assembly_.kv, assembly_.ka, jac_);
+    auto t0 = Clock::now();
+    const bool ok = lu_->factorize(jac_);
+    rep.factor_ms += ms_since(t0);
+    if (!ok) {
+      rep.failure = "step Jacobian is singular";
+      break;
+    }
+    t0 = Clock::now();
+    r_ = -assembly_.r;
+    lu_->solve(r_, dq_);
+    rep.solve_ms += ms_since(t0);
+    ++rep.iterations;
+    if (!dq_.allFinite()) {
+      rep.failure = "Newton direction is not finite";
+      break;
+    }
+    // Backtracking line search demanding a decrease of ‖r‖.
+    double alpha = 1.0;
+    double trial = std::numeric_limits<double>::infinity();
+    int halvings = 0;
+    std::string trial_why;
+    while (true) {
+      q_trial_ = q + alpha * dq_;
+      // The full step is usually accepted: evaluate its partials right away.
+      trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
+      if (trial <= (1.0 - kArmijo * alpha) * norm) break;
+      if (halvings >= opt.max_halvings) break;
+      alpha *= 0.5;
+      ++halvings;
+    }
+    rep.line_search_halvings += halvings;
+    if (!(trial <= (1.0 - kArmijo * alpha) * norm)) {
+      rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖"
+                                      : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
+      break;
+    }
+    q = q_trial_;
+    norm = halvings == 0 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    rep.residual_history.push_back(norm);
+    tol = std::max(opt.tolerance, kRoundoffFactor * assembly_.r_abs.norm());
+  }
+  rep.residual_norm = norm;
+  rep.tolerance_used = tol;
+  rep.wall_ms = ms_since(t_step);
+  return rep;
+}
+
+}  // namespace addsim

@@ -1,0 +1,77 @@
+#pragma once
+/// Forward simulation: for each step i, Newton's method on r^i(q^i) = 0 with a
+/// backtracking line search on ‖r‖ (paper §3.1, DESIGN.md §5). A step that cannot
+/// converge ends the run with a StepReport naming the step, residual and reason; the
+/// trajectory keeps only converged states (never a half-updated one).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/integrators/bdf.h"
+#include "addsim/model/model.h"
+#include "addsim/solver/linear_solver.h"
+
+namespace addsim {
+
+/// What happened in one time step.
+struct StepReport {
+  int step = 0;
+  bool converged = false;
+  int iterations = 0;              ///< Newton iterations (linear solves)
+  int line_search_halvings = 0;    ///< total halvings over all iterations
+  double residual_norm = 0.0;      ///< final ‖r‖
+  double tolerance_used = 0.0;     ///< max(tolerance, round-off floor) the step was held to
+  std::vector<double> residual_history;  ///< ‖r‖ at the start and after every iteration
+  double wall_ms = 0.0;
+  double assembly_ms = 0.0;        ///< time in residual + Jacobian evaluation
+  double factor_ms = 0.0;          ///< time in LU factorisation
+  double solve_ms = 0.0;           ///< time in triangular solves
+  std::string failure;             ///< empty when converged
+};
+
+/// A recorded run: all the backward pass needs (DESIGN.md §2).
+struct Trajectory {
+  VecX p;                          ///< parameters of the run
+  VecX q0, v0;                     ///< initial state
+  std::vector<VecX> q;             ///< q^0 … q^m for the converged steps (m ≤ n)
+  std::vector<StepReport> reports; ///< one per attempted step
+  std::string failure;             ///< empty if every step converged
+  int failed_step = -1;
+  double wall_seconds = 0.0;
+  bool completed() const { return failure.empty(); }
+  /// v^i of a stored step i ≥ 1 (|q|), from the time scheme.
+  VecX velocity(const TimeScheme& s, int i) const;
+  /// a^i of a stored step i ≥ 1 (|q|).
+  VecX acceleration(const TimeScheme& s, int i) const;
+};
+
+class Simulator {
+ public:
+  /// The model must be finalised and outlive the simulator. One simulator per thread.
+  explicit Simulator(const Model& model);
+
+  /// Runs all steps of the model's scheme from parameters p (|p|, checked).
+  Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {});
+
+  /// Sums all terms at one state into `out` (residual, and partials if asked).
+  void evaluate(const TermContext& ctx, Assembly& out) const;
+  /// True if every term accepts the state; otherwise `why` names the offender.
+  bool admissible(const TermContext& ctx, std::string* why) const;
+
+  const Model& model() const { return model_; }
+  const char* linear_solver_name() const { return lu_->name(); }
+  LinearSolver& linear_solver() { return *lu_; }
+  Assembly& assembly() { return assembly_; }
+
+ private:
+  StepReport solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q);
+
+  const Model& model_;
+  Assembly assembly_;
+  std::unique_ptr<LinearSolver> lu_;
+  VecX v_hist_, a_hist_, v_, a_, jac_, dq_, q_trial_, r_;
+};
+
+}  // namespace addsim

@@ -1,0 +1,105 @@
+#include "addsim/terms/contact_force.h"
+
+#include <cmath>
+
+namespace addsim {
+
+const char* to_string(ContactModel model) { return model == ContactModel::kLinear ? "linear" : "tanh"; }
+
+double tanh_over_s(double s) {
+  if (std::abs(s) < 1e-2) {
+    const double s2 = s * s;
+    return 1.0 - s2 / 3.0 + 2.0 * s2 * s2 / 15.0 - 17.0 * s2 * s2 * s2 / 315.0;
+  }
+  return std::tanh(s) / s;
+}
+
+double tanh_over_s_deriv_over_s(double s) {
+  if (std::abs(s) < 1e-2) {
+    const double s2 = s * s;
+    return -2.0 / 3.0 + 8.0 * s2 / 15.0 - 34.0 * s2 * s2 / 105.0;
+  }
+  const double t = std::tanh(s);
+  const double sech2 = 1.0 - t * t;
+  return (s * sech2 - t) / (s * s * s);
+}
+
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c) {
+  ContactForce out;
+  Vec3 n;
+  Mat3 H;
+  const double g = o.gap(x, n, H);
+  out.gap = g;
+  if (g >= 0.0) return out;  // separated: no force (the kink at g = 0 is measure-zero, paper §4.2)
+
+  const double depth = -g;
+  const Mat3 I = Mat3::Identity();
+  const double vn = n.dot(xdot);
+
+  // Normal penalty: f = k_n (−g) n; ∂/∂x = −k_n n nᵀ + k_n (−g) H.
+  const double fn = c.kn * depth;
+  out.normal_force = fn;
+  out.f = fn * n;
+  out.df_dx = -c.kn * n * n.transpose() + fn * H;
+  out.df_dkn = depth * n;
+
+  // Normal damping: f = −k_d n (n·ẋ); ∂/∂x = −k_d (H vn + n ẋᵀ H).
+  out.f += -c.kd * vn * n;
+  out.df_dxdot += -c.kd * n * n.transpose();
+  out.df_dx += -c.kd * (H * vn + n * (xdot.transpose() * H));
+  out.df_dkd = -vn * n;
+
+  // Tangential velocity u = T ẋ = ẋ − n (n·ẋ); ∂u/∂ẋ = T; ∂u/∂x = −(H vn + n ẋᵀ H).
+  const Mat3 T = I - n * n.transpose();
+  const Vec3 u = T * xdot;
+  const Mat3 du_dx = -(H * vn + n * (xdot.transpose() * H));
+  const double s = u.norm();
+  const double F = c.cf * fn;            // Coulomb limit
+  const Vec3 dF_dx = -c.cf * c.kn * n;   // ∂F/∂x (as a column)
+  out.regime = ContactRegime::kStick;
+
+  if (c.model == ContactModel::kLinear) {
+    if (c.kt * s <= F || s == 0.0) {
+      // Stick branch: f_t = −k_t u.
+      out.f += -c.kt * u;
+      out.df_dxdot += -c.kt * T;
+      out.df_dx += -c.kt * du_dx;
+      out.df_dkt = -u;
+      out.friction_force = c.kt * s;
+    } else {
+      // Slip branch: f_t = −F û.
+      out.regime = ContactRegime::kSlip;
+      const Vec3 uh = u / s;
+      const Mat3 P = (I - uh * uh.transpose()) / s;  // ∂û/∂u
+      out.f += -F * uh;
+      out.df_dxdot += -F * P * T;
+      out.df_dx += -uh * dF_dx.transpose() - F * P * du_dx;
+      out.df_dcf = -fn * uh;
+      out.df_dkn += -c.cf * depth * uh;
+      out.friction_force = F;
+    }
+    return out;
+  }
+
+  // tanh friction: f_t = −k_t φ(σ) u with σ = k_t s / F and φ(σ) = tanh(σ)/σ.
+  if (F <= 0.0) return out;
+  const double sigma = c.kt * s / F;
+  const double phi = tanh_over_s(sigma);
+  const double psi = tanh_over_s_deriv_over_s(sigma);  // φ'(σ)/σ
+  if (c.kt * s > F) out.regime = ContactRegime::kSlip;
+  out.f += -c.kt * phi * u;
+  out.friction_force = c.kt * phi * s;
+  // ∂f/∂u = −k_t (φ I + ψ (k_t/F)² u uᵀ); ∂f/∂F = k_t ψ σ² u / F.
+  const double r = c.kt / F;
+  const Mat3 df_du = -c.kt * (phi * I + psi * r * r * u * u.transpose());
+  const Vec3 df_dF = c.kt * psi * sigma * sigma / F * u;
+  out.df_dxdot += df_du * T;
+  out.df_dx += df_du * du_dx + df_dF * dF_dx.transpose();
+  // ∂f/∂k_t = −u (φ + ψ σ²); F depends on c_f and k_n linearly.
+  out.df_dkt = -u * (phi + psi * sigma * sigma);
+  out.df_dcf = df_dF * fn;
+  out.df_dkn += df_dF * c.cf * depth;
+  return out;
+}
+
+}  // namespace addsim

@@ -1,0 +1,211 @@
+#include "addsim/terms/spring_term.h"
+
+#include <cmath>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+const char* to_string(SpringKind kind) {
+  switch (kind) {
+    case SpringKind::kDistance: return "distance";
+    case SpringKind::kZeroLength: return "zero_length";
+    case SpringKind::kUnilateral: return "unilateral";
+  }
+  return "unknown";
+}
+
+namespace {
+// Lengths below this fraction of the rest length leave the spring direction undefined.
+constexpr double kMinRelativeLength = 1e-9;
+
+struct AnchorState {
+  Vec3 x = Vec3::Zero();
+  Vec3 v = Vec3::Zero();
+  HandleSample handle;  // valid for handle anchors
+};
+
+AnchorState anchor_state(const Model& model, const Anchor& an, const TermContext& ctx) {
+  AnchorState s;
+  switch (an.kind) {
+    case Anchor::Kind::kParticle:
+      s.x = ctx.q.segment<3>(an.dof);
+      s.v = ctx.v.segment<3>(an.dof);
+      break;
+    case Anchor::Kind::kHandle:
+      s.handle = sample_handle(model.handles()[an.handle], ctx.p, ctx.step, ctx.scheme);
+      s.x = s.handle.x;
+      s.v = s.handle.v;
+      break;
+    case Anchor::Kind::kWorld:
+      s.x = an.world;
+      break;
+  }
+  return s;
+}
+}  // namespace
+
+struct SpringTerm::Local {
+  bool active = false;
+  Vec3 r = Vec3::Zero();       // residual on a (= −force on a); residual on b is −r
+  Mat3 kx = Mat3::Zero();      // ∂r_a/∂x_a (= −∂r_a/∂x_b)
+  Mat3 kv = Mat3::Zero();      // ∂r_a/∂ẋ_a (= −∂r_a/∂ẋ_b)
+  Vec3 dr_dk = Vec3::Zero();   // ∂r_a/∂k
+  Vec3 dr_dkd = Vec3::Zero();  // ∂r_a/∂k_d
+  double energy = 0.0;
+  AnchorState sa, sb;
+};
+
+SpringTerm::SpringTerm(const Model* model, std::vector<Spring> springs) : model_(model), springs_(std::move(springs)) {}
+
+void SpringTerm::declare(StencilSet& stencils) {
+  stencil_.clear();
+  for (const Spring& s : springs_) {
+    std::vector<DofIndex> dofs;
+    for (const Anchor* an : {&s.a, &s.b})
+      if (an->kind == Anchor::Kind::kParticle)
+        for (int c = 0; c < 3; ++c) dofs.push_back(an->dof + c);
+    stencil_.push_back(dofs.empty() ? -1 : stencils.add(dofs));
+  }
+}
+
+SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k) const {
+  const Spring& s = springs_[k];
+  Local L;
+  L.sa = anchor_state(*model_, s.a, ctx);
+  L.sb = anchor_state(*model_, s.b, ctx);
+  const double stiffness = ctx.p[s.stiffness_param];
+  const double damping = s.damping_param >= 0 ? ctx.p[s.damping_param] : 0.0;
+  const Vec3 d = L.sa.x - L.sb.x;
+  const Vec3 w = L.sa.v - L.sb.v;
+  const Mat3 I = Mat3::Identity();
+
+  if (s.kind == SpringKind::kZeroLength) {
+    // E = (k/2)‖d‖²: r_a = k d + k_d w.
+    L.active = true;
+    L.r = stiffness * d + damping * w;
+    L.kx = stiffness * I;
+    L.kv = damping * I;
+    L.dr_dk = d;
+    L.dr_dkd = w;
+    L.energy = 0.5 * stiffness * d.squaredNorm();
+    return L;
+  }
+
+  const double len = d.norm();
+  if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) return L;  // slack
+  if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) return L;   // rejected by admissible()
+  L.active = true;
+  const Vec3 u = d / len;
+  const Mat3 uu = u * u.transpose();
+  const Mat3 du_dd = (I - uu) / len;
+  const double stretch = len - s.rest_length;
+  const double uw = u.dot(w);
+  // E = (k/2)(‖d‖ − l₀)²: r_a = k (‖d‖ − l₀) u; damping r_a += k_d (u·w) u.
+  L.r = stiffness * stretch * u + damping * uw * u;
+  L.kx = stiffness * (uu + stretch * du_dd) + damping * (uw * I + u * w.transpose()) * du_dd;
+  L.kv = damping * uu;
+  L.dr_dk = stretch * u;
+  L.dr_dkd = uw * u;
+  L.energy = 0.5 * stiffness * stretch * stretch;
+  return L;
+}
+
+SpringRegime SpringTerm::regime(const TermContext& ctx, int k) const {
+  return local(ctx, k).active ? SpringRegime::kActive : SpringRegime::kSlack;
+}
+
+void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    if (stencil_[k] < 0) continue;
+    const Local L = local(ctx, k);
+    if (!L.active) continue;
+    const Spring& s = springs_[k];
+    const bool pa = s.a.kind == Anchor::Kind::kParticle;
+    const bool pb = s.b.kind == Anchor::Kind::kParticle;
+    if (pa && pb) {
+      Eigen::Matrix<double, 6, 1> r;
+      r << L.r, -L.r;
+      Eigen::Matrix<double, 6, 6> jx, jv;
+      jx << L.kx, -L.kx, -L.kx, L.kx;
+      jv << L.kv, -L.kv, -L.kv, L.kv;
+      out.add<6>(stencil_[k], r, &jx, &jv, nullptr);
+    } else {
+      // One particle end: its residual row is r_a (if a) or −r_a (if b); ∂/∂x of that end is kx either way.
+      const Vec3 r = pa ? L.r : Vec3(-L.r);
+      out.add<3>(stencil_[k], r, &L.kx, &L.kv, nullptr);
+    }
+  }
+}
+
+void SpringTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    if (stencil_[k] < 0) continue;
+    const Spring& s = springs_[k];
+    const bool pa = s.a.kind == Anchor::Kind::kParticle;
+    const bool pb = s.b.kind == Anchor::Kind::kParticle;
+    const bool handle_a = s.a.kind == Anchor::Kind::kHandle;
+    const bool handle_b = s.b.kind == Anchor::Kind::kHandle;
+    const bool want_k = sink.wants(s.stiffness_param);
+    const bool want_kd = s.damping_param >= 0 && sink.wants(s.damping_param);
+    if (!want_k && !want_kd && !handle_a && !handle_b) continue;
+    const Local L = local(ctx, k);
+    if (!L.active) continue;
+    const int rows = (pa ? 3 : 0) + (pb ? 3 : 0);
+    // Rows of the stencil: ±r_a blocks for the particle ends, in stencil order.
+    auto rows_of = [&](const Vec3& block_a) {
+      VecX col(rows);
+      int o = 0;
+      if (pa) col.segment<3>(o) = block_a, o += 3;
+      if (pb) col.segment<3>(o) = -block_a;
+      return col;
+    };
+    if (want_k) {
+      const int idx = s.stiffness_param;
+      sink.add(stencil_[k], std::span<const int>(&idx, 1), rows_of(L.dr_dk));
+    }
+    if (want_kd) {
+      const int idx = s.damping_param;
+      sink.add(stencil_[k], std::span<const int>(&idx, 1), rows_of(L.dr_dkd));
+    }
+    // Handle controls: ∂r/∂c_row = wx ∂r/∂x_end + wv ∂r/∂ẋ_end, with ∂r_a/∂x_b = −kx.
+    for (int end = 0; end < 2; ++end) {
+      if (!(end == 0 ? handle_a : handle_b)) continue;
+      const HandleSample& hs = end == 0 ? L.sa.handle : L.sb.handle;
+      const double sign = end == 0 ? 1.0 : -1.0;
+      for (int c = 0; c < hs.count; ++c) {
+        const Mat3 dra = sign * (hs.wx[c] * L.kx + hs.wv[c] * L.kv);
+        MatX block(rows, 3);
+        int o = 0;
+        if (pa) block.middleRows<3>(o) = dra, o += 3;
+        if (pb) block.middleRows<3>(o) = -dra;
+        const int idx[3] = {hs.param[c], hs.param[c] + 1, hs.param[c] + 2};
+        sink.add(stencil_[k], std::span<const int>(idx, 3), block);
+      }
+    }
+  }
+}
+
+double SpringTerm::energy(const TermContext& ctx) const {
+  double e = 0.0;
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) e += local(ctx, k).energy;
+  return e;
+}
+
+bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    const Spring& s = springs_[k];
+    if (s.kind == SpringKind::kZeroLength) continue;
+    const Vec3 xa = anchor_state(*model_, s.a, ctx).x;
+    const Vec3 xb = anchor_state(*model_, s.b, ctx).x;
+    const double len = (xa - xb).norm();
+    if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) continue;
+    if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) {
+      if (why) *why = "spring " + s.label + " has collapsed to zero length (direction undefined)";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace addsim

@@ -1,0 +1,56 @@
+#pragma once
+/// Springs between two anchors (paper §5.3, potentials (k/2) c(q)ᵀc(q)):
+///   distance:    c = ‖x_a − x_b‖ − l₀               (rest length l₀)
+///   zero-length: c = x_a − x_b                       (ball-and-socket joints)
+///   unilateral:  c = max(‖x_a − x_b‖ − l₀, 0)         (cables and strings: pull only)
+/// with optional damping along the spring, f_a = −k_d (u·(ẋ_a − ẋ_b)) u for the distance
+/// kinds (u = unit direction a − b) and f_a = −k_d (ẋ_a − ẋ_b) for zero length. A
+/// unilateral spring is slack (no force, no damping) when ‖x_a − x_b‖ ≤ l₀.
+
+#include <string>
+#include <vector>
+
+#include "addsim/model/anchor.h"
+#include "addsim/model/model.h"
+#include "addsim/model/term.h"
+
+namespace addsim {
+
+enum class SpringKind { kDistance, kZeroLength, kUnilateral };
+const char* to_string(SpringKind kind);
+
+struct Spring {
+  SpringKind kind = SpringKind::kDistance;
+  Anchor a, b;
+  double rest_length = 0.0;  ///< l₀, m (ignored for zero length)
+  int stiffness_param = -1;  ///< index in p of k (N/m)
+  int damping_param = -1;    ///< index in p of k_d (N s/m); −1 = no damping
+  std::string label;         ///< "springs.3" or "bodies.sheet.springs.12"
+};
+
+/// Regime of one spring, for tests.
+enum class SpringRegime { kActive, kSlack };
+
+class SpringTerm final : public Term {
+ public:
+  SpringTerm(const Model* model, std::vector<Spring> springs);
+  std::string_view name() const override { return "springs"; }
+  void declare(StencilSet& stencils) override;
+  void evaluate(const TermContext& ctx, Assembly& out) const override;
+  void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
+  double energy(const TermContext& ctx) const override;
+  bool admissible(const TermContext& ctx, std::string* why) const override;
+
+  const std::vector<Spring>& springs() const { return springs_; }
+  SpringRegime regime(const TermContext& ctx, int k) const;
+
+ private:
+  struct Local;  // force on a and its partials at one state
+  Local local(const TermContext& ctx, int k) const;
+
+  const Model* model_;
+  std::vector<Spring> springs_;
+  std::vector<int> stencil_;
+};
+
+}  // namespace addsim
