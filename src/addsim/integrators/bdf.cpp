@@ -2,31 +2,31 @@
 
 namespace addsim {
 
-void StateHistory::add_scaled(int j, double w, VecX& out) const {
-  if (j >= 0) {
-    out += w * (*q_)[j];
-  } else {
-    out += w * (*q0_);
-    out += (w * j * h_) * (*v0_);
+void bdf_history_terms(const TimeScheme& s, const StateHistory& hist, int step, VecX& v_hist, VecX& a_hist) {
+  const StepCoefficients& c = s.at(step);
+  v_hist = c.v0_v * hist.v0();
+  a_hist = (c.v0_a / s.h) * hist.v0();
+  for (int k = 1; k <= s.window() && step - k >= 0; ++k) {
+    if (c.cv[k] != 0.0) hist.add_scaled(step - k, c.cv[k] / s.h, v_hist);
+    if (c.ca[k] != 0.0) hist.add_scaled(step - k, c.ca[k] / (s.h * s.h), a_hist);
   }
 }
 
-void bdf_history_terms(const TimeScheme& s, const StateHistory& hist, int step, VecX& v_hist, VecX& a_hist) {
-  v_hist.setZero();
-  a_hist.setZero();
-  for (int k = 1; k < static_cast<int>(s.cv.size()); ++k) hist.add_scaled(step - k, s.cv[k] / s.h, v_hist);
-  for (int k = 1; k < static_cast<int>(s.ca.size()); ++k) hist.add_scaled(step - k, s.ca[k] / (s.h * s.h), a_hist);
+void bdf_rates(const TimeScheme& s, int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, VecX& v, VecX& a) {
+  const StepCoefficients& c = s.at(step);
+  v = (c.cv[0] / s.h) * q + v_hist;
+  a = (c.ca[0] / (s.h * s.h)) * q + a_hist;
 }
 
-void bdf_rates(const TimeScheme& s, const VecX& q, const VecX& v_hist, const VecX& a_hist, VecX& v, VecX& a) {
-  v = (s.cv[0] / s.h) * q + v_hist;
-  a = (s.ca[0] / (s.h * s.h)) * q + a_hist;
+JacobianWeights bdf_weights(const TimeScheme& s, int step, int k) {
+  if (step - k < 0 || k > s.window()) return {0.0, 0.0, 0.0};
+  const StepCoefficients& c = s.at(step);
+  return {k == 0 ? 1.0 : 0.0, c.cv[k] / s.h, c.ca[k] / (s.h * s.h)};
 }
 
-JacobianWeights bdf_weights(const TimeScheme& s, int k) {
-  const double wv = k < static_cast<int>(s.cv.size()) ? s.cv[k] / s.h : 0.0;
-  const double wa = k < static_cast<int>(s.ca.size()) ? s.ca[k] / (s.h * s.h) : 0.0;
-  return {k == 0 ? 1.0 : 0.0, wv, wa};
+JacobianWeights bdf_v0_weights(const TimeScheme& s, int step) {
+  const StepCoefficients& c = s.at(step);
+  return {0.0, c.v0_v, c.v0_a / s.h};
 }
 
 void combine_partials(const JacobianWeights& w, const VecX& kq, const VecX& kv, const VecX& ka, VecX& values) {

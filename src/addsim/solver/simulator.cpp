@@ -20,19 +20,25 @@ double ms_since(Clock::time_point t0) {
 constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
 // Sufficient-decrease constant of the backtracking line search on ‖r‖.
 constexpr double kArmijo = 1e-4;
+// When no step decreases ‖r‖ any more although ‖r‖ ≥ tolerance, the residual sits at its
+// round-off floor (e.g. m·a with a = Σ ca q/h² cancels digits at small h). The step is then
+// accepted as converged if the Newton correction no longer moves q: ‖Δq‖∞ ≤ this ×
+// (1 + ‖q‖∞), i.e. q is resolved to about 12 significant digits.
+constexpr double kStepFloor = 1e-12;
 }  // namespace
 
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
-  const StateHistory hist(&q, &q0, &v0, s.h);
-  VecX v = VecX::Zero(q0.size());
-  for (int k = 0; k < static_cast<int>(s.cv.size()); ++k) hist.add_scaled(i - k, s.cv[k] / s.h, v);
+  if (i == 0) return v0;
+  VecX v_hist, a_hist, v, a;
+  bdf_history_terms(s, StateHistory(&q, &v0), i, v_hist, a_hist);
+  bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
   return v;
 }
 
 VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
-  const StateHistory hist(&q, &q0, &v0, s.h);
-  VecX a = VecX::Zero(q0.size());
-  for (int k = 0; k < static_cast<int>(s.ca.size()); ++k) hist.add_scaled(i - k, s.ca[k] / (s.h * s.h), a);
+  VecX v_hist, a_hist, v, a;
+  bdf_history_terms(s, StateHistory(&q, &v0), i, v_hist, a_hist);
+  bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
   return a;
 }
 
@@ -62,12 +68,11 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   traj.q.reserve(s.steps + 1);
   traj.q.push_back(traj.q0);
   traj.reports.reserve(s.steps);
-  const StateHistory hist(&traj.q, &traj.q0, &traj.v0, s.h);
+  const StateHistory hist(&traj.q, &traj.v0);
   VecX q(model_.num_dofs());
   for (int i = 1; i <= s.steps; ++i) {
     // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}.
-    q = traj.q[i - 1];
-    for (int k = 0; k < static_cast<int>(s.cv.size()); ++k) hist.add_scaled(i - 1 - k, s.cv[k], q);
+    q = traj.q[i - 1] + s.h * traj.velocity(s, i - 1);
     StepReport rep = solve_step(i, hist, p, q);
     traj.reports.push_back(rep);
     if (progress) progress(rep);
@@ -92,13 +97,13 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   StepReport rep;
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
-  const JacobianWeights w0 = bdf_weights(s, 0);
+  const JacobianWeights w0 = bdf_weights(s, step, 0);
 
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
-    bdf_rates(s, q_eval, v_hist_, a_hist_, v_, a_);
+    bdf_rates(s, step, q_eval, v_hist_, a_hist_, v_, a_);
     const TermContext ctx{q_eval, v_, a_, p, step, s};
     double norm = std::numeric_limits<double>::infinity();
     if (admissible(ctx, why)) {
@@ -167,6 +172,12 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       ++halvings;
     }
     rep.line_search_halvings += halvings;
+    if (!(trial <= (1.0 - kArmijo * alpha) * norm) &&
+        dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+      rep.converged = true;
+      rep.note = "converged at the round-off floor of ‖r‖";
+      break;
+    }
     if (!(trial <= (1.0 - kArmijo * alpha) * norm)) {
       rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖"
                                       : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";

@@ -29,6 +29,7 @@ struct StepReport {
   double factor_ms = 0.0;          ///< time in LU factorisation
   double solve_ms = 0.0;           ///< time in triangular solves
   std::string failure;             ///< empty when converged
+  std::string note;                ///< e.g. "converged at the round-off floor of ‖r‖"
 };
 
 /// A recorded run: all the backward pass needs (DESIGN.md §2).

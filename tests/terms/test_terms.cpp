@@ -1,0 +1,200 @@
+// Every particle-level term through the derivative harness, in each regime: free,
+// sliding, sticking, tanh near zero tangential velocity, unilateral spring slack/taut.
+
+#include <gtest/gtest.h>
+
+#include "addsim/check/derivative_check.h"
+#include "../support/particle_fixture.h"
+
+namespace addsim {
+namespace {
+
+using testing::ParticleFixture;
+
+struct Probe {
+  VecX q, v, a;
+};
+
+// Evaluates the derivative harness on every term of the fixture's model.
+void expect_term_ok(const Model& m, const Term& t, const Probe& s, const DerivativeCheckOptions& opt) {
+  const auto res = check_term_derivatives(m, t, s.q, s.v, s.a, m.params().defaults(), 3, opt);
+  EXPECT_TRUE(res.ok) << "term " << t.name() << "\n" << res.report;
+}
+
+// One particle against the plane z = 0 with state (x, xdot).
+struct ContactCase {
+  const char* label;
+  ContactModel model;
+  Vec3 x, xdot;
+  ContactRegime regime;
+};
+
+class ContactRegimes : public ::testing::TestWithParam<ContactCase> {};
+
+TEST_P(ContactRegimes, PartialsMatchFiniteDifferences) {
+  const ContactCase c = GetParam();
+  ParticleFixture f(Integrator::kBdf2, 0.01, 10);
+  f.particles({c.x}, {Vec3::Zero()}, {1.0});
+  f.contact_params(c.model, 1e3, 3.0);
+  f.plane(Vec3::Zero(), Vec3(0.1, -0.2, 1.0), 0.4);
+  f.standard_terms(Vec3(0, 0, -9.81));
+  f.model->finalize();
+  const Term& contact = *f.model->terms().back();
+  const auto& ct = static_cast<const PointContactTerm&>(contact);
+  Probe s{c.x, c.xdot, Vec3(0.3, -0.1, 0.2)};
+  const TermContext ctx{s.q, s.v, s.a, f.model->params().defaults(), 3, f.model->scheme()};
+  ASSERT_EQ(ct.force(ctx, 0, 0).regime, c.regime) << c.label;
+
+  DerivativeCheckOptions opt;
+  opt.rel_tol = 1e-6;
+  const bool touching = c.regime != ContactRegime::kSeparated;
+  opt.expect_dq = touching;
+  opt.expect_dv = touching;
+  opt.expect_dp = touching;
+  const auto res = check_term_derivatives(*f.model, contact, s.q, s.v, s.a, f.model->params().defaults(), 3, opt);
+  EXPECT_TRUE(res.ok) << c.label << "\n" << res.report;
+  if (!touching) {
+    EXPECT_EQ(res.dq.analytic_scale, 0.0);
+    EXPECT_EQ(res.dv.analytic_scale, 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllRegimes, ContactRegimes,
+    ::testing::Values(
+        ContactCase{"linear separated", ContactModel::kLinear, Vec3(0, 0, 0.05), Vec3(1, 0, -1), ContactRegime::kSeparated},
+        ContactCase{"linear sliding", ContactModel::kLinear, Vec3(0.2, 0.1, -0.01), Vec3(1.0, 0.5, -0.3), ContactRegime::kSlip},
+        ContactCase{"linear sticking", ContactModel::kLinear, Vec3(0.2, 0.1, -0.01), Vec3(0.02, -0.01, 0.1), ContactRegime::kStick},
+        ContactCase{"tanh sliding", ContactModel::kTanh, Vec3(0.2, 0.1, -0.01), Vec3(1.0, 0.5, -0.3), ContactRegime::kSlip},
+        ContactCase{"tanh sticking", ContactModel::kTanh, Vec3(0.2, 0.1, -0.01), Vec3(0.02, -0.01, 0.1), ContactRegime::kStick},
+        // Tangential speed ~1e-6 m/s: σ = k_t‖u‖/(c_f f_n) ≪ 1e-2, inside the series branch.
+        ContactCase{"tanh near zero tangential velocity", ContactModel::kTanh, Vec3(0.2, 0.1, -0.01),
+                    Vec3(1e-6, 2e-6, 0.05), ContactRegime::kStick}),
+    [](const ::testing::TestParamInfo<ContactCase>& info) {
+      std::string name = info.param.label;
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
+
+TEST(ContactForce, ExplicitTangentialStiffnessParameter) {
+  ParticleFixture f(Integrator::kBdf1, 0.01, 10);
+  f.particles({Vec3(0, 0, -0.02)}, {Vec3::Zero()}, {1.0});
+  f.contact_params(ContactModel::kTanh, 500.0, 1.0, 7.0);
+  f.plane(Vec3::Zero(), Vec3(0, 0, 1), 0.6);
+  f.standard_terms(Vec3(0, 0, -9.81));
+  f.model->finalize();
+  DerivativeCheckOptions opt;
+  opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+  expect_term_ok(*f.model, *f.model->terms().back(), {Vec3(0, 0, -0.02), Vec3(0.3, 0.1, -0.2), Vec3::Zero()}, opt);
+}
+
+TEST(TanhFriction, SeriesAndClosedFormAgreeAtTheSwitch) {
+  // Both branches of φ(σ) = tanh σ/σ and ψ = φ'/σ at σ = 1e-2 ± δ.
+  const double s = 1e-2;
+  EXPECT_NEAR(tanh_over_s(s * (1 - 1e-12)), std::tanh(s) / s, 1e-14);
+  const double t = std::tanh(s), closed = (s * (1 - t * t) - t) / (s * s * s);
+  EXPECT_NEAR(tanh_over_s_deriv_over_s(s * (1 - 1e-12)), closed, 1e-9);
+  EXPECT_NEAR(tanh_over_s_deriv_over_s(0.0), -2.0 / 3.0, 1e-15);
+}
+
+// Two particles and a handle: every spring kind, with damping, in each regime.
+struct SpringCase {
+  const char* label;
+  SpringKind kind;
+  double rest;
+  bool expect_active;
+};
+
+class SpringRegimes : public ::testing::TestWithParam<SpringCase> {};
+
+TEST_P(SpringRegimes, PartialsMatchFiniteDifferences) {
+  const SpringCase c = GetParam();
+  ParticleFixture f(Integrator::kBdf2, 0.02, 10);
+  f.particles({Vec3(0, 0, 0), Vec3(0.3, 0.1, -0.2)}, {Vec3::Zero(), Vec3::Zero()}, {1.0, 2.0});
+  std::vector<Vec3> handle_path;
+  for (int i = 0; i <= 10; ++i) handle_path.push_back(Vec3(0.5 + 0.01 * i * i, -0.2, 0.4 + 0.02 * i));
+  const int h = f.model->add_handle("h", handle_path);
+  std::vector<Spring> springs;
+  springs.push_back(f.spring(c.kind, f.point(0), f.point(1), 50.0, 2.0, c.rest));
+  springs.push_back(f.spring(c.kind, f.point(1), Anchor::handle_point(h, "h"), 80.0, 1.5, c.rest));
+  springs.push_back(f.spring(c.kind, Anchor::world_point(Vec3(0, 0, 1), "w"), f.point(0), 30.0, 0.5, c.rest));
+  f.model->add_term(std::make_unique<SpringTerm>(f.model.get(), springs));
+  f.model->finalize();
+  const Term& term = *f.model->terms().back();
+  const auto& st = static_cast<const SpringTerm&>(term);
+
+  VecX q(6), v(6), a = VecX::Zero(6);
+  q << 0, 0, 0, 0.3, 0.1, -0.2;
+  v << 0.1, -0.2, 0.3, -0.4, 0.2, 0.1;
+  const TermContext ctx{q, v, a, f.model->params().defaults(), 3, f.model->scheme()};
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(st.regime(ctx, k) == SpringRegime::kActive, c.expect_active) << c.label << " spring " << k;
+
+  DerivativeCheckOptions opt;
+  opt.expect_dq = opt.expect_dv = opt.expect_dp = c.expect_active;
+  const auto res = check_term_derivatives(*f.model, term, q, v, a, f.model->params().defaults(), 3, opt);
+  EXPECT_TRUE(res.ok) << c.label << "\n" << res.report;
+  if (!c.expect_active) EXPECT_EQ(res.dq.analytic_scale, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, SpringRegimes,
+                         ::testing::Values(SpringCase{"distance", SpringKind::kDistance, 0.2, true},
+                                           SpringCase{"zero_length", SpringKind::kZeroLength, 0.0, true},
+                                           SpringCase{"unilateral_taut", SpringKind::kUnilateral, 0.1, true},
+                                           SpringCase{"unilateral_slack", SpringKind::kUnilateral, 5.0, false}),
+                         [](const ::testing::TestParamInfo<SpringCase>& info) { return std::string(info.param.label); });
+
+TEST(ParticleTerms, InertiaAndGravity) {
+  ParticleFixture f(Integrator::kBdf1, 0.01, 10);
+  f.particles({Vec3(0, 0, 1), Vec3(1, 0, 1)}, {Vec3::Zero(), Vec3::Zero()}, {0.5, 1.5});
+  f.standard_terms(Vec3(0.3, 0, -9.81));
+  f.model->finalize();
+  VecX q(6), v(6), a(6);
+  q << 0, 0, 1, 1, 0, 1;
+  v << 1, 2, 3, 4, 5, 6;
+  a << -1, 2, -3, 4, -5, 6;
+  DerivativeCheckOptions inertia;
+  inertia.expect_da = inertia.expect_dp = true;
+  expect_term_ok(*f.model, *f.model->terms()[0], {q, v, a}, inertia);
+  DerivativeCheckOptions gravity;
+  gravity.expect_dp = true;
+  expect_term_ok(*f.model, *f.model->terms()[1], {q, v, a}, gravity);
+}
+
+TEST(DerivativeHarness, DetectsAWrongDerivative) {
+  // A term whose declared ∂r/∂q is off by 1 % must fail: the harness is not vacuous.
+  class Wrong final : public Term {
+   public:
+    explicit Wrong(int dof) : dof_(dof) {}
+    std::string_view name() const override { return "wrong"; }
+    void declare(StencilSet& s) override { id_ = s.add({dof_, dof_ + 1, dof_ + 2}); }
+    void evaluate(const TermContext& ctx, Assembly& out) const override {
+      const Vec3 x = ctx.q.segment<3>(dof_);
+      const Vec3 r = x.array().cube();
+      const Mat3 dq = 1.01 * Mat3(3.0 * x.array().square().matrix().asDiagonal());
+      out.add<3>(id_, r, &dq, nullptr, nullptr);
+    }
+
+   private:
+    int dof_, id_ = -1;
+  };
+  ParticleFixture f(Integrator::kBdf1, 0.01, 10);
+  f.particles({Vec3(1, 2, 3)}, {Vec3::Zero()}, {1.0});
+  f.model->add_term(std::make_unique<Wrong>(0));
+  f.model->finalize();
+  DerivativeCheckOptions opt;
+  opt.expect_dq = true;
+  const auto res = check_term_derivatives(*f.model, *f.model->terms()[0], Vec3(1, 2, 3), Vec3::Zero(), Vec3::Zero(),
+                                          f.model->params().defaults(), 1, opt);
+  EXPECT_FALSE(res.ok);
+  // And a term with no derivative at all cannot satisfy an expect_* flag.
+  DerivativeCheckOptions vacuous;
+  vacuous.expect_dv = true;
+  const auto res2 = check_term_derivatives(*f.model, *f.model->terms()[0], Vec3(1, 2, 3), Vec3::Zero(), Vec3::Zero(),
+                                           f.model->params().defaults(), 1, vacuous);
+  EXPECT_FALSE(res2.ok);
+}
+
+}  // namespace
+}  // namespace addsim
