@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev
   libsuitesparse-dev libmetis-dev libopenblas0-pthread
   nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgmsh-dev gmsh
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-pytest
 )

@@ -30,6 +30,10 @@ SparsePattern::SparsePattern(int n, const StencilSet& stencils) : n_(n) {
   }
   inner_.reserve(outer_[n]);
   for (int c = 0; c < n; ++c) inner_.insert(inner_.end(), cols[c].begin(), cols[c].end());
+  diag_.resize(n);
+  for (int c = 0; c < n; ++c)
+    diag_[c] = static_cast<int>(std::lower_bound(inner_.begin() + outer_[c], inner_.begin() + outer_[c + 1], c) -
+                                inner_.begin());
 
   // Per-stencil maps local (r, c) -> value index, by binary search in column c.
   map_offsets_.resize(stencils.count() + 1, 0);

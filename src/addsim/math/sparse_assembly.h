@@ -49,6 +49,8 @@ class SparsePattern {
   void multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// y += Aᵀ x for A with this pattern and `values`.
   void transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
+  /// Value-array index of the diagonal entry (i, i) (the pattern always holds it).
+  int diagonal_index(int i) const { return diag_[i]; }
   const std::vector<int>& outer() const { return outer_; }
   const std::vector<int>& inner() const { return inner_; }
 
@@ -58,6 +60,7 @@ class SparsePattern {
   std::vector<int> inner_;  // row indices, sorted per column
   std::vector<int> map_;
   std::vector<int> map_offsets_;
+  std::vector<int> diag_;
 };
 
 /// What an evaluation should produce.

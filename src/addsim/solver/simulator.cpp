@@ -25,6 +25,9 @@ constexpr double kArmijo = 1e-4;
 // accepted as converged if the Newton correction no longer moves q: ‖Δq‖∞ ≤ this ×
 // (1 + ‖q‖∞), i.e. q is resolved to about 12 significant digits.
 constexpr double kStepFloor = 1e-12;
+// Damping range of the fallback direction (relative to the Jacobian diagonal).
+constexpr double kFirstDamping = 1e-4;
+constexpr double kMaxDamping = 1e4;
 }  // namespace
 
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
@@ -139,48 +142,70 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       rep.failure = "iteration cap of " + std::to_string(opt.max_iterations) + " reached";
       break;
     }
-    // Newton direction: (dr/dq^i) Δq = −r.
+    // Newton direction (dr/dq^i + μ D) Δq = −r with D = diag|dr/dq^i|. μ = 0 first (pure
+    // Newton, quadratic convergence); if the line search finds no decrease — near-singular
+    // or strongly indefinite Jacobians, e.g. buckling springs — μ grows tenfold from 1e-4,
+    // turning the direction towards a diagonally scaled residual step (Levenberg–Marquardt
+    // style damping). The converged root is the same: damping only changes the path.
     combine_partials(w0, assembly_.kq, assembly_.kv, assembly_.ka, jac_);
-    auto t0 = Clock::now();
-    const bool ok = lu_->factorize(jac_);
-    rep.factor_ms += ms_since(t0);
-    if (!ok) {
-      rep.failure = "step Jacobian is singular";
-      break;
-    }
-    t0 = Clock::now();
-    r_ = -assembly_.r;
-    lu_->solve(r_, dq_);
-    rep.solve_ms += ms_since(t0);
+    const VecX r_now = assembly_.r;
     ++rep.iterations;
-    if (!dq_.allFinite()) {
-      rep.failure = "Newton direction is not finite";
-      break;
-    }
-    // Backtracking line search demanding a decrease of ‖r‖.
-    double alpha = 1.0;
-    double trial = std::numeric_limits<double>::infinity();
+    bool accepted = false, singular = false;
+    double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
     int halvings = 0;
     std::string trial_why;
-    while (true) {
-      q_trial_ = q + alpha * dq_;
-      // The full step is usually accepted: evaluate its partials right away.
-      trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
-      if (trial <= (1.0 - kArmijo * alpha) * norm) break;
-      if (halvings >= opt.max_halvings) break;
-      alpha *= 0.5;
-      ++halvings;
+    for (double mu = 0.0; mu <= kMaxDamping; mu = mu == 0.0 ? kFirstDamping : 10.0 * mu) {
+      jac_damped_ = jac_;
+      if (mu > 0.0) {
+        ++rep.damped_iterations;
+        for (int d = 0; d < model_.num_dofs(); ++d) {
+          const int k = model_.pattern().diagonal_index(d);
+          jac_damped_[k] += mu * std::abs(jac_[k]);
+        }
+      }
+      auto t0 = Clock::now();
+      const bool ok = lu_->factorize(jac_damped_);
+      rep.factor_ms += ms_since(t0);
+      if (!ok) {
+        singular = true;
+        continue;
+      }
+      t0 = Clock::now();
+      r_ = -r_now;
+      lu_->solve(r_, dq_);
+      rep.solve_ms += ms_since(t0);
+      if (!dq_.allFinite()) continue;
+      // Backtracking line search demanding a decrease of ‖r‖.
+      alpha = 1.0;
+      halvings = 0;
+      while (true) {
+        q_trial_ = q + alpha * dq_;
+        // The full step is usually accepted: evaluate its partials right away.
+        trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
+        if (trial <= (1.0 - kArmijo * alpha) * norm) break;
+        if (halvings >= opt.max_halvings) break;
+        alpha *= 0.5;
+        ++halvings;
+      }
+      rep.line_search_halvings += halvings;
+      if (trial <= (1.0 - kArmijo * alpha) * norm) {
+        accepted = true;
+        break;
+      }
+      if (mu == 0.0 && dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) break;
     }
-    rep.line_search_halvings += halvings;
-    if (!(trial <= (1.0 - kArmijo * alpha) * norm) &&
+    if (!accepted && dq_.allFinite() &&
         dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
       rep.converged = true;
       rep.note = "converged at the round-off floor of ‖r‖";
       break;
     }
-    if (!(trial <= (1.0 - kArmijo * alpha) * norm)) {
-      rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖"
-                                      : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
+    if (!accepted) {
+      if (singular && !dq_.allFinite())
+        rep.failure = "step Jacobian is singular";
+      else
+        rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖, even with damping"
+                                        : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
       break;
     }
     q = q_trial_;

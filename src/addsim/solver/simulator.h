@@ -21,6 +21,7 @@ struct StepReport {
   bool converged = false;
   int iterations = 0;              ///< Newton iterations (linear solves)
   int line_search_halvings = 0;    ///< total halvings over all iterations
+  int damped_iterations = 0;       ///< direction solves with Levenberg–Marquardt damping μ > 0
   double residual_norm = 0.0;      ///< final ‖r‖
   double tolerance_used = 0.0;     ///< max(tolerance, round-off floor) the step was held to
   std::vector<double> residual_history;  ///< ‖r‖ at the start and after every iteration
@@ -72,7 +73,7 @@ class Simulator {
   const Model& model_;
   Assembly assembly_;
   std::unique_ptr<LinearSolver> lu_;
-  VecX v_hist_, a_hist_, v_, a_, jac_, dq_, q_trial_, r_;
+  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_;
 };
 
 }  // namespace addsim

@@ -1,0 +1,112 @@
+#include "addsim/fem/fem_kernels.h"
+
+#include <cmath>
+
+#include <Eigen/Dense>
+
+namespace addsim {
+
+LameParameters lame_parameters(double E, double nu) {
+  LameParameters l;
+  const double d = (1.0 + nu) * (1.0 - 2.0 * nu);
+  l.mu = E / (2.0 * (1.0 + nu));
+  l.lambda = E * nu / d;
+  l.dmu_dE = 1.0 / (2.0 * (1.0 + nu));
+  l.dmu_dnu = -E / (2.0 * (1.0 + nu) * (1.0 + nu));
+  l.dlambda_dE = nu / d;
+  // d/dν [ν / ((1 + ν)(1 − 2ν))] = (1 + 2ν²) / ((1 + ν)(1 − 2ν))².
+  l.dlambda_dnu = E * (1.0 + 2.0 * nu * nu) / (d * d);
+  return l;
+}
+
+Mat9x12 deformation_gradient_operator(const Mat43& grad) {
+  Mat9x12 G = Mat9x12::Zero();
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 3; ++i) G(i + 3 * j, 3 * k + i) = grad(k, j);
+  return G;
+}
+
+namespace {
+// Column (m, n) of a 9 × 9 tangent from the 3 × 3 directional derivative along E_mn.
+inline void set_column(Mat9& T, int m, int n, const Mat3& dP) {
+  T.col(m + 3 * n) = Eigen::Map<const Vec9>(dP.data());
+}
+}  // namespace
+
+bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
+                 NeoHookeanResult& out) {
+  const double J = F.determinant();
+  if (!(J > 0.0)) return false;
+  const Mat3 H = F.inverse().transpose();  // F⁻ᵀ = ∂ ln J / ∂F
+  const double lnJ = std::log(J);
+  // P = μ (F − F⁻ᵀ) + a(J) F⁻ᵀ; c = J a'(J) is the coefficient of the volumetric tangent.
+  double a, c, da_dlambda;
+  if (variant == NeoHookeanVariant::kAdd) {
+    a = 0.5 * lambda * (J * J - 1.0);
+    c = lambda * J * J;
+    da_dlambda = 0.5 * (J * J - 1.0);
+    out.energy_density = 0.25 * lambda * (J * J - 1.0) - 0.5 * lambda * lnJ +
+                         0.5 * mu * (F.squaredNorm() - 3.0 - 2.0 * lnJ);
+  } else {
+    a = lambda * lnJ;
+    c = lambda;
+    da_dlambda = lnJ;
+    out.energy_density = 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
+  }
+  out.P = mu * (F - H) + a * H;
+  if (!want_tangent) return true;
+  out.dP_dmu = F - H;
+  out.dP_dlambda = da_dlambda * H;
+  // dP[E] = μ E + (μ − a) F⁻ᵀ Eᵀ F⁻ᵀ + c (F⁻ᵀ : E) F⁻ᵀ, column by column (E = E_mn).
+  for (int n = 0; n < 3; ++n)
+    for (int m = 0; m < 3; ++m) {
+      Mat3 dP = (mu - a) * H.col(n) * H.row(m) + c * H(m, n) * H;
+      dP(m, n) += mu;
+      set_column(out.dP_dF, m, n, dP);
+    }
+  return true;
+}
+
+void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
+                    ViscousResult& out) {
+  if (model == ViscosityModel::kNone) {
+    out.P.setZero();
+    out.dP_dF.setZero();
+    out.dP_dFdot.setZero();
+    return;
+  }
+  if (model == ViscosityModel::kLinear) {
+    out.P = viscosity * (Fdot + Fdot.transpose());
+    if (!want_tangent) return;
+    out.dP_dF.setZero();
+    out.dP_dFdot.setZero();
+    for (int n = 0; n < 3; ++n)
+      for (int m = 0; m < 3; ++m) {
+        out.dP_dFdot(m + 3 * n, m + 3 * n) += viscosity;
+        out.dP_dFdot(n + 3 * m, m + 3 * n) += viscosity;
+      }
+    return;
+  }
+  // Rotation-invariant: P = s F Ė with Ė = sym(FᵀḞ), s = 64 ν (paper eq. rotInvViscStress).
+  const double s = kAddViscosityScale * viscosity;
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  out.P = s * F * Edot;
+  if (!want_tangent) return;
+  for (int n = 0; n < 3; ++n)
+    for (int m = 0; m < 3; ++m) {
+      // Along Ḟ: s F sym(Fᵀ E_mn); FᵀE_mn has column n equal to row m of F.
+      Mat3 B = Mat3::Zero();
+      B.col(n) = F.row(m).transpose();
+      set_column(out.dP_dFdot, m, n, s * F * (0.5 * (B + B.transpose())));
+      // Along F: s (E_mn Ė + F sym(E_mnᵀ Ḟ)); E_mnᵀḞ has row n equal to row m of Ḟ.
+      Mat3 C = Mat3::Zero();
+      C.row(n) = Fdot.row(m);
+      Mat3 dP = s * F * (0.5 * (C + C.transpose()));
+      dP.row(m) += s * Edot.row(n);
+      set_column(out.dP_dF, m, n, dP);
+    }
+}
+
+}  // namespace addsim

@@ -1,0 +1,71 @@
+#pragma once
+/// Per-element FEM kernels on fixed-size Eigen types (paper §5.1), no heap allocation.
+/// Conventions: F (3 × 3) is the deformation gradient of a linear tet, F = Σ_k x_k g_kᵀ
+/// with g_k the rest shape-function gradients (rows of a 4 × 3 matrix); vec() stacks
+/// columns, so vec(F) = G x with G (9 × 12), G(i + 3j, 3k + i) = g_k[j]; first Piola
+/// stresses P (Pa) give the element residual r_e = V Gᵀ vec(P) (forces enter r with a
+/// minus sign: f_e = −r_e) and tangents dP/dF (9 × 9) give ∂r_e/∂x = V Gᵀ (dP/dF) G.
+
+#include <Eigen/Core>
+#include <Eigen/Dense>
+
+#include "addsim/core/types.h"
+
+namespace addsim {
+
+using Vec9 = Eigen::Matrix<double, 9, 1>;      ///< vec() of a 3 × 3 matrix (column-major)
+using Mat9 = Eigen::Matrix<double, 9, 9>;      ///< tangent of a 3 × 3 map, d vec(P) / d vec(F)
+using Vec12 = Eigen::Matrix<double, 12, 1>;    ///< element residual / node values (4 nodes × 3)
+using Mat12 = Eigen::Matrix<double, 12, 12>;   ///< element Jacobian block
+using Mat9x12 = Eigen::Matrix<double, 9, 12>;  ///< G: vec(F) = G x
+using Mat43 = Eigen::Matrix<double, 4, 3>;     ///< shape-function gradients g_kᵀ as rows, 1/m
+
+/// The two Neo-Hookean energies: kAdd is the paper authors' code,
+///   W = (λ/4)(J² − 1) − (λ/2) ln J + (μ/2)(tr FᵀF − 3 − 2 ln J);
+/// kStandard is W = (μ/2)(I₁ − 3) − μ ln J + (λ/2)(ln J)² [Bonet & Wood 2008].
+enum class NeoHookeanVariant { kAdd, kStandard };
+
+/// Viscous stress models: kRotationInvariant is paper eq. rotInvViscStress with the
+/// authors' scaling, P = 64 ν F Ė, Ė = ½(FᵀḞ + ḞᵀF); kLinear is the non-rotation-
+/// invariant foil P = ν (Ḟ + Ḟᵀ) [Hahn et al. 2019]; kNone adds no term.
+enum class ViscosityModel { kNone, kRotationInvariant, kLinear };
+
+/// Scale of the rotation-invariant viscous stress in the paper authors' code: Table 1
+/// viscosities ν mean P = 64 ν F Ė.
+inline constexpr double kAddViscosityScale = 64.0;
+
+/// Lamé parameters from Young's modulus E (Pa) and Poisson's ratio ν ∈ (−1, 0.5), with
+/// their derivatives: μ = E / (2(1 + ν)), λ = E ν / ((1 + ν)(1 − 2ν)).
+struct LameParameters {
+  double mu = 0.0, lambda = 0.0;
+  double dmu_dE = 0.0, dmu_dnu = 0.0, dlambda_dE = 0.0, dlambda_dnu = 0.0;
+};
+LameParameters lame_parameters(double youngs_modulus, double poisson_ratio);
+
+/// G (9 × 12) with vec(F) = G x for node positions x (12, stacked per node).
+Mat9x12 deformation_gradient_operator(const Mat43& grad);
+
+/// Neo-Hookean energy density W (J/m³), stress P (Pa) and, if `want_tangent`, dP/dF,
+/// dP/dμ and dP/dλ at F. Requires J = det F > 0 (returns false and leaves outputs
+/// untouched otherwise).
+struct NeoHookeanResult {
+  double energy_density = 0.0;
+  Mat3 P = Mat3::Zero();
+  Mat9 dP_dF = Mat9::Zero();
+  Mat3 dP_dmu = Mat3::Zero();
+  Mat3 dP_dlambda = Mat3::Zero();
+};
+bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
+                 NeoHookeanResult& out);
+
+/// Viscous stress P (Pa) at (F, Ḟ) per `model` for viscosity ν (Pa s), with dP/dF and
+/// dP/dḞ (9 × 9) if `want_tangent`. The stress is linear in ν: P/ν is ∂P/∂ν.
+struct ViscousResult {
+  Mat3 P = Mat3::Zero();
+  Mat9 dP_dF = Mat9::Zero();
+  Mat9 dP_dFdot = Mat9::Zero();
+};
+void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
+                    ViscousResult& out);
+
+}  // namespace addsim

@@ -1,0 +1,111 @@
+#include "addsim/io/json_path.h"
+
+#include <cctype>
+
+#include "addsim/core/error.h"
+#include "addsim/io/json_reader.h"
+
+namespace addsim {
+
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : path) {
+    if (c == '.') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+bool is_index(const std::string& s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// True if the text is one bare word (letters, digits, '_', '-', '/', '.'), which an
+// override may give without JSON quotes.
+bool is_bare_word(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '/' && c != '.') return false;
+  return true;
+}
+
+}  // namespace
+
+void set_json_path(json& root, const std::string& path, json value) {
+  const std::vector<std::string> parts = split_path(path);
+  json* node = &root;
+  std::string done;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& seg = parts[i];
+    const bool last = i + 1 == parts.size();
+    const std::string here = join_path(done, seg);
+    if (seg.empty()) throw InputError("--set " + path + ": empty path segment");
+    if (node->is_array()) {
+      json* next = nullptr;
+      if (is_index(seg)) {
+        const std::size_t k = std::stoul(seg);
+        if (k >= node->size())
+          throw InputError("--set " + path + ": " + here + ": index out of range (the list has " +
+                           std::to_string(node->size()) + " entries)");
+        next = &(*node)[k];
+      } else {
+        for (json& e : *node)
+          if (e.is_object() && e.contains("name") && e["name"] == seg) next = &e;
+        if (!next) throw InputError("--set " + path + ": " + here + ": no entry named \"" + seg + "\" in " + done);
+      }
+      if (last) {
+        *next = std::move(value);
+        return;
+      }
+      node = next;
+    } else if (node->is_object()) {
+      if (last) {
+        (*node)[seg] = std::move(value);
+        return;
+      }
+      if (!node->contains(seg)) {
+        // Intermediate objects may be created ("contact.kt" when the scene has no "contact").
+        if (is_index(seg)) throw InputError("--set " + path + ": " + here + ": no such key");
+        (*node)[seg] = json::object();
+      }
+      node = &(*node)[seg];
+    } else {
+      throw InputError("--set " + path + ": " + (done.empty() ? std::string("<root>") : done) +
+                       " is not an object or a list");
+    }
+    done = here;
+  }
+}
+
+json parse_override_value(const std::string& text, const std::string& what) {
+  try {
+    return parse_json_text(text, what);
+  } catch (const InputError& e) {
+    if (is_bare_word(text) && !std::isdigit(static_cast<unsigned char>(text[0])) && text[0] != '-') return json(text);
+    throw;
+  }
+}
+
+void apply_override(json& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set " + assignment + ": expected PATH=JSON, e.g. --set contact.kn=2000");
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  set_json_path(root, path, parse_override_value(text, "--set " + path));
+}
+
+}  // namespace addsim

@@ -1,0 +1,279 @@
+#include "addsim/io/json_reader.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+using nlohmann::json;
+
+namespace {
+
+// SAX handler that builds the document while tracking the key path of the value being
+// read, so that errors (syntax, overflow, duplicate keys) can name where they happened.
+class PathTrackingSax {
+ public:
+  json root;
+  std::string error;       // set when parsing stopped because of a problem we detected
+  std::string error_path;  // key path at the error
+
+  bool null() { return put(json(nullptr)); }
+  bool boolean(bool b) { return put(json(b)); }
+  bool number_integer(json::number_integer_t n) { return put(json(n)); }
+  bool number_unsigned(json::number_unsigned_t n) { return put(json(n)); }
+  bool number_float(json::number_float_t x, const json::string_t&) { return put(json(x)); }
+  bool string(json::string_t& s) { return put(json(s)); }
+  bool binary(json::binary_t&) { return put(json(nullptr)); }
+  bool start_object(std::size_t) {
+    json* slot = insert(json::object());
+    stack_.push_back({slot, ""});
+    return true;
+  }
+  bool key(json::string_t& k) {
+    Frame& f = stack_.back();
+    f.key = k;
+    if (f.node->contains(k)) {
+      error_path = current_path();
+      error = "duplicate key";
+      return false;
+    }
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    json* slot = insert(json::array());
+    stack_.push_back({slot, ""});
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& ex) {
+    position_ = position;
+    error_path = current_path();
+    std::string what = ex.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] " tag and its "parse error at line 1,
+    // column 2: " prefix: the caller reports the position itself.
+    const auto tag = what.find("] ");
+    if (what.rfind("[json.exception", 0) == 0 && tag != std::string::npos) what = what.substr(tag + 2);
+    const auto colon = what.rfind(": ");
+    if (what.rfind("parse error", 0) == 0 && colon != std::string::npos) what = what.substr(colon + 2);
+    if (what.rfind("number overflow", 0) == 0) what += " (not a finite double)";
+    error = what;
+    return false;
+  }
+  std::size_t position() const { return position_; }
+
+ private:
+  struct Frame {
+    json* node;
+    std::string key;
+  };
+
+  // Path of the value about to be read (or being read): keys and list indices. Lists below
+  // the top of the stack hold the open child as their last element; the top list's next
+  // value goes to index size().
+  std::string current_path() const {
+    std::string path;
+    for (std::size_t i = 0; i < stack_.size(); ++i) {
+      const Frame& f = stack_[i];
+      const bool top = i + 1 == stack_.size();
+      path = join_path(path, f.node->is_array() ? std::to_string(f.node->size() - (top ? 0 : 1)) : f.key);
+    }
+    return path;
+  }
+  json* insert(json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Frame& f = stack_.back();
+    if (f.node->is_array()) {
+      f.node->push_back(std::move(v));
+      return &f.node->back();
+    }
+    json& slot = (*f.node)[f.key];
+    slot = std::move(v);
+    return &slot;
+  }
+  bool put(json v) {
+    insert(std::move(v));
+    return true;
+  }
+
+  std::vector<Frame> stack_;
+  std::size_t position_ = 0;
+};
+
+std::string bound_text(Bound bound) {
+  switch (bound) {
+    case Bound::kPositive: return "must be > 0";
+    case Bound::kNonNegative: return "must be >= 0";
+    case Bound::kAny: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string join_path(const std::string& path, const std::string& key) {
+  if (path.empty()) return key;
+  return path + "." + key;
+}
+
+json parse_json_text(const std::string& text, const std::string& source) {
+  PathTrackingSax sax;
+  const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, false);
+  if (ok) return std::move(sax.root);
+  // Line and column (1-based) of the byte where parsing stopped.
+  const std::size_t pos = std::min(sax.position(), text.size());
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < pos; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  std::ostringstream msg;
+  msg << source << ":" << line << ":" << column << ": ";
+  if (!sax.error_path.empty()) msg << sax.error_path << ": ";
+  msg << (sax.error.empty() ? std::string("invalid JSON") : sax.error);
+  throw InputError(msg.str());
+}
+
+void fail_at(const std::string& source, const std::string& path, const std::string& message) {
+  std::string msg = source.empty() ? std::string() : source + ": ";
+  if (!path.empty()) msg += path + ": ";
+  throw InputError(msg + message);
+}
+
+std::string describe(const json& v) {
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "an object";
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+double to_number(const json& v, const std::string& source, const std::string& path, Bound bound) {
+  if (!v.is_number()) fail_at(source, path, "expected a number, got " + describe(v));
+  const double x = v.get<double>();
+  if (!std::isfinite(x)) fail_at(source, path, "must be finite, got " + describe(v));
+  const bool bad = (bound == Bound::kPositive && !(x > 0.0)) || (bound == Bound::kNonNegative && !(x >= 0.0));
+  if (bad) fail_at(source, path, bound_text(bound) + ", got " + describe(v));
+  return x;
+}
+
+Vec3 to_vec3(const json& v, const std::string& source, const std::string& path) {
+  if (!v.is_array() || v.size() != 3) fail_at(source, path, "expected a list of 3 numbers, got " + describe(v));
+  Vec3 x;
+  for (int c = 0; c < 3; ++c) x[c] = to_number(v[c], source, join_path(path, std::to_string(c)), Bound::kAny);
+  return x;
+}
+
+ObjectReader::ObjectReader(const json& j, std::string path, std::string source)
+    : j_(j), path_(std::move(path)), source_(std::move(source)) {
+  if (!j_.is_object()) fail_at(source_, path_, "expected an object, got " + describe(j_));
+}
+
+void ObjectReader::fail(const std::string& key, const std::string& message) const {
+  fail_at(source_, join_path(path_, key), message);
+}
+
+bool ObjectReader::has(const std::string& key) {
+  known_.insert(key);
+  return j_.contains(key);
+}
+
+const json& ObjectReader::raw(const std::string& key) {
+  if (!has(key)) fail(key, "required key is missing");
+  return j_.at(key);
+}
+
+double ObjectReader::number(const std::string& key, std::optional<double> fallback, Bound bound) {
+  if (!has(key)) {
+    if (!fallback) fail(key, "required key is missing");
+    return *fallback;
+  }
+  return to_number(j_.at(key), source_, join_path(path_, key), bound);
+}
+
+int ObjectReader::integer(const std::string& key, std::optional<int> fallback, int min_value) {
+  if (!has(key)) {
+    if (!fallback) fail(key, "required key is missing");
+    return *fallback;
+  }
+  const json& v = j_.at(key);
+  if (!v.is_number_integer()) fail(key, "expected an integer, got " + describe(v));
+  const long long x = v.get<long long>();
+  if (x < min_value) fail(key, "must be >= " + std::to_string(min_value) + ", got " + describe(v));
+  if (x > 1000000000LL) fail(key, "is too large, got " + describe(v));
+  return static_cast<int>(x);
+}
+
+std::string ObjectReader::string(const std::string& key, std::optional<std::string> fallback) {
+  if (!has(key)) {
+    if (!fallback) fail(key, "required key is missing");
+    return *fallback;
+  }
+  const json& v = j_.at(key);
+  if (!v.is_string()) fail(key, "expected a string, got " + describe(v));
+  return v.get<std::string>();
+}
+
+std::string ObjectReader::choice(const std::string& key, std::optional<std::string> fallback,
+                                 std::initializer_list<const char*> choices) {
+  const std::string s = string(key, std::move(fallback));
+  std::string allowed;
+  for (const char* c : choices) {
+    if (s == c) return s;
+    allowed += allowed.empty() ? std::string("\"") + c + "\"" : std::string(", \"") + c + "\"";
+  }
+  fail(key, "must be one of " + allowed + ", got \"" + s + "\"");
+}
+
+Vec3 ObjectReader::vec3(const std::string& key, std::optional<Vec3> fallback) {
+  if (!has(key)) {
+    if (!fallback) fail(key, "required key is missing");
+    return *fallback;
+  }
+  return to_vec3(j_.at(key), source_, join_path(path_, key));
+}
+
+std::vector<Vec3> ObjectReader::vec3_list(const std::string& key, bool allow_empty) {
+  const json& v = raw(key);
+  if (!v.is_array()) fail(key, "expected a list of 3-vectors, got " + describe(v));
+  if (v.empty() && !allow_empty) fail(key, "must not be empty");
+  std::vector<Vec3> out;
+  out.reserve(v.size());
+  for (std::size_t k = 0; k < v.size(); ++k)
+    out.push_back(to_vec3(v[k], source_, join_path(join_path(path_, key), std::to_string(k))));
+  return out;
+}
+
+const json& ObjectReader::list(const std::string& key) {
+  static const json kEmpty = json::array();
+  if (!has(key)) return kEmpty;
+  const json& v = j_.at(key);
+  if (!v.is_array()) fail(key, "expected a list, got " + describe(v));
+  return v;
+}
+
+void ObjectReader::finish() const {
+  for (const auto& [key, value] : j_.items()) {
+    if (known_.count(key)) continue;
+    std::string allowed;
+    for (const std::string& k : known_) allowed += (allowed.empty() ? "" : ", ") + k;
+    fail(key, "unknown key (allowed here: " + allowed + ")");
+  }
+}
+
+}  // namespace addsim

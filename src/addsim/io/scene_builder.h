@@ -1,0 +1,52 @@
+#pragma once
+/// Internal to io: the state shared by the scene parser and the per-type body parsers.
+/// A body type is one entry of the table returned by body_parsers() (type name → parse
+/// function); new types (fem, rigid) add an entry and their own .cpp file.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/io/json_reader.h"
+#include "addsim/io/scene.h"
+#include "addsim/terms/contact_term.h"
+#include "addsim/terms/obstacle.h"
+#include "addsim/terms/spring_term.h"
+
+namespace addsim {
+
+/// Per scene body: the points that springs can attach to and contact can touch.
+struct BodyPoints {
+  std::vector<DofIndex> dofs;  ///< global DOF of the x coordinate of each point
+  std::vector<Vec3> initial;   ///< initial position of each point, m
+};
+
+/// Everything a body parser may read or add to while a scene is being built.
+struct SceneBuilder {
+  Scene* scene = nullptr;
+  Model* model = nullptr;
+  std::string source;
+  Vec3 gravity = Vec3(0.0, 0.0, -9.81);                    ///< m/s²
+  ContactSettings contact;                                 ///< parameter indices of k_n, k_d, k_t
+  std::vector<std::shared_ptr<const Obstacle>> obstacles;  ///< all scene obstacles
+  std::vector<BodyPoints> points;                          ///< parallel to model->bodies()
+  std::vector<Spring> springs;                             ///< collected for the one SpringTerm
+
+  /// Adds a particle body with its inertia, gravity and (if any obstacles) contact terms.
+  int add_particle_body(const std::string& name, const std::string& type, const std::vector<Vec3>& positions,
+                        const std::vector<Vec3>& velocities, const std::vector<double>& masses);
+};
+
+/// Parses the body object `reader` (at "bodies.<index>") into the builder.
+using BodyParser = std::function<void(ObjectReader& reader, int index, SceneBuilder& builder)>;
+
+/// Body type name → parser.
+const std::map<std::string, BodyParser>& body_parsers();
+
+/// Parsers of the particle-based types (particle_bodies.cpp).
+void parse_particles_body(ObjectReader& reader, int index, SceneBuilder& builder);
+void parse_sheet_body(ObjectReader& reader, int index, SceneBuilder& builder);
+
+}  // namespace addsim

@@ -1,0 +1,188 @@
+#include "addsim/mesh/gmsh_generators.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "addsim/core/error.h"
+
+#ifdef ADDSIM_HAVE_GMSH
+#include <gmsh.h>
+#endif
+
+namespace addsim {
+
+namespace {
+
+void check_target(const char* what, int target_tets) {
+  if (target_tets < 1) throw InputError(std::string(what) + ": the target element count must be at least 1");
+}
+
+void check_length(const char* what, const char* name, double value) {
+  if (!(value > 0.0) || !std::isfinite(value))
+    throw InputError(std::string(what) + ": " + name + " must be positive and finite, got " + std::to_string(value));
+}
+
+#ifdef ADDSIM_HAVE_GMSH
+std::mutex& gmsh_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Builds the OCC geometry with `build`, meshes it at size h and returns the tet mesh.
+TetMesh mesh_once(const std::function<void()>& build, double h) {
+  gmsh::model::add("addsim");
+  build();
+  gmsh::model::occ::synchronize();
+  gmsh::option::setNumber("Mesh.MeshSizeMin", h);
+  gmsh::option::setNumber("Mesh.MeshSizeMax", h);
+  gmsh::option::setNumber("Mesh.MeshSizeFromCurvature", 0);
+  gmsh::model::mesh::generate(3);
+  std::vector<std::size_t> node_tags, elem_tags, elem_nodes;
+  std::vector<double> coord, param;
+  gmsh::model::mesh::getNodes(node_tags, coord, param, -1, -1, true, false);
+  gmsh::model::mesh::getElementsByType(4, elem_tags, elem_nodes);
+  gmsh::model::remove();
+  TetMesh mesh;
+  std::unordered_map<std::size_t, int> ids;
+  mesh.nodes.reserve(node_tags.size());
+  for (size_t k = 0; k < node_tags.size(); ++k) {
+    ids[node_tags[k]] = static_cast<int>(mesh.nodes.size());
+    mesh.nodes.emplace_back(coord[3 * k], coord[3 * k + 1], coord[3 * k + 2]);
+  }
+  for (size_t e = 0; e + 3 < elem_nodes.size(); e += 4)
+    mesh.tets.push_back({ids.at(elem_nodes[e]), ids.at(elem_nodes[e + 1]), ids.at(elem_nodes[e + 2]),
+                         ids.at(elem_nodes[e + 3])});
+  remove_unused_nodes(mesh);
+  orient_positively(mesh);
+  return mesh;
+}
+
+// Meshes repeatedly, scaling h towards the target count; returns the closest mesh.
+TetMesh mesh_to_target(const char* what, const std::function<void()>& build, double volume, int target_tets) {
+  std::lock_guard<std::mutex> lock(gmsh_mutex());
+  gmsh::initialize(0, nullptr, false);
+  gmsh::option::setNumber("General.Terminal", 0);
+  gmsh::option::setNumber("General.Verbosity", 0);
+  // gmsh throws from inside OpenMP regions when AbortOnError is set, which terminates the
+  // process; with 0 a failed mesh comes back empty and is reported below.
+  gmsh::option::setNumber("General.AbortOnError", 0);
+  gmsh::option::setNumber("Mesh.Algorithm3D", 1);
+  gmsh::option::setNumber("General.NumThreads", 1);
+  // A regular tetrahedron of edge h has volume h³/(6√2); unstructured meshes need about
+  // that many elements per volume, which is the first guess for h.
+  double h = std::cbrt(volume / (target_tets * 0.1178511));
+  TetMesh best;
+  try {
+    for (int iter = 0; iter < 6; ++iter) {
+      TetMesh mesh = mesh_once(build, h);
+      if (mesh.tets.empty()) break;
+      if (best.tets.empty() || std::abs(mesh.num_tets() - target_tets) < std::abs(best.num_tets() - target_tets))
+        best = mesh;
+      const double ratio = static_cast<double>(mesh.num_tets()) / target_tets;
+      // Within 3 % of the target is as close as a mesh size can steer.
+      if (std::abs(ratio - 1.0) < 0.03) break;
+      h *= std::cbrt(ratio);
+    }
+  } catch (const std::exception& e) {
+    gmsh::finalize();
+    throw InputError(std::string(what) + ": gmsh failed: " + e.what());
+  } catch (const std::string& e) {
+    // The gmsh API reports errors by throwing their message as a std::string.
+    gmsh::finalize();
+    throw InputError(std::string(what) + ": gmsh failed: " + e);
+  }
+  gmsh::finalize();
+  if (best.tets.empty())
+    throw InputError(std::string(what) + ": gmsh produced no tetrahedra (meshing failed; try another size)");
+  return best;
+}
+#endif
+
+#ifndef ADDSIM_HAVE_GMSH
+[[noreturn]] void no_gmsh(const char* what) {
+  throw InputError(std::string(what) + ": addsim was built without gmsh (ADDSIM_WITH_GMSH=OFF or gmsh not found); "
+                   "load a .msh/.node file or use make_box_mesh instead");
+}
+#endif
+
+}  // namespace
+
+bool gmsh_available() {
+#ifdef ADDSIM_HAVE_GMSH
+  return true;
+#else
+  return false;
+#endif
+}
+
+TetMesh make_sphere_mesh(double radius, int target_tets) {
+  constexpr const char* what = "sphere mesh";
+  check_length(what, "radius", radius);
+  check_target(what, target_tets);
+#ifdef ADDSIM_HAVE_GMSH
+  return mesh_to_target(what, [&] { gmsh::model::occ::addSphere(0, 0, 0, radius); },
+                        4.0 / 3.0 * M_PI * radius * radius * radius, target_tets);
+#else
+  no_gmsh(what);
+#endif
+}
+
+TetMesh make_cylinder_mesh(double radius, double height, int target_tets) {
+  constexpr const char* what = "cylinder mesh";
+  check_length(what, "radius", radius);
+  check_length(what, "height", height);
+  check_target(what, target_tets);
+#ifdef ADDSIM_HAVE_GMSH
+  return mesh_to_target(what, [&] { gmsh::model::occ::addCylinder(0, 0, -0.5 * height, 0, 0, height, radius); },
+                        M_PI * radius * radius * height, target_tets);
+#else
+  no_gmsh(what);
+#endif
+}
+
+TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tets) {
+  constexpr const char* what = "torus mesh";
+  check_length(what, "major radius", major_radius);
+  check_length(what, "minor radius", minor_radius);
+  check_target(what, target_tets);
+  if (minor_radius >= major_radius) throw InputError("torus mesh: the minor radius must be below the major radius");
+#ifdef ADDSIM_HAVE_GMSH
+  return mesh_to_target(what, [&] { gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius); },
+                        2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
+#else
+  no_gmsh(what);
+#endif
+}
+
+TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int target_tets) {
+  constexpr const char* what = "three-tori mesh";
+  check_length(what, "major radius", major_radius);
+  check_length(what, "minor radius", minor_radius);
+  check_target(what, target_tets);
+  if (minor_radius >= major_radius) throw InputError("three-tori mesh: the minor radius must be below the major radius");
+#ifdef ADDSIM_HAVE_GMSH
+  auto build = [&] {
+    const int a = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
+    const int b = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
+    const int c = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
+    // Three rings sharing the x diameter, 60° apart (rings at right angles about different
+    // axes make gmsh 4.8 fail on the coincident periodic seams).
+    gmsh::model::occ::rotate({{3, b}}, 0, 0, 0, 1, 0, 0, M_PI / 3.0);
+    gmsh::model::occ::rotate({{3, c}}, 0, 0, 0, 1, 0, 0, 2.0 * M_PI / 3.0);
+    gmsh::vectorpair out;
+    std::vector<gmsh::vectorpair> map;
+    gmsh::model::occ::fuse({{3, a}}, {{3, b}, {3, c}}, out, map);
+  };
+  // Three tori minus their overlaps: the first guess only needs the right order.
+  return mesh_to_target(what, build, 2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius,
+                        target_tets);
+#else
+  no_gmsh(what);
+#endif
+}
+
+}  // namespace addsim

@@ -1,0 +1,282 @@
+#include "addsim/mesh/mesh_io.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+namespace {
+
+// Line reader that counts lines for error messages.
+class Reader {
+ public:
+  Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
+  bool next(std::string& line) {
+    if (!std::getline(in_, line)) return false;
+    ++line_no_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  }
+  std::string require_line(const char* what) {
+    std::string line;
+    if (!next(line)) fail(std::string("unexpected end of file while reading ") + what);
+    return line;
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw InputError(name_ + ":" + std::to_string(line_no_) + ": " + msg);
+  }
+
+ private:
+  std::istream& in_;
+  std::string name_;
+  int line_no_ = 0;
+};
+
+// Finishes a loaded mesh: drops unused nodes, orients tets, validates.
+TetMesh finish(TetMesh mesh, const std::string& name) {
+  if (mesh.tets.empty()) throw InputError(name + ": the file contains no tetrahedra");
+  validate(mesh, name);
+  remove_unused_nodes(mesh);
+  orient_positively(mesh);
+  return mesh;
+}
+
+// Node-id map of a Gmsh file: tag -> index in mesh.nodes.
+using TagMap = std::unordered_map<long long, int>;
+
+int lookup(const TagMap& tags, long long tag, Reader& r) {
+  const auto it = tags.find(tag);
+  if (it == tags.end()) r.fail("element refers to unknown node " + std::to_string(tag));
+  return it->second;
+}
+
+void read_msh2_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
+  std::istringstream head(r.require_line("$Nodes count"));
+  long long n = -1;
+  if (!(head >> n) || n < 0) r.fail("bad node count");
+  mesh.nodes.reserve(n);
+  for (long long k = 0; k < n; ++k) {
+    std::istringstream ls(r.require_line("a node"));
+    long long tag;
+    Vec3 x;
+    if (!(ls >> tag >> x[0] >> x[1] >> x[2])) r.fail("bad node line");
+    tags[tag] = static_cast<int>(mesh.nodes.size());
+    mesh.nodes.push_back(x);
+  }
+}
+
+void read_msh2_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
+  std::istringstream head(r.require_line("$Elements count"));
+  long long n = -1;
+  if (!(head >> n) || n < 0) r.fail("bad element count");
+  for (long long k = 0; k < n; ++k) {
+    std::istringstream ls(r.require_line("an element"));
+    long long tag;
+    int type, ntags;
+    if (!(ls >> tag >> type >> ntags)) r.fail("bad element line");
+    for (int i = 0; i < ntags; ++i) {
+      long long skip;
+      if (!(ls >> skip)) r.fail("bad element tags");
+    }
+    if (type != 4) continue;
+    std::array<int, 4> e;
+    for (int i = 0; i < 4; ++i) {
+      long long node;
+      if (!(ls >> node)) r.fail("tetrahedron with fewer than 4 nodes");
+      e[i] = lookup(tags, node, r);
+    }
+    mesh.tets.push_back(e);
+  }
+}
+
+void read_msh4_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
+  std::istringstream head(r.require_line("$Nodes header"));
+  long long blocks, total, min_tag, max_tag;
+  if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Nodes header (format 4.1 expected)");
+  mesh.nodes.reserve(total);
+  for (long long b = 0; b < blocks; ++b) {
+    std::istringstream bh(r.require_line("a node block header"));
+    int dim, entity, parametric;
+    long long count;
+    if (!(bh >> dim >> entity >> parametric >> count)) r.fail("bad node block header");
+    std::vector<long long> block_tags(count);
+    for (long long k = 0; k < count; ++k) {
+      std::istringstream ls(r.require_line("a node tag"));
+      if (!(ls >> block_tags[k])) r.fail("bad node tag");
+    }
+    for (long long k = 0; k < count; ++k) {
+      std::istringstream ls(r.require_line("node coordinates"));
+      Vec3 x;
+      if (!(ls >> x[0] >> x[1] >> x[2])) r.fail("bad node coordinates");
+      tags[block_tags[k]] = static_cast<int>(mesh.nodes.size());
+      mesh.nodes.push_back(x);
+    }
+  }
+}
+
+void read_msh4_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
+  std::istringstream head(r.require_line("$Elements header"));
+  long long blocks, total, min_tag, max_tag;
+  if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Elements header (format 4.1 expected)");
+  for (long long b = 0; b < blocks; ++b) {
+    std::istringstream bh(r.require_line("an element block header"));
+    int dim, entity, type;
+    long long count;
+    if (!(bh >> dim >> entity >> type >> count)) r.fail("bad element block header");
+    for (long long k = 0; k < count; ++k) {
+      const std::string line = r.require_line("an element");
+      if (type != 4) continue;
+      std::istringstream ls(line);
+      long long tag;
+      std::array<int, 4> e;
+      if (!(ls >> tag)) r.fail("bad element line");
+      for (int i = 0; i < 4; ++i) {
+        long long node;
+        if (!(ls >> node)) r.fail("tetrahedron with fewer than 4 nodes");
+        e[i] = lookup(tags, node, r);
+      }
+      mesh.tets.push_back(e);
+    }
+  }
+}
+
+// Skips to the line "$End<section>".
+void skip_section(Reader& r, const std::string& section) {
+  const std::string end = "$End" + section.substr(1);
+  std::string line;
+  while (r.next(line))
+    if (line == end) return;
+  r.fail("missing " + end);
+}
+
+std::string base_of(const std::string& path) {
+  for (const char* ext : {".node", ".ele"}) {
+    const std::string e(ext);
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0)
+      return path.substr(0, path.size() - e.size());
+  }
+  return path;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Next non-empty, non-comment line of a TetGen file, comments ('#') stripped.
+std::string tetgen_line(Reader& r, const char* what) {
+  while (true) {
+    std::string line = r.require_line(what);
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.erase(hash);
+    if (line.find_first_not_of(" \t") != std::string::npos) return line;
+  }
+}
+
+}  // namespace
+
+TetMesh parse_gmsh_msh(std::istream& in, const std::string& name) {
+  Reader r(in, name);
+  TetMesh mesh;
+  TagMap tags;
+  int major = 0;
+  std::string line;
+  while (r.next(line)) {
+    if (line.empty() || line[0] != '$') continue;
+    if (line == "$MeshFormat") {
+      std::istringstream ls(r.require_line("$MeshFormat"));
+      double version;
+      int file_type;
+      if (!(ls >> version >> file_type)) r.fail("bad $MeshFormat line");
+      if (file_type != 0) r.fail("binary .msh files are not supported; save as ASCII");
+      major = static_cast<int>(version);
+      if (major == 4 && version < 4.05) r.fail("msh format 4.0 is not supported; use 2.2 or 4.1");
+      if (major != 2 && major != 4) r.fail("unsupported msh format version " + std::to_string(version));
+      skip_section(r, line);
+    } else if (line == "$Nodes") {
+      if (major == 0) r.fail("$Nodes before $MeshFormat");
+      if (major == 2) read_msh2_nodes(r, mesh, tags); else read_msh4_nodes(r, mesh, tags);
+      skip_section(r, line);
+    } else if (line == "$Elements") {
+      if (major == 0) r.fail("$Elements before $MeshFormat");
+      if (major == 2) read_msh2_elements(r, mesh, tags); else read_msh4_elements(r, mesh, tags);
+      skip_section(r, line);
+    } else if (line.rfind("$End", 0) != 0) {
+      skip_section(r, line);
+    }
+  }
+  if (major == 0) throw InputError(name + ": not a Gmsh .msh file (no $MeshFormat section)");
+  return finish(std::move(mesh), name);
+}
+
+TetMesh load_gmsh_msh(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open mesh file '" + path + "'");
+  return parse_gmsh_msh(in, path);
+}
+
+TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::string& name) {
+  TetMesh mesh;
+  std::unordered_map<long long, int> ids;
+  {
+    Reader r(node_in, name + ".node");
+    std::istringstream head(tetgen_line(r, "the .node header"));
+    long long n;
+    int dim;
+    if (!(head >> n >> dim) || n < 0) r.fail("bad .node header");
+    if (dim != 3) r.fail("dimension must be 3, got " + std::to_string(dim));
+    mesh.nodes.reserve(n);
+    for (long long k = 0; k < n; ++k) {
+      std::istringstream ls(tetgen_line(r, "a node"));
+      long long id;
+      Vec3 x;
+      if (!(ls >> id >> x[0] >> x[1] >> x[2])) r.fail("bad node line");
+      ids[id] = static_cast<int>(mesh.nodes.size());
+      mesh.nodes.push_back(x);
+    }
+  }
+  {
+    Reader r(ele_in, name + ".ele");
+    std::istringstream head(tetgen_line(r, "the .ele header"));
+    long long n;
+    int per;
+    if (!(head >> n >> per) || n < 0) r.fail("bad .ele header");
+    if (per != 4 && per != 10) r.fail("nodes per tetrahedron must be 4 or 10, got " + std::to_string(per));
+    mesh.tets.reserve(n);
+    for (long long k = 0; k < n; ++k) {
+      std::istringstream ls(tetgen_line(r, "a tetrahedron"));
+      long long id;
+      std::array<int, 4> e;
+      if (!(ls >> id)) r.fail("bad tetrahedron line");
+      // Only the 4 corner nodes are used (second-order nodes, if any, come after them).
+      for (int i = 0; i < 4; ++i) {
+        long long node;
+        if (!(ls >> node)) r.fail("tetrahedron with fewer than 4 nodes");
+        const auto it = ids.find(node);
+        if (it == ids.end()) r.fail("tetrahedron refers to unknown node " + std::to_string(node));
+        e[i] = it->second;
+      }
+      mesh.tets.push_back(e);
+    }
+  }
+  return finish(std::move(mesh), name);
+}
+
+TetMesh load_tetgen(const std::string& path) {
+  const std::string base = base_of(path);
+  std::ifstream node(base + ".node");
+  if (!node) throw InputError("cannot open TetGen node file '" + base + ".node'");
+  std::ifstream ele(base + ".ele");
+  if (!ele) throw InputError("cannot open TetGen element file '" + base + ".ele'");
+  return parse_tetgen(node, ele, base);
+}
+
+TetMesh load_tet_mesh(const std::string& path) {
+  if (ends_with(path, ".msh")) return load_gmsh_msh(path);
+  if (ends_with(path, ".node") || ends_with(path, ".ele")) return load_tetgen(path);
+  throw InputError("mesh file '" + path + "': unknown extension (expected .msh, .node or .ele)");
+}
+
+}  // namespace addsim

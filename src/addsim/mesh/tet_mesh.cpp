@@ -1,0 +1,115 @@
+#include "addsim/mesh/tet_mesh.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <Eigen/Dense>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+double signed_volume(const TetMesh& mesh, int t) {
+  const auto& e = mesh.tets[t];
+  Mat3 D;
+  D.col(0) = mesh.nodes[e[1]] - mesh.nodes[e[0]];
+  D.col(1) = mesh.nodes[e[2]] - mesh.nodes[e[0]];
+  D.col(2) = mesh.nodes[e[3]] - mesh.nodes[e[0]];
+  return D.determinant() / 6.0;
+}
+
+void validate(const TetMesh& mesh, const std::string& what) {
+  if (mesh.nodes.empty() || mesh.tets.empty())
+    throw InputError(what + ": the mesh has " + std::to_string(mesh.num_nodes()) + " nodes and " +
+                     std::to_string(mesh.num_tets()) + " tetrahedra; both must be non-zero");
+  for (int k = 0; k < mesh.num_nodes(); ++k)
+    if (!mesh.nodes[k].allFinite()) throw InputError(what + ": node " + std::to_string(k) + " is not finite");
+  for (int t = 0; t < mesh.num_tets(); ++t) {
+    const auto& e = mesh.tets[t];
+    for (int i = 0; i < 4; ++i) {
+      if (e[i] < 0 || e[i] >= mesh.num_nodes())
+        throw InputError(what + ": tetrahedron " + std::to_string(t) + " refers to node " + std::to_string(e[i]) +
+                         " of " + std::to_string(mesh.num_nodes()));
+      for (int j = 0; j < i; ++j)
+        if (e[i] == e[j])
+          throw InputError(what + ": tetrahedron " + std::to_string(t) + " repeats node " + std::to_string(e[i]));
+    }
+  }
+}
+
+int orient_positively(TetMesh& mesh) {
+  int flipped = 0;
+  for (int t = 0; t < mesh.num_tets(); ++t) {
+    if (signed_volume(mesh, t) < 0.0) {
+      std::swap(mesh.tets[t][2], mesh.tets[t][3]);
+      ++flipped;
+    }
+  }
+  return flipped;
+}
+
+int remove_unused_nodes(TetMesh& mesh) {
+  std::vector<int> map(mesh.nodes.size(), -1);
+  for (const auto& e : mesh.tets)
+    for (int id : e) map[id] = 0;
+  std::vector<Vec3> kept;
+  kept.reserve(mesh.nodes.size());
+  for (size_t k = 0; k < mesh.nodes.size(); ++k) {
+    if (map[k] < 0) continue;
+    map[k] = static_cast<int>(kept.size());
+    kept.push_back(mesh.nodes[k]);
+  }
+  const int dropped = mesh.num_nodes() - static_cast<int>(kept.size());
+  for (auto& e : mesh.tets)
+    for (int& id : e) id = map[id];
+  mesh.nodes = std::move(kept);
+  return dropped;
+}
+
+std::vector<std::array<int, 3>> boundary_faces(const TetMesh& mesh) {
+  // Outward faces of a positively oriented tet (a, b, c, d) in local numbering.
+  static constexpr int kFaces[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};
+  std::map<std::array<int, 3>, std::pair<int, std::array<int, 3>>> faces;
+  for (const auto& e : mesh.tets) {
+    for (const auto& f : kFaces) {
+      const std::array<int, 3> oriented{e[f[0]], e[f[1]], e[f[2]]};
+      std::array<int, 3> key = oriented;
+      std::sort(key.begin(), key.end());
+      auto [it, inserted] = faces.try_emplace(key, 0, oriented);
+      ++it->second.first;
+    }
+  }
+  std::vector<std::array<int, 3>> out;
+  for (const auto& [key, value] : faces)
+    if (value.first == 1) out.push_back(value.second);
+  return out;
+}
+
+std::vector<int> boundary_nodes(const TetMesh& mesh) {
+  std::vector<int> ids;
+  for (const auto& f : boundary_faces(mesh)) ids.insert(ids.end(), f.begin(), f.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+double mesh_volume(const TetMesh& mesh) {
+  double v = 0.0;
+  for (int t = 0; t < mesh.num_tets(); ++t) v += signed_volume(mesh, t);
+  return v;
+}
+
+Vec3 mesh_centroid(const TetMesh& mesh) {
+  Vec3 c = Vec3::Zero();
+  double v = 0.0;
+  for (int t = 0; t < mesh.num_tets(); ++t) {
+    const double vt = signed_volume(mesh, t);
+    const auto& e = mesh.tets[t];
+    c += vt * 0.25 * (mesh.nodes[e[0]] + mesh.nodes[e[1]] + mesh.nodes[e[2]] + mesh.nodes[e[3]]);
+    v += vt;
+  }
+  return c / v;
+}
+
+}  // namespace addsim

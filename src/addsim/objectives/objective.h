@@ -1,0 +1,55 @@
+#pragma once
+/// Objectives Φ(q̃, p) = Σ_t w_t φ_t(q̃, p) as weighted sums of terms (paper eq. phi). Each
+/// term returns its value and adds its partials ∂φ/∂q^i (only for the steps it touches)
+/// and ∂φ/∂p; the gradient passes in sensitivity/ turn them into dΦ/dp.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "addsim/sensitivity/objective_function.h"
+
+namespace addsim {
+
+/// A range of steps [first, last]; negative values count from the end (−1 = step n).
+struct StepWindow {
+  int first = -1;
+  int last = -1;
+  /// Only the final step n.
+  static StepWindow final_step() { return {-1, -1}; }
+  /// Only step i (negative: from the end).
+  static StepWindow at(int i) { return {i, i}; }
+  /// Steps first … last (negative: from the end).
+  static StepWindow range(int first, int last) { return {first, last}; }
+  /// The window as absolute steps in [0, n]; throws InputError if empty or out of range.
+  std::pair<int, int> resolve(int n, std::string_view who) const;
+};
+
+/// One objective term φ(q̃, p).
+class ObjectiveTerm {
+ public:
+  virtual ~ObjectiveTerm() = default;
+  /// Short name for reports ("com_target", "control_smoothness").
+  virtual std::string_view name() const = 0;
+  /// Returns φ; if grad is non-null adds scale·∂φ/∂q^i and scale·∂φ/∂p into it.
+  virtual double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const = 0;
+};
+
+/// Φ = Σ_t w_t φ_t.
+class Objective final : public ObjectiveFunction {
+ public:
+  /// Appends term φ with weight w (dimensionless scale of φ's units).
+  void add(double weight, std::unique_ptr<ObjectiveTerm> term);
+  /// Φ; adds ∂Φ/∂q^i and ∂Φ/∂p into grad when non-null.
+  double evaluate(const Model& model, const Trajectory& traj, ObjectiveGradient* grad) const override;
+  /// Unweighted value of every term, in the order added (for reports).
+  std::vector<double> term_values(const Model& model, const Trajectory& traj) const;
+  int size() const { return static_cast<int>(terms_.size()); }
+  const ObjectiveTerm& term(int t) const { return *terms_[t].second; }
+
+ private:
+  std::vector<std::pair<double, std::unique_ptr<ObjectiveTerm>>> terms_;
+};
+
+}  // namespace addsim

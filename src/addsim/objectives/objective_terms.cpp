@@ -1,0 +1,96 @@
+#include "addsim/objectives/objective_terms.h"
+
+#include <string>
+
+#include "addsim/core/error.h"
+#include "addsim/objectives/center_of_mass.h"
+
+namespace addsim {
+
+namespace {
+// Steps [a, b] of the window, checked against the stored states of the trajectory.
+std::pair<int, int> stored_steps(const StepWindow& w, const Model& model, const Trajectory& traj,
+                                 std::string_view who) {
+  const auto range = w.resolve(model.scheme().steps, who);
+  if (range.second >= static_cast<int>(traj.q.size()))
+    throw InputError(std::string(who) + ": needs step " + std::to_string(range.second) + " but the trajectory holds " +
+                     std::to_string(traj.q.size()) + " states");
+  return range;
+}
+}  // namespace
+
+CenterOfMassTarget::CenterOfMassTarget(int body, const Vec3& target, StepWindow window)
+    : body_(body), target_(target), window_(window) {}
+
+double CenterOfMassTarget::evaluate(const Model& model, const Trajectory& traj, double scale,
+                                    ObjectiveGradient* grad) const {
+  if (body_ < 0 || body_ >= static_cast<int>(model.bodies().size()))
+    throw InputError("com_target: body " + std::to_string(body_) + " does not exist");
+  const Body& body = *model.bodies()[body_];
+  const auto [a, b] = stored_steps(window_, model, traj, "com_target");
+  double phi = 0.0;
+  for (int i = a; i <= b; ++i) {
+    const Vec3 e = body.center_of_mass(traj.q[i], traj.p) - target_;
+    phi += 0.5 * e.squaredNorm();
+    if (grad) center_of_mass_vjp(body, traj.q[i], traj.p, scale * e, grad->dphi_dq(i), grad->dphi_dp());
+  }
+  return phi;
+}
+
+PointTargets::PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window)
+    : dofs_(std::move(dofs)), targets_(std::move(targets)), window_(window) {
+  if (dofs_.size() != targets_.size())
+    throw InputError("point_targets: " + std::to_string(dofs_.size()) + " points but " +
+                     std::to_string(targets_.size()) + " targets");
+}
+
+double PointTargets::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {
+  for (DofIndex d : dofs_)
+    if (d < 0 || d + 3 > model.num_dofs())
+      throw InputError("point_targets: DOF " + std::to_string(d) + " is outside the model's " +
+                       std::to_string(model.num_dofs()) + " DOFs");
+  const auto [a, b] = stored_steps(window_, model, traj, "point_targets");
+  double phi = 0.0;
+  for (int i = a; i <= b; ++i) {
+    VecX* g = grad ? &grad->dphi_dq(i) : nullptr;
+    for (size_t k = 0; k < dofs_.size(); ++k) {
+      const Vec3 e = traj.q[i].segment<3>(dofs_[k]) - targets_[k];
+      phi += 0.5 * e.squaredNorm();
+      if (g) g->segment<3>(dofs_[k]) += scale * e;
+    }
+  }
+  return phi;
+}
+
+ControlSmoothness::ControlSmoothness(int handle, StepWindow rows) : handle_(handle), rows_(rows) {}
+
+double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, double scale,
+                                   ObjectiveGradient* grad) const {
+  if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
+    throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
+  const int base = model.handles()[handle_].positions_param;
+  const auto [a, b] = rows_.resolve(model.scheme().steps, "control_smoothness");
+  double phi = 0.0;
+  for (int r = a; r < b; ++r) {
+    const Vec3 d = traj.p.segment<3>(base + 3 * (r + 1)) - traj.p.segment<3>(base + 3 * r);
+    phi += d.squaredNorm();
+    if (grad) {
+      grad->dphi_dp().segment<3>(base + 3 * (r + 1)) += 2.0 * scale * d;
+      grad->dphi_dp().segment<3>(base + 3 * r) -= 2.0 * scale * d;
+    }
+  }
+  return phi;
+}
+
+LinearState::LinearState(VecX weights, int step) : weights_(std::move(weights)), step_(step) {}
+
+double LinearState::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {
+  if (weights_.size() != model.num_dofs())
+    throw InputError("linear_state: " + std::to_string(weights_.size()) + " weights for " +
+                     std::to_string(model.num_dofs()) + " DOFs");
+  const int i = stored_steps(StepWindow::at(step_), model, traj, "linear_state").first;
+  if (grad) grad->dphi_dq(i) += scale * weights_;
+  return weights_.dot(traj.q[i]);
+}
+
+}  // namespace addsim

@@ -1,0 +1,65 @@
+#pragma once
+/// Objective terms: centre-of-mass and point targets (the "throwing" and "target pose"
+/// tasks of paper §6), control smoothness for handles, and a linear functional of one state.
+
+#include <vector>
+
+#include "addsim/objectives/objective.h"
+
+namespace addsim {
+
+/// φ = ½ Σ_{i∈W} ‖c(q^i) − target‖² for the centre of mass c (m) of body `body`; φ in m².
+class CenterOfMassTarget final : public ObjectiveTerm {
+ public:
+  /// target: 3 × 1, m; window W defaults to the final step.
+  CenterOfMassTarget(int body, const Vec3& target, StepWindow window = StepWindow::final_step());
+  std::string_view name() const override { return "com_target"; }
+  double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+
+ private:
+  int body_;
+  Vec3 target_;
+  StepWindow window_;
+};
+
+/// φ = ½ Σ_{i∈W} Σ_k ‖x_k(q^i) − target_k‖² for points with 3 DOFs each (particles, FEM
+/// nodes), x_k = q^i[dofs_k … dofs_k + 2]; φ in m² (paper §6.4 sheet "target pose").
+class PointTargets final : public ObjectiveTerm {
+ public:
+  /// dofs: global DOF of each point's x coordinate; targets: one 3 × 1 position (m) per point.
+  PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window = StepWindow::final_step());
+  std::string_view name() const override { return "point_targets"; }
+  double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+
+ private:
+  std::vector<DofIndex> dofs_;
+  std::vector<Vec3> targets_;
+  StepWindow window_;
+};
+
+/// φ = Σ_{r=a}^{b−1} ‖c^{r+1} − c^r‖² over the control rows c^r (m) of handle `handle`,
+/// rows [a, b] = `rows` resolved on 0 … n; a pure ∂φ/∂p term (m²). Weight it with β.
+class ControlSmoothness final : public ObjectiveTerm {
+ public:
+  ControlSmoothness(int handle, StepWindow rows = StepWindow::range(0, -1));
+  std::string_view name() const override { return "control_smoothness"; }
+  double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+
+ private:
+  int handle_;
+  StepWindow rows_;
+};
+
+/// φ = wᵀ q^i for one step i (negative: from the end) and weights w (|q|); mainly for tests.
+class LinearState final : public ObjectiveTerm {
+ public:
+  LinearState(VecX weights, int step);
+  std::string_view name() const override { return "linear_state"; }
+  double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+
+ private:
+  VecX weights_;
+  int step_;
+};
+
+}  // namespace addsim

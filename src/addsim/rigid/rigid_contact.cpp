@@ -1,0 +1,171 @@
+#include "addsim/rigid/rigid_contact.h"
+
+#include "addsim/core/error.h"
+#include "addsim/rigid/so3.h"
+
+namespace addsim {
+
+namespace {
+
+using Vec6 = Eigen::Matrix<double, 6, 1>;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Mat36 = Eigen::Matrix<double, 3, 6>;
+
+// Body state shared by all proxy points at one evaluation.
+struct BodyKinematics {
+  Vec3 p, pdot, thetadot;
+  Mat3 R;
+  ExpJacobian jac;
+};
+
+BodyKinematics body_kinematics(const RigidBody& b, const TermContext& ctx) {
+  BodyKinematics k;
+  const int d = b.dof();
+  k.p = ctx.q.segment<3>(d);
+  k.pdot = ctx.v.segment<3>(d);
+  k.thetadot = ctx.v.segment<3>(d + 3);
+  const Vec3 theta = ctx.q.segment<3>(d + 3);
+  k.R = rotation_from_vector(theta);
+  exp_jacobian(theta, 1, k.jac);
+  return k;
+}
+
+// One proxy point: offsets y_c = R ĉ (sphere centre) and y = y_c − r n (contact point),
+// the position Jacobian X_c = ∂x/∂θ = −[y_c]× J and the velocity Jacobian X_v = −[y]× J
+// (ẋ = ṗ + X_v θ̇; also the force map of eq. rbMf: f̂_θ = X_vᵀ f).
+struct PointKinematics {
+  Vec3 x, xdot, y;
+  Mat3 Xc, Xv;
+};
+
+PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, double radius, const Obstacle& o) {
+  PointKinematics k;
+  const Vec3 yc = b.R * center_B;
+  Vec3 n = Vec3::Zero();
+  if (radius > 0.0) {
+    Mat3 H;
+    o.gap(b.p + yc, n, H);  // planes only (checked at construction): n is constant
+  }
+  k.y = yc - radius * n;
+  k.x = b.p + k.y;
+  k.Xc = -skew(yc) * b.jac.J;
+  k.Xv = -skew(k.y) * b.jac.J;
+  k.xdot = b.pdot + k.Xv * b.thetadot;
+  return k;
+}
+
+}  // namespace
+
+RigidProxy RigidProxy::box_corners(const Vec3& size) {
+  RigidProxy proxy;
+  for (int i = 0; i < 8; ++i)
+    proxy.centers_B.push_back(0.5 * Vec3((i & 1) ? size.x() : -size.x(), (i & 2) ? size.y() : -size.y(),
+                                         (i & 4) ? size.z() : -size.z()));
+  return proxy;
+}
+
+RigidContactTerm::RigidContactTerm(const RigidBody* body, RigidProxy proxy,
+                                   std::vector<std::shared_ptr<const Obstacle>> obstacles, ContactSettings settings)
+    : body_(body), proxy_(std::move(proxy)), obstacles_(std::move(obstacles)), settings_(settings) {
+  validate(body_->name(), proxy_, obstacles_);
+}
+
+void RigidContactTerm::validate(const std::string& body_name, const RigidProxy& proxy,
+                                const std::vector<std::shared_ptr<const Obstacle>>& obstacles) {
+  if (!(proxy.radius >= 0.0)) throw InputError("rigid body " + body_name + ": proxy radius must be ≥ 0");
+  for (const Vec3& c : proxy.centers_B)
+    if (!c.allFinite()) throw InputError("rigid body " + body_name + ": proxy points must be finite");
+  if (proxy.radius > 0.0)
+    for (const auto& o : obstacles)
+      if (dynamic_cast<const PlaneObstacle*>(o.get()) == nullptr)
+        throw InputError("rigid body " + body_name + ": sphere proxies support plane obstacles only, not '" +
+                         o->name() + "'");
+}
+
+void RigidContactTerm::declare(StencilSet& stencils) {
+  const int d = body_->dof();
+  stencil_ = stencils.add({d, d + 1, d + 2, d + 3, d + 4, d + 5});
+}
+
+ContactForce RigidContactTerm::force(const TermContext& ctx, int k, int o) const {
+  const BodyKinematics b = body_kinematics(*body_, ctx);
+  const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+  return contact_force(pk.x, pk.xdot, *obstacles_[o], coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h));
+}
+
+void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  const BodyKinematics b = body_kinematics(*body_, ctx);
+  const bool want_jac = out.wants_jacobians();
+  Vec6 r = Vec6::Zero();
+  Mat6 dq = Mat6::Zero(), dv = Mat6::Zero();
+  bool active = false;
+  for (int o = 0; o < num_obstacles(); ++o) {
+    const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
+    for (int k = 0; k < num_points(); ++k) {
+      const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+      const ContactForce f = contact_force(pk.x, pk.xdot, *obstacles_[o], c);
+      if (f.regime == ContactRegime::kSeparated) continue;
+      active = true;
+      // Residual −f̂ with f̂ = (f, X_vᵀ f) (eq. rbMf).
+      r.head<3>() -= f.f;
+      r.tail<3>() -= pk.Xv.transpose() * f.f;
+      if (!want_jac) continue;
+      // P_c = ∂x/∂q = [I X_c], P_v = ∂ẋ/∂v = [I X_v].
+      Mat36 Pc, Pv;
+      Pc << Mat3::Identity(), pk.Xc;
+      Pv << Mat3::Identity(), pk.Xv;
+      // ∂X_v/∂θ_j = −[X_c e_j]× J − [y]× ∂J/∂θ_j; W_j = (∂X_v/∂θ_j) θ̇, Z_j = (∂X_v/∂θ_j)ᵀ f.
+      Mat36 dxdot_dq = Mat36::Zero();
+      Mat3 Z;
+      for (int j = 0; j < 3; ++j) {
+        const Mat3 dXv = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+        dxdot_dq.col(3 + j) = dXv * b.thetadot;
+        Z.col(j) = dXv.transpose() * f.f;
+      }
+      dq -= Pv.transpose() * (f.df_dx * Pc + f.df_dxdot * dxdot_dq);
+      dq.bottomRightCorner<3, 3>() -= Z;
+      dv -= Pv.transpose() * f.df_dxdot * Pv;
+    }
+  }
+  if (!active) return;
+  out.add<6>(stencil_, r, want_jac ? &dq : nullptr, want_jac ? &dv : nullptr, nullptr);
+}
+
+void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  const BodyKinematics b = body_kinematics(*body_, ctx);
+  for (int o = 0; o < num_obstacles(); ++o) {
+    const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
+    const int pcf = obstacles_[o]->friction_param();
+    const bool want = sink.wants(settings_.kn_param) || sink.wants(pcf) ||
+                      (settings_.kd_param >= 0 && sink.wants(settings_.kd_param)) ||
+                      (settings_.kt_param >= 0 && sink.wants(settings_.kt_param));
+    if (!want) continue;
+    // Columns: k_n (with k_t = k_n h when k_t is derived), c_f, k_d, k_t; summed over points.
+    int idx[4];
+    int m = 0;
+    idx[m++] = settings_.kn_param;
+    idx[m++] = pcf;
+    const int col_kd = settings_.kd_param >= 0 ? m : -1;
+    if (col_kd >= 0) idx[m++] = settings_.kd_param;
+    const int col_kt = settings_.kt_param >= 0 ? m : -1;
+    if (col_kt >= 0) idx[m++] = settings_.kt_param;
+    Eigen::Matrix<double, 6, 4> block = Eigen::Matrix<double, 6, 4>::Zero();
+    bool active = false;
+    for (int k = 0; k < num_points(); ++k) {
+      const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+      const ContactForce f = contact_force(pk.x, pk.xdot, *obstacles_[o], c);
+      if (f.regime == ContactRegime::kSeparated) continue;
+      active = true;
+      Mat36 Pv;
+      Pv << Mat3::Identity(), pk.Xv;
+      const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + ctx.scheme.h * f.df_dkt);
+      block.col(0) -= Pv.transpose() * dkn;
+      block.col(1) -= Pv.transpose() * f.df_dcf;
+      if (col_kd >= 0) block.col(col_kd) -= Pv.transpose() * f.df_dkd;
+      if (col_kt >= 0) block.col(col_kt) -= Pv.transpose() * f.df_dkt;
+    }
+    if (active) sink.add(stencil_, std::span<const int>(idx, m), block.leftCols(m));
+  }
+}
+
+}  // namespace addsim

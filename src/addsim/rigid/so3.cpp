@@ -1,0 +1,116 @@
+#include "addsim/rigid/so3.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace addsim {
+
+Mat3 skew(const Vec3& w) {
+  Mat3 m;
+  m << 0.0, -w.z(), w.y(), w.z(), 0.0, -w.x(), -w.y(), w.x(), 0.0;
+  return m;
+}
+
+namespace {
+
+// Number of power-series terms used below s = 1. The n-th coefficient of the second
+// derivative is at most n²/(2n + 1)!; at n = 14 that is < 1e-25 (vs values ≥ 1e-3).
+constexpr int kSeriesTerms = 14;
+
+// f(s) = Σ_n (−1)^n s^n / (2n + k)!, with f'(s) and f''(s), for s in [0, 1).
+void series(double s, int k, double& f, double& df, double& ddf) {
+  f = df = ddf = 0.0;
+  double fact = 1.0;  // (2n + k)!
+  for (int i = 2; i <= k; ++i) fact *= i;
+  // Powers s^n, s^(n−1), s^(n−2), kept as running products.
+  double sn = 1.0, sn1 = 0.0, sn2 = 0.0;
+  for (int n = 0; n < kSeriesTerms; ++n) {
+    const double coef = (n % 2 == 0 ? 1.0 : -1.0) / fact;
+    f += coef * sn;
+    df += coef * n * sn1;
+    ddf += coef * n * (n - 1) * sn2;
+    sn2 = sn1;
+    sn1 = sn;
+    sn *= s;
+    fact *= (2 * n + k + 1) * (2 * n + k + 2);
+  }
+}
+
+}  // namespace
+
+ExpCoefficients exp_coefficients(double s) {
+  ExpCoefficients e;
+  if (s < 1.0) {
+    // Power series in s = t²: A1 = 2 a'(s), A2 = 4 a''(s) (and the same for b).
+    double dc, ddc, da, dda, db, ddb;
+    series(s, 1, e.c, dc, ddc);
+    series(s, 2, e.a, da, dda);
+    series(s, 3, e.b, db, ddb);
+    e.A1 = 2.0 * da;
+    e.A2 = 4.0 * dda;
+    e.B1 = 2.0 * db;
+    e.B2 = 4.0 * ddb;
+    return e;
+  }
+  // Closed forms, well conditioned for t ≥ 1.
+  const double t = std::sqrt(s);
+  const double st = std::sin(t), ct = std::cos(t);
+  const double omc = 1.0 - ct, tms = t - st;
+  const double t2 = s, t3 = t2 * t, t4 = t2 * t2, t5 = t4 * t, t6 = t4 * t2, t7 = t6 * t;
+  e.c = st / t;
+  e.a = omc / t2;
+  e.b = tms / t3;
+  e.A1 = st / t3 - 2.0 * omc / t4;
+  e.A2 = ct / t4 - 5.0 * st / t5 + 8.0 * omc / t6;
+  e.B1 = omc / t4 - 3.0 * tms / t5;
+  e.B2 = st / t5 - 7.0 * omc / t6 + 15.0 * tms / t7;
+  return e;
+}
+
+Mat3 rotation_from_vector(const Vec3& theta) {
+  const ExpCoefficients e = exp_coefficients(theta.squaredNorm());
+  const Mat3 S = skew(theta);
+  return Mat3::Identity() + e.c * S + e.a * S * S;
+}
+
+void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
+  const ExpCoefficients e = exp_coefficients(theta.squaredNorm());
+  const Mat3 S = skew(theta);
+  const Mat3 S2 = S * S;
+  out.J = Mat3::Identity() + e.a * S + e.b * S2;
+  if (order < 1) return;
+  // E_k = [e_k]× and the symmetric products E_k S + S E_k.
+  std::array<Mat3, 3> E, ES;
+  for (int k = 0; k < 3; ++k) {
+    E[k] = skew(Vec3::Unit(k));
+    ES[k] = E[k] * S + S * E[k];
+  }
+  // ∂J/∂θ_k = A1 θ_k S + a E_k + B1 θ_k S² + b (E_k S + S E_k).
+  for (int k = 0; k < 3; ++k)
+    out.dJ[k] = e.A1 * theta[k] * S + e.a * E[k] + e.B1 * theta[k] * S2 + e.b * ES[k];
+  if (order < 2) return;
+  // Differentiating each summand of ∂J/∂θ_k with respect to θ_j.
+  for (int k = 0; k < 3; ++k) {
+    for (int j = k; j < 3; ++j) {
+      const double tt = theta[j] * theta[k];
+      const double dkj = j == k ? 1.0 : 0.0;
+      out.ddJ[k][j] = (e.A2 * tt + e.A1 * dkj) * S + e.A1 * (theta[k] * E[j] + theta[j] * E[k]) +
+                      (e.B2 * tt + e.B1 * dkj) * S2 + e.B1 * (theta[k] * ES[j] + theta[j] * ES[k]) +
+                      e.b * (E[k] * E[j] + E[j] * E[k]);
+      out.ddJ[j][k] = out.ddJ[k][j];
+    }
+  }
+}
+
+Vec3 reparametrize_rotation(const Vec3& theta) {
+  const double t = theta.norm();
+  return theta * (1.0 - 2.0 * std::numbers::pi / t);
+}
+
+Mat3 reparametrize_rotation_jacobian(const Vec3& theta) {
+  const double t = theta.norm();
+  const double tp = 2.0 * std::numbers::pi;
+  return (1.0 - tp / t) * Mat3::Identity() + (tp / (t * t * t)) * theta * theta.transpose();
+}
+
+}  // namespace addsim

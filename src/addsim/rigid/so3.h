@@ -1,0 +1,61 @@
+#pragma once
+/// Exponential-coordinate rotations (paper §5.2, [Gallego and Yezzi 2015]): R = exp([θ]×),
+/// the world-frame angular-velocity Jacobian J(θ) with ω_W = J(θ) θ̇ (the "left" Jacobian)
+/// and its first and second derivatives ∂J/∂θ_k, ∂²J/∂θ_k∂θ_j, all in closed form:
+///   R = I + c S + a S²,  J = I + a S + b S²,  S = [θ]×, t = |θ|,
+///   c = sin t / t,  a = (1 − cos t)/t²,  b = (t − sin t)/t³.
+/// The body-frame Jacobian is Jᵀ (ω_B = Jᵀ θ̇ = Rᵀ ω_W). Below t = 1 every coefficient
+/// is evaluated by its power series in t² (see exp_coefficients()).
+
+#include <array>
+
+#include <Eigen/Geometry>
+
+#include "addsim/core/types.h"
+
+namespace addsim {
+
+/// Cross-product matrix [w]× (3 × 3) with [w]× u = w × u.
+Mat3 skew(const Vec3& w);
+
+/// Scalar coefficients of R and J and their derivatives, as functions of s = t² = |θ|²:
+/// c, a, b as in the file comment; A1 = a'(t)/t, A2 = A1'(t)/t, B1 = b'(t)/t, B2 = B1'(t)/t.
+struct ExpCoefficients {
+  double c = 1.0, a = 0.5, b = 1.0 / 6.0;
+  double A1 = 0.0, A2 = 0.0, B1 = 0.0, B2 = 0.0;
+};
+
+/// Coefficients at s = |θ|² (rad²). For s < 1 a 14-term power series in s is used: the
+/// closed forms lose up to ε/t⁶ to cancellation (A2, B2) near 0, while the series'
+/// truncation error there is below 1e-20 relative; for s ≥ 1 the closed forms lose at
+/// most ~100 ε.
+ExpCoefficients exp_coefficients(double s);
+
+/// Rotation matrix R = exp([θ]×) (3 × 3) for a rotation vector θ (rad).
+Mat3 rotation_from_vector(const Vec3& theta);
+
+/// J(θ) (3 × 3) and, on request, its derivatives. J maps θ̇ (rad/s) to ω_W (rad/s).
+struct ExpJacobian {
+  Mat3 J = Mat3::Identity();
+  std::array<Mat3, 3> dJ;                  ///< dJ[k] = ∂J/∂θ_k (3 × 3, 1/rad)
+  std::array<std::array<Mat3, 3>, 3> ddJ;  ///< ddJ[k][j] = ∂²J/∂θ_k∂θ_j (symmetric in k, j)
+};
+
+/// Evaluates J(θ) and its derivatives up to `order` (0, 1 or 2; unused ones are left unset).
+void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out);
+
+/// The equivalent rotation vector on the other side of the |θ| = π sphere:
+/// θ' = θ (1 − 2π/|θ|), with exp([θ']×) = exp([θ]×). Precondition: |θ| > 0.
+/// Used to keep |θ| ≤ π during long spins, far from the singularity of J at |θ| = 2π.
+Vec3 reparametrize_rotation(const Vec3& theta);
+
+/// ∂θ'/∂θ (3 × 3) of reparametrize_rotation(): (1 − 2π/t) I + (2π/t³) θ θᵀ. Needed by the
+/// adjoint and direct sensitivities to carry derivatives across a chart switch.
+Mat3 reparametrize_rotation_jacobian(const Vec3& theta);
+
+/// Threshold above which the simulator should switch θ to its equivalent representation
+/// (rad): slightly above π, so that a body spinning about a fixed axis does not switch
+/// back and forth.
+inline constexpr double kReparametrizeAngle = 1.25 * 3.14159265358979323846;
+
+}  // namespace addsim

@@ -1,0 +1,72 @@
+#include "addsim/sensitivity/adjoint.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "addsim/sensitivity/step_linearization.h"
+#include "addsim/solver/linear_solver.h"
+
+namespace addsim {
+
+GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective) {
+  const auto t0 = std::chrono::steady_clock::now();
+  require_complete_trajectory(model, traj, "adjoint");
+  const TimeScheme& s = model.scheme();
+  const SparsePattern& pattern = model.pattern();
+  const int n = s.steps;
+  const int K = s.window();
+  const int nq = model.num_dofs();
+
+  // Objective value and its partials ∂Φ/∂q^i (sparse in time), ∂Φ/∂p.
+  ObjectiveGradient og(nq, model.params().size(), n);
+  GradientResult out;
+  out.phi = objective.evaluate(model, traj, &og);
+  out.dphi_dp = og.dphi_dp();
+
+  // acc[j mod (K+1)] collects Σ_{k≥1} (dr^{j+k}/dq^j)ᵀ λ^{j+k} for the K steps below the
+  // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
+  std::vector<VecX> acc(K + 1, VecX::Zero(nq));
+  VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
+  VecX rhs(nq), lambda(nq), neg_lambda(nq);
+  StepLinearization lin(model);
+  const auto lu = make_linear_solver(model.solver().linear_solver, &pattern);
+
+  for (int i = n; i >= 1; --i) {
+    lin.evaluate(traj, i);
+    // Right-hand side: (∂Φ/∂q^i)ᵀ minus the later steps' history products.
+    VecX& acc_i = acc[i % (K + 1)];
+    rhs = -acc_i;
+    if (const VecX* g = og.find_dphi_dq(i)) rhs += *g;
+    acc_i.setZero();
+    // (dr^i/dq^i)ᵀ λ^i = rhs.
+    if (!lu->factorize(lin.step_jacobian()))
+      throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
+    lu->solve(rhs, lambda, /*transpose=*/true);
+    if (!lambda.allFinite())
+      throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
+    // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i.
+    neg_lambda = -lambda;
+    ParamSink sink = ParamSink::vjp(&model.stencils(), &neg_lambda, &out.dphi_dp);
+    lin.param_derivatives(sink);
+    // Push (dr^i/dq^{i-k})ᵀ λ^i to the states it depends on; q⁰ and v⁰ collect the
+    // start-up blocks (paper §6 "Throwing": the initial state enters like a parameter).
+    for (int k = 1; k <= K && i - k >= 0; ++k) {
+      const int j = i - k;
+      if (j >= 1) {
+        pattern.transpose_multiply_add(lin.history_jacobian(k), lambda, acc[j % (K + 1)]);
+      } else {
+        pattern.transpose_multiply_add(lin.history_jacobian(k), neg_lambda, gq0);
+      }
+    }
+    if (lin.depends_on_v0()) pattern.transpose_multiply_add(lin.v0_jacobian(), neg_lambda, gv0);
+  }
+
+  // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
+  if (const VecX* g = og.find_dphi_dq(0)) gq0 += *g;
+  for (const auto& b : model.bodies()) b->initial_state_vjp(traj.p, gq0, gv0, out.dphi_dp);
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace addsim

@@ -1,0 +1,28 @@
+#pragma once
+/// Adjoint gradient of an objective over a recorded trajectory (paper §3.3, eqs. adjoint
+/// and adjGrad, with initial conditions per §6 "Throwing"). One backward sweep i = n … 1
+/// with one transposed solve per step; the step Jacobians are re-evaluated at the converged
+/// states, never stored. Memory: O(K·|q|) for the adjoint history window plus what the
+/// objective's ∂Φ/∂q^i needs (at most O(n·|q|)). See docs/gradients.md.
+
+#include "addsim/model/model.h"
+#include "addsim/sensitivity/objective_function.h"
+#include "addsim/solver/simulator.h"
+
+namespace addsim {
+
+/// Φ and its total derivative dΦ/dp (|p|, all parameters, in p's units⁻¹).
+struct GradientResult {
+  double phi = 0.0;
+  VecX dphi_dp;
+  double wall_seconds = 0.0;  ///< time of the backward pass including Φ's evaluation
+};
+
+/// dΦ/dp = ∂Φ/∂p − λ̃ᵀ Ã (paper eq. adjGrad) with B̃ᵀ λ̃ = (∂Φ/∂q̃)ᵀ (eq. adjoint), solved
+/// backwards step by step: (dr^i/dq^i)ᵀ λ^i = (∂Φ/∂q^i)ᵀ − Σ_{k≥1} (dr^{i+k}/dq^i)ᵀ λ^{i+k}.
+/// Initial conditions enter through the start-up steps, which read q⁰ and v⁰
+/// (dr^i/dq⁰, dr^i/dv⁰ from the time scheme), and Body::initial_state_vjp. Throws SimulationError (naming the step) if `traj` did not
+/// complete or a step Jacobian is singular, InputError if `traj` does not fit `model`.
+GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective);
+
+}  // namespace addsim

@@ -1,0 +1,40 @@
+#pragma once
+/// Direct (forward) sensitivities s^i_j = dq^i/dp_j for a list of parameters (paper §3.2,
+/// eq. for s^i_j generalised to any BDF window K):
+///   s^i_j = −(dr^i/dq^i)⁻¹ (∂r^i/∂p_j + Σ_{k=1..min(K,i)} dr^i/dq^{i-k} s^{i-k}_j + dr^i/dv⁰ ∂v⁰/∂p_j),
+/// with s^0_j = ∂q⁰/∂p_j and ∂v⁰/∂p_j from the initial-state jvp (paper §6 "Throwing").
+/// One factorisation per step, shared by all listed parameters. Cost: one solve per step
+/// and parameter; memory O(K·m·|q|) (plus n·|q| when one parameter's s^i are kept).
+
+#include <span>
+#include <vector>
+
+#include "addsim/model/model.h"
+#include "addsim/sensitivity/objective_function.h"
+#include "addsim/solver/simulator.h"
+
+namespace addsim {
+
+struct DirectOptions {
+  /// Index in p of a parameter (one of the listed ones) whose full sensitivities
+  /// s^0 … s^n are returned in DirectResult::sensitivities; −1 = none.
+  int keep_sensitivities_of = -1;
+};
+
+struct DirectResult {
+  double phi = 0.0;
+  /// dΦ/dp_j = ∂Φ/∂p_j + Σ_i ∂Φ/∂q^i s^i_j (paper eq. dPhi), one entry per listed parameter.
+  VecX dphi_dp;
+  /// s^0 … s^n (each |q|) of DirectOptions::keep_sensitivities_of, else empty.
+  std::vector<VecX> sensitivities;
+  double wall_seconds = 0.0;
+};
+
+/// Direct sensitivities of `traj` for the parameters `params` (indices into p) and the
+/// gradient of `objective` with respect to them. Throws SimulationError (naming the step)
+/// if `traj` did not complete or a step Jacobian is singular; InputError for a parameter
+/// index out of range or a `keep_sensitivities_of` that is not listed.
+DirectResult gradient_direct(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective,
+                             std::span<const int> params, const DirectOptions& options = {});
+
+}  // namespace addsim

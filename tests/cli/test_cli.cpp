@@ -1,0 +1,147 @@
+// Runs the built `addsim` binary and checks exit codes, error lines and output files.
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path source_dir() {
+  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
+  return env ? fs::path(env) : fs::path(ADDSIM_SOURCE_DIR_DEFAULT);
+}
+
+fs::path scene(const std::string& name) { return source_dir() / "scenes" / (name + ".json"); }
+
+fs::path fresh_temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / ("addsim_cli_" + std::string(info->name()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `addsim <args>` in `dir` with stdout and stderr captured in files.
+CliRun run(const std::string& args, const fs::path& dir) {
+  const std::string cmd = "cd '" + dir.string() + "' && '" + ADDSIM_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "stdout.txt");
+  r.err = slurp(dir / "stderr.txt");
+  return r;
+}
+
+// Checks that stderr is exactly one line "addsim: error: ..." containing `fragment`.
+void expect_one_line_error(const CliRun& r, const std::string& fragment) {
+  EXPECT_EQ(r.err.rfind("addsim: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+TEST(Cli, SimulateWritesTheFourOutputs) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("simulate --quiet --out result '" + scene("mass_spring_sheet").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* f : {"summary.json", "steps.csv", "trajectory.npy", "meta.json"})
+    EXPECT_TRUE(fs::exists(dir / "result" / f)) << f;
+  const auto summary = nlohmann::json::parse(slurp(dir / "result" / "summary.json"));
+  EXPECT_EQ(summary["completed"], true);
+  EXPECT_EQ(summary["steps_completed"], 60);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Cli, SimulateDefaultsToOutSceneStem) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("simulate '" + scene("particle_incline").string() + "' --set steps=5", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "particle_incline" / "summary.json"));
+  EXPECT_NE(r.out.find("Newton iterations"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RepeatedSetOptionsMayPrecedeTheScene) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("simulate --set steps=4 --set contact.model=tanh --set 'gravity=[0,0,-1]' '" +
+                           scene("particle_incline").string() + "' -q -o o",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "o" / "summary.json"));
+  EXPECT_EQ(summary["steps_completed"], 4);
+  EXPECT_EQ(summary["contact_model"], "tanh");
+}
+
+TEST(Cli, BadInputIsAOneLineErrorWithExitCode2) {
+  const fs::path dir = fresh_temp_dir();
+  expect_one_line_error(run("simulate missing.json", dir), "missing.json");
+  EXPECT_EQ(run("simulate missing.json", dir).code, 2);
+  const CliRun bad = run("simulate '" + scene("particle_incline").string() + "' --set bodies.0.mass=-1", dir);
+  EXPECT_EQ(bad.code, 2);
+  expect_one_line_error(bad, "bodies.0.mass: must be > 0, got -1");
+  const CliRun unknown = run("simulate '" + scene("particle_incline").string() + "' --set contact.kx=1", dir);
+  EXPECT_EQ(unknown.code, 2);
+  expect_one_line_error(unknown, "contact.kx");
+  const CliRun option = run("simulate --no-such-option x.json", dir);
+  EXPECT_EQ(option.code, 2);
+  expect_one_line_error(option, "--no-such-option");
+}
+
+TEST(Cli, HelpAndVersionExitZero) {
+  const fs::path dir = fresh_temp_dir();
+  for (const char* args : {"--help", "simulate --help", "demo --help", "version --help"}) {
+    const CliRun r = run(args, dir);
+    EXPECT_EQ(r.code, 0) << args;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;
+  }
+  EXPECT_NE(run("--version", dir).out.find("addsim "), std::string::npos);
+  EXPECT_NE(run("version", dir).out.find("addsim "), std::string::npos);
+}
+
+TEST(Cli, NonConvergingStepExitsWith3AndKeepsOutputs) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("simulate --out result --set solver.max_iterations=1 '" + scene("mass_spring_sheet").string() + "'",
+                    dir);
+  EXPECT_EQ(r.code, 3);
+  expect_one_line_error(r, "did not converge");
+  const auto summary = nlohmann::json::parse(slurp(dir / "result" / "summary.json"));
+  EXPECT_EQ(summary["completed"], false);
+  EXPECT_TRUE(fs::exists(dir / "result" / "trajectory.npy"));
+}
+
+TEST(Cli, DemoRunsToCompletionLikeTheDemoSceneFile) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("demo --out d", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote d"), std::string::npos) << r.out;
+  const auto summary = nlohmann::json::parse(slurp(dir / "d" / "summary.json"));
+  EXPECT_EQ(summary["completed"], true);
+  EXPECT_EQ(summary["steps_completed"], 200);
+  // scenes/demo.json is the embedded demo: same trajectory, bit for bit.
+  ASSERT_EQ(run("simulate --quiet --out f '" + scene("demo").string() + "'", dir).code, 0);
+  EXPECT_EQ(slurp(dir / "d" / "trajectory.npy"), slurp(dir / "f" / "trajectory.npy"));
+}
+
+}  // namespace

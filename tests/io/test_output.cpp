@@ -1,0 +1,76 @@
+#include "addsim/io/output.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "addsim/io/npy.h"
+#include "test_util.h"
+
+namespace addsim {
+namespace {
+
+using nlohmann::json;
+
+json read_json(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return json::parse(in);
+}
+
+TEST(Output, WritesTheFourFilesOfACompletedRun) {
+  const Scene scene = load_scene_file(test::source_dir() / "scenes" / "particle_incline.json", {"steps=10"});
+  Simulator sim(*scene.model);
+  const Trajectory traj = sim.run(scene.model->params().defaults());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  const auto dir = test::fresh_temp_dir("out") / "nested";
+  write_outputs(dir, scene, traj, sim.linear_solver_name());
+
+  const json summary = read_json(dir / "summary.json");
+  EXPECT_EQ(summary["scene"], "particle_incline");
+  EXPECT_EQ(summary["steps_requested"], 10);
+  EXPECT_EQ(summary["steps_completed"], 10);
+  EXPECT_EQ(summary["completed"], true);
+  EXPECT_EQ(summary["integrator"], "bdf2");
+  EXPECT_EQ(summary["contact_model"], "linear");
+  EXPECT_GE(summary["newton_iterations_total"].get<int>(), 10);
+  ASSERT_EQ(summary["bodies"].size(), 1u);
+  EXPECT_EQ(summary["bodies"][0]["name"], "block");
+  EXPECT_DOUBLE_EQ(summary["bodies"][0]["mass"].get<double>(), 1.0);
+  // Sliding along +x: the final velocity points along +x.
+  EXPECT_GT(summary["bodies"][0]["final_center_of_mass_velocity"][0].get<double>(), 0.0);
+
+  const json meta = read_json(dir / "meta.json");
+  EXPECT_EQ(meta["num_dofs"], 3);
+  EXPECT_EQ(meta["bodies"][0]["dof_labels"], json::array({"p0.x", "p0.y", "p0.z"}));
+
+  std::ifstream csv(dir / "steps.csv");
+  std::string line;
+  int lines = 0;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "step,time,newton_iterations,residual_norm,line_search_halvings,wall_ms");
+  while (std::getline(csv, line)) ++lines;
+  EXPECT_EQ(lines, 10);
+
+  const NpyArray a = read_npy(dir / "trajectory.npy");
+  EXPECT_EQ(a.rows, 11u);
+  EXPECT_EQ(a.cols, 3u);
+  EXPECT_EQ(a.values[30], traj.q.back()[0]);
+}
+
+TEST(Output, AFailedRunKeepsItsCompletedSteps) {
+  const Scene scene = load_scene_file(test::source_dir() / "scenes" / "mass_spring_sheet.json",
+                                      {"solver.max_iterations=1", "steps=60"});
+  Simulator sim(*scene.model);
+  const Trajectory traj = sim.run(scene.model->params().defaults());
+  ASSERT_FALSE(traj.completed());
+  const auto dir = test::fresh_temp_dir("failed");
+  write_outputs(dir, scene, traj, sim.linear_solver_name());
+  const json summary = read_json(dir / "summary.json");
+  EXPECT_EQ(summary["completed"], false);
+  EXPECT_TRUE(summary["failure"].is_string());
+  EXPECT_EQ(summary["steps_completed"].get<int>() + 1, summary["failed_step"].get<int>());
+  EXPECT_EQ(read_npy(dir / "trajectory.npy").rows, traj.q.size());
+}
+
+}  // namespace
+}  // namespace addsim

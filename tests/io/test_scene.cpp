@@ -1,0 +1,197 @@
+#include "addsim/io/scene.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "addsim/solver/simulator.h"
+#include "addsim/terms/spring_term.h"
+#include "test_util.h"
+
+namespace addsim {
+namespace {
+
+using test::input_error;
+
+// A small valid scene that the malformed-scene tests break one key at a time.
+const char* kBase = R"({
+  "dt": 0.01, "steps": 3,
+  "obstacles": [{"type": "plane", "name": "floor", "friction": 0.4}],
+  "bodies": [{"type": "particles", "name": "dots", "positions": [[0, 0, 1], [1, 0, 1]], "mass": 0.5}],
+  "handles": [{"name": "grip", "position": [0, 0, 2]}],
+  "springs": [{"type": "distance", "anchors": [{"body": "dots", "point": 0}, {"handle": "grip"}], "stiffness": 10}]
+})";
+
+Scene load(const std::vector<std::string>& sets) { return load_scene_text(kBase, "scene.json", sets); }
+
+// The message of loading kBase with `sets`; must name `source` and every fragment.
+void expect_error(const std::vector<std::string>& sets, const std::vector<std::string>& fragments) {
+  const std::string msg = input_error([&] { load(sets); });
+  ASSERT_FALSE(msg.empty()) << "no error for " << ::testing::PrintToString(sets);
+  EXPECT_EQ(msg.rfind("scene.json", 0), 0u) << msg;
+  for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+}
+
+TEST(Scene, EveryExampleSceneLoads) {
+  const auto dir = test::source_dir() / "scenes";
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().string());
+    const Scene s = load_scene_file(e.path());
+    EXPECT_TRUE(s.model->finalized());
+    EXPECT_GT(s.model->num_dofs(), 0);
+    ++count;
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(Scene, ExampleScenesHaveTheDocumentedShape) {
+  const auto dir = test::source_dir() / "scenes";
+  const Scene sheet = load_scene_file(dir / "mass_spring_sheet.json");
+  EXPECT_EQ(sheet.model->num_dofs(), 75);
+  EXPECT_EQ(sheet.model->handles().size(), 2u);
+  EXPECT_EQ(sheet.bodies.at(0).type, "sheet");
+  const Scene incline = load_scene_file(dir / "particle_incline.json");
+  EXPECT_EQ(incline.model->num_dofs(), 3);
+  EXPECT_NEAR(incline.gravity.norm(), 9.81, 1e-12);
+  const Scene osc = load_scene_file(dir / "spring_oscillator.json");
+  EXPECT_EQ(to_string(osc.model->scheme().integrator), std::string("bdf2"));
+  EXPECT_NEAR(osc.model->scheme().h * osc.model->scheme().steps, 5.0, 1e-9);
+}
+
+TEST(Scene, ParameterTableOfTheSheetScene) {
+  const Scene s = load_scene_file(test::source_dir() / "scenes" / "mass_spring_sheet.json");
+  const ParameterTable& t = s.model->params();
+  auto size_of = [&](const std::string& path) { return t.require(path).size; };
+  EXPECT_EQ(size_of("contact.kn"), 1);
+  EXPECT_EQ(size_of("contact.kd"), 1);
+  EXPECT_FALSE(t.resolve("contact.kt"));  // absent: k_t = k_n h
+  EXPECT_EQ(size_of("obstacles.0.friction"), 1);
+  EXPECT_EQ(t.require("obstacles.floor.friction").offset, t.require("obstacles.0.friction").offset);
+  EXPECT_EQ(size_of("bodies.0.positions"), 75);
+  EXPECT_EQ(size_of("bodies.sheet.velocities"), 75);
+  EXPECT_EQ(size_of("bodies.0.mass"), 25);
+  EXPECT_EQ(size_of("bodies.sheet.stiffness"), 1);
+  EXPECT_EQ(size_of("bodies.0.shear_stiffness"), 1);
+  EXPECT_EQ(size_of("bodies.0.damping"), 1);
+  EXPECT_EQ(size_of("handles.0.positions"), 61 * 3);
+  EXPECT_EQ(size_of("handles.corner_b.positions"), 61 * 3);
+  EXPECT_EQ(size_of("springs.1.stiffness"), 1);
+  EXPECT_EQ(size_of("springs.1.damping"), 1);
+  EXPECT_EQ(t.require("contact.kn").entry->kind, ParamKind::kContact);
+  EXPECT_EQ(t.require("bodies.0.stiffness").entry->kind, ParamKind::kCoupling);
+  EXPECT_EQ(t.require("handles.0.positions").entry->kind, ParamKind::kControl);
+  EXPECT_DOUBLE_EQ(t.defaults()[t.require("bodies.0.mass.3").offset], 0.1 / 25);
+  EXPECT_DOUBLE_EQ(t.defaults()[t.require("bodies.0.stiffness").offset], 1000.0);
+  // 5 × 5 sheet: 40 structural + 32 shear springs, plus the 2 handle springs.
+  const SpringTerm* springs = nullptr;
+  for (const auto& term : s.model->terms())
+    if (auto* st = dynamic_cast<const SpringTerm*>(term.get())) springs = st;
+  ASSERT_NE(springs, nullptr);
+  EXPECT_EQ(springs->springs().size(), 74u);
+}
+
+TEST(Scene, SheetGeometryIsRowMajorWithRestLengths) {
+  const Scene s = load_scene_text(R"({"steps": 1, "bodies": [{"type": "sheet", "origin": [1, 2, 3],
+      "size": [0.6, 0.2], "resolution": [4, 3], "mass": 1.2, "stiffness": 50}]})", "sheet.json");
+  const ParameterTable& t = s.model->params();
+  const VecX& p = t.defaults();
+  const int pos = t.require("bodies.0.positions").offset;
+  // Particle index ix + nx·iy = 1 + 4·2 = 9 sits at origin + (0.2, 0.2, 0).
+  EXPECT_NEAR(p[pos + 27], 1.2, 1e-15);
+  EXPECT_NEAR(p[pos + 28], 2.2, 1e-15);
+  EXPECT_NEAR(p[pos + 29], 3.0, 1e-15);
+  EXPECT_DOUBLE_EQ(p[t.require("bodies.0.shear_stiffness").offset], 50.0);  // defaults to stiffness
+  EXPECT_DOUBLE_EQ(p[t.require("bodies.0.mass.0").offset], 0.1);
+}
+
+TEST(Scene, OverridesApplyBeforeValidation) {
+  const Scene s = load({"contact.kt=12", "bodies.dots.mass=[1, 2]", "contact.model=tanh", "obstacles.0.friction=0.3"});
+  const ParameterTable& t = s.model->params();
+  EXPECT_DOUBLE_EQ(t.defaults()[t.require("contact.kt").offset], 12.0);
+  EXPECT_DOUBLE_EQ(t.defaults()[t.require("bodies.0.mass.1").offset], 2.0);
+  EXPECT_DOUBLE_EQ(t.defaults()[t.require("obstacles.floor.friction").offset], 0.3);
+  EXPECT_EQ(s.contact_model, ContactModel::kTanh);
+  EXPECT_EQ(s.json["contact"]["kt"], 12);
+}
+
+TEST(Scene, HandlesMoveLinearlyOrFollowPerStepPositions) {
+  const Scene s = load({"handles.0.velocity=[1, 0, 0]"});
+  const ParamRange r = s.model->params().require("handles.grip.positions.3");
+  EXPECT_NEAR(s.model->params().defaults()[r.offset], 0.03, 1e-15);
+  expect_error({R"(handles.0={"name": "grip", "positions": [[0,0,0],[0,0,1]]})"},
+               {"handles.0.positions", "steps + 1 = 4"});
+  expect_error({"handles.0.positions=[[0,0,0],[0,0,1],[0,0,2],[0,0,3]]"}, {"handles.0.positions", "either"});
+}
+
+TEST(SceneErrors, JsonSyntaxErrorNamesFileLineAndPath) {
+  const std::string msg = input_error([] { load_scene_text("{\n  \"dt\": 0.01,\n  \"steps\": ,\n}", "scene.json"); });
+  EXPECT_NE(msg.find("scene.json:3:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("steps"), std::string::npos) << msg;
+}
+
+TEST(SceneErrors, DuplicateKeyIsAnError) {
+  const std::string msg = input_error([] { load_scene_text(R"({"dt": 0.1, "dt": 0.2})", "scene.json"); });
+  EXPECT_NE(msg.find("dt: duplicate key"), std::string::npos) << msg;
+}
+
+TEST(SceneErrors, UnknownKeyTopLevelAndNested) {
+  expect_error({"dtt=0.1"}, {"dtt: unknown key"});
+  expect_error({"contact.kx=3"}, {"contact.kx: unknown key"});
+  expect_error({"bodies.0.colour=\"red\""}, {"bodies.0.colour: unknown key"});
+  expect_error({"springs.0.anchors.1.handel=0"}, {"springs.0.anchors.1"});
+}
+
+TEST(SceneErrors, WrongType) {
+  expect_error({"dt=\"fast\""}, {"dt: expected a number"});
+  expect_error({"steps=2.5"}, {"steps: expected an integer"});
+  expect_error({"gravity=[0, 0]"}, {"gravity: expected a list of 3 numbers"});
+  expect_error({"bodies.0.positions.1=[0, \"x\", 1]"}, {"bodies.0.positions.1.1: expected a number"});
+  expect_error({"obstacles=3"}, {"obstacles: expected a list"});
+  expect_error({"contact.model=quadratic"}, {"contact.model: must be one of"});
+  expect_error({"bodies.0.type=\"cloud\""}, {"bodies.0.type: must be one of", "particles", "sheet"});
+}
+
+TEST(SceneErrors, OutOfRangeValue) {
+  expect_error({"bodies.0.mass=-1"}, {"scene.json: bodies.0.mass: must be > 0, got -1"});
+  expect_error({"dt=0"}, {"dt: must be > 0"});
+  expect_error({"steps=0"}, {"steps: must be >= 1"});
+  expect_error({"springs.0.stiffness=-5"}, {"springs.0.stiffness: must be >= 0"});
+  expect_error({"obstacles.0.friction=-0.1"}, {"obstacles.0.friction: must be >= 0"});
+  expect_error({"obstacles.0.normal=[0,0,0]"}, {"obstacles.0.normal: must be non-zero"});
+  expect_error({"contact.kn=0"}, {"contact.kn: must be > 0"});
+  expect_error({"springs.0.anchors.0.point=9"}, {"springs.0.anchors.0.point"});
+  expect_error({"springs.0.anchors.1.handle=\"nope\""}, {"springs.0.anchors.1.handle: no handle named"});
+}
+
+TEST(SceneErrors, NonFiniteValue) {
+  // Strict JSON has no NaN or Infinity; a number that overflows is the way in.
+  const std::string msg = input_error([] { load_scene_text(R"({"bodies": [{"type": "particles",
+      "positions": [[0, 0, 1e999]], "mass": 1}]})", "scene.json"); });
+  EXPECT_NE(msg.find("scene.json:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bodies.0.positions.0.2"), std::string::npos) << msg;
+  expect_error({"bodies.0.positions.0.2=1e999"}, {"bodies.0.positions.0.2"});
+  expect_error({"dt=NaN"}, {"dt: expected a number"});
+}
+
+TEST(SceneErrors, MissingRequiredKey) {
+  const std::string msg = input_error([] { load_scene_text(R"({"bodies": [{"type": "particles", "mass": 1}]})", "scene.json"); });
+  EXPECT_NE(msg.find("scene.json: bodies.0.positions: required key is missing"), std::string::npos) << msg;
+  expect_error({"springs.0={\"type\": \"distance\", \"anchors\": [{\"world\": [0,0,0]}, {\"body\": 0, \"point\": 1}]}"},
+               {"springs.0.stiffness: required key is missing"});
+}
+
+TEST(SceneErrors, MissingFile) {
+  const std::string msg = input_error([] { load_scene_file("/nonexistent/dir/scene.json"); });
+  EXPECT_NE(msg.find("/nonexistent/dir/scene.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
+}
+
+TEST(SceneErrors, BadOverridePath) {
+  const std::string msg = input_error([] { load({"bodies.5.mass=1"}); });
+  EXPECT_NE(msg.find("bodies.5"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace addsim

@@ -1,0 +1,110 @@
+// Exponential map, its world-frame Jacobian J(θ) and the derivatives of J against
+// central differences, in every regime of the series/closed-form switch.
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include <Eigen/Geometry>
+#include <gtest/gtest.h>
+
+#include "addsim/rigid/so3.h"
+
+namespace addsim {
+namespace {
+
+// Rotation vectors covering θ = 0, the small-angle series (|θ| ~ 1e-6, 0.3), both sides
+// of the series switch at |θ| = 1, generic angles and |θ| near π.
+std::vector<Vec3> sample_thetas() {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> nd;
+  std::vector<Vec3> out{Vec3::Zero()};
+  for (double t : {1e-6, 0.3, 1.0 - 1e-9, 1.0 + 1e-9, 1.7, 2.6, std::numbers::pi - 1e-3, 3.5}) {
+    for (int rep = 0; rep < 2; ++rep) {
+      Vec3 d(nd(rng), nd(rng), nd(rng));
+      out.push_back(t * d.normalized());
+    }
+  }
+  return out;
+}
+
+TEST(So3, RotationMatchesAngleAxis) {
+  for (const Vec3& th : sample_thetas()) {
+    const Mat3 R = rotation_from_vector(th);
+    const double t = th.norm();
+    const Mat3 ref = t > 0 ? Eigen::AngleAxisd(t, th / t).toRotationMatrix() : Mat3::Identity();
+    EXPECT_LT((R - ref).norm(), 1e-14) << th.transpose();
+  }
+}
+
+TEST(So3, CoefficientsContinuousAtSeriesSwitch) {
+  const ExpCoefficients lo = exp_coefficients(1.0 - 1e-13), hi = exp_coefficients(1.0);
+  for (auto [x, y] : {std::pair{lo.a, hi.a}, {lo.b, hi.b}, {lo.c, hi.c}, {lo.A1, hi.A1}, {lo.A2, hi.A2},
+                      {lo.B1, hi.B1}, {lo.B2, hi.B2}})
+    EXPECT_NEAR(x, y, 1e-12 * std::abs(y));
+  // Values at 0: a = 1/2, b = 1/6, A1 = −1/12, B1 = −1/60, A2 = 1/90, B2 = 1/630.
+  const ExpCoefficients z = exp_coefficients(0.0);
+  EXPECT_DOUBLE_EQ(z.A1, -1.0 / 12.0);
+  EXPECT_DOUBLE_EQ(z.B1, -1.0 / 60.0);
+  EXPECT_NEAR(z.A2, 1.0 / 90.0, 1e-17);
+  EXPECT_NEAR(z.B2, 1.0 / 630.0, 1e-17);
+}
+
+TEST(So3, JacobianMapsRateToWorldAngularVelocity) {
+  // Ṙ Rᵀ = [J θ̇]×, checked column by column with central differences of R.
+  for (const Vec3& th : sample_thetas()) {
+    ExpJacobian jac;
+    exp_jacobian(th, 0, jac);
+    const Mat3 R = rotation_from_vector(th);
+    const double eps = 1e-6;
+    for (int k = 0; k < 3; ++k) {
+      const Mat3 dR = (rotation_from_vector(th + eps * Vec3::Unit(k)) - rotation_from_vector(th - eps * Vec3::Unit(k))) /
+                      (2 * eps);
+      const Mat3 W = dR * R.transpose();
+      const Vec3 w(W(2, 1), W(0, 2), W(1, 0));
+      EXPECT_LT((w - jac.J.col(k)).norm(), 1e-9) << "theta = " << th.transpose() << " k = " << k;
+    }
+  }
+}
+
+TEST(So3, JacobianDerivativesMatchFiniteDifferences) {
+  for (const Vec3& th : sample_thetas()) {
+    ExpJacobian jac;
+    exp_jacobian(th, 2, jac);
+    const double eps = 1e-6;
+    double max_dd = 0.0;
+    for (int k = 0; k < 3; ++k) {
+      ExpJacobian jp, jm;
+      exp_jacobian(th + eps * Vec3::Unit(k), 1, jp);
+      exp_jacobian(th - eps * Vec3::Unit(k), 1, jm);
+      const Mat3 dJ_fd = (jp.J - jm.J) / (2 * eps);
+      EXPECT_LT((dJ_fd - jac.dJ[k]).norm(), 1e-9) << "theta = " << th.transpose();
+      for (int j = 0; j < 3; ++j) {
+        const Mat3 ddJ_fd = (jp.dJ[j] - jm.dJ[j]) / (2 * eps);
+        EXPECT_LT((ddJ_fd - jac.ddJ[k][j]).norm(), 1e-8) << "theta = " << th.transpose() << " k,j = " << k << j;
+        max_dd = std::max(max_dd, jac.ddJ[k][j].norm());
+      }
+    }
+    EXPECT_GT(max_dd, 1e-3);  // non-vacuous: the second derivatives are not all zero
+  }
+}
+
+TEST(So3, ReparametrizationKeepsRotationAndHasExactJacobian) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> nd;
+  for (double t : {3.3, 4.0, 5.5}) {
+    const Vec3 th = t * Vec3(nd(rng), nd(rng), nd(rng)).normalized();
+    const Vec3 th2 = reparametrize_rotation(th);
+    EXPECT_NEAR(th2.norm(), 2 * std::numbers::pi - t, 1e-14);
+    EXPECT_LT((rotation_from_vector(th2) - rotation_from_vector(th)).norm(), 1e-13);
+    const Mat3 D = reparametrize_rotation_jacobian(th);
+    for (int k = 0; k < 3; ++k) {
+      const double eps = 1e-6;
+      const Vec3 fd = (reparametrize_rotation(th + eps * Vec3::Unit(k)) - reparametrize_rotation(th - eps * Vec3::Unit(k))) /
+                      (2 * eps);
+      EXPECT_LT((fd - D.col(k)).norm(), 1e-8);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace addsim
