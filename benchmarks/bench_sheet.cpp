@@ -19,13 +19,14 @@ using namespace addsim;
 // Spring stiffness k = 1000 N/m for 5×5 (paper Table 2) and 100 N/m for 30×30: with
 // k = 1000 the 30×30 sheet (0.33 g particles, ω h ≈ 29) buckles into configurations where
 // Newton on ‖r‖ stalls in a spurious local minimum of ‖r‖ (docs/solver.md).
-Scene sheet_scene(int n) {
+Scene sheet_scene(int n, const char* linear_solver = "auto") {
   const double k = n <= 5 ? 1000.0 : 100.0;
   nlohmann::json s;
   s["name"] = "bench_sheet_" + std::to_string(n);
   s["dt"] = 1.0 / 60.0;
   s["steps"] = 60;
   s["integrator"] = "bdf2";
+  s["solver"] = {{"linear_solver", linear_solver}};
   s["contact"] = {{"model", "linear"}, {"kn", 1e3}};
   s["obstacles"] = {{{"type", "plane"}, {"normal", {0.17365, 0.0, 0.98481}}, {"friction", 0.5}}};
   s["bodies"] = {{{"type", "sheet"},
@@ -46,8 +47,9 @@ Scene sheet_scene(int n) {
   return build_scene(s, "bench_sheet");
 }
 
+// Second argument: 0 = the default linear solver, 1 = Eigen's SparseLU.
 void BM_SheetRollout(benchmark::State& state) {
-  const Scene scene = sheet_scene(static_cast<int>(state.range(0)));
+  const Scene scene = sheet_scene(static_cast<int>(state.range(0)), state.range(1) ? "eigen" : "auto");
   Simulator sim(*scene.model);
   const VecX p = scene.model->params().defaults();
   double iterations = 0, steps = 0, wall_ms = 0;
@@ -61,8 +63,9 @@ void BM_SheetRollout(benchmark::State& state) {
   state.counters["dofs"] = scene.model->num_dofs();
   state.counters["ms_per_step"] = wall_ms / steps;
   state.counters["newton_per_step"] = iterations / steps;
+  state.SetLabel(sim.linear_solver_name());
 }
-BENCHMARK(BM_SheetRollout)->Arg(5)->Arg(30)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_SheetRollout)->Args({5, 0})->Args({5, 1})->Args({30, 0})->Args({30, 1})->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // One residual + partials evaluation at a mid-run state.
 void BM_SheetAssembly(benchmark::State& state) {

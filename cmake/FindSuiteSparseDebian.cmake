@@ -1,7 +1,9 @@
 # Finds UMFPACK from Debian's SuiteSparse 5.12, which ships no CMake config.
 # Defines the imported target addsim::umfpack and ADDSIM_HAVE_UMFPACK when
-# ADDSIM_WITH_UMFPACK is on and the headers and libraries are present.
+# ADDSIM_WITH_UMFPACK is on and the headers and libraries are present, plus
+# ADDSIM_HAVE_CHOLMOD when CHOLMOD (used as a preconditioner) is there too.
 set(ADDSIM_HAVE_UMFPACK OFF)
+set(ADDSIM_HAVE_CHOLMOD OFF)
 if(ADDSIM_WITH_UMFPACK)
   find_path(UMFPACK_INCLUDE_DIR umfpack.h PATH_SUFFIXES suitesparse)
   find_library(UMFPACK_LIBRARY umfpack)
@@ -15,10 +17,14 @@ if(ADDSIM_WITH_UMFPACK)
     set(_umf_libs ${UMFPACK_LIBRARY} ${AMD_LIBRARY})
     if(CHOLMOD_LIBRARY)
       list(APPEND _umf_libs ${CHOLMOD_LIBRARY})
+      set(ADDSIM_HAVE_CHOLMOD ON)
     endif()
     list(APPEND _umf_libs ${SUITESPARSECONFIG_LIBRARY} ${BLAS_LIBRARIES})
     target_link_libraries(addsim::umfpack INTERFACE ${_umf_libs})
     target_compile_definitions(addsim::umfpack INTERFACE ADDSIM_HAVE_UMFPACK=1)
+    if(ADDSIM_HAVE_CHOLMOD)
+      target_compile_definitions(addsim::umfpack INTERFACE ADDSIM_HAVE_CHOLMOD=1)
+    endif()
     set(ADDSIM_HAVE_UMFPACK ON)
     message(STATUS "addsim: UMFPACK found (${UMFPACK_LIBRARY}); GPL-licensed, used for the step LU")
   else()

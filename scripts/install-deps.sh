@@ -10,6 +10,7 @@ packages=(
   libsuitesparse-dev libmetis-dev libopenblas0-pthread
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgmsh-dev gmsh
+  libmujoco-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-pytest
 )
@@ -28,4 +29,24 @@ if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -q
   "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The Stanford bunny (npm package "bunny", public domain: 1839 vertices, a closed surface)
+# into the git-ignored third_party/npm, converted to data/bunny.obj: scaled by 0.01 to a
+# ≈ 10 cm tall bunny (m) and turned z-up. Skipped without node/npm; safe to re-run.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if command -v npm >/dev/null && command -v node >/dev/null; then
+  if [ ! -f "$root/third_party/npm/node_modules/bunny/index.js" ]; then
+    npm install --prefix "$root/third_party/npm" --no-audit --no-fund --silent bunny@1
+  fi
+  if [ ! -f "$root/data/bunny.obj" ]; then
+    mkdir -p "$root/data"
+    node -e '
+      const b = require(process.argv[1]);
+      const lines = ["# Stanford bunny (npm \"bunny\", public domain), m, z-up"];
+      for (const [x, y, z] of b.positions) lines.push(`v ${0.01 * x} ${-0.01 * z} ${0.01 * y}`);
+      for (const [i, j, k] of b.cells) lines.push(`f ${i + 1} ${j + 1} ${k + 1}`);
+      require("fs").writeFileSync(process.argv[2], lines.join("\n") + "\n");
+    ' "$root/third_party/npm/node_modules/bunny" "$root/data/bunny.obj"
+  fi
 fi

@@ -12,7 +12,7 @@ namespace addsim::test {
 
 // A model holding one soft body of `mesh`, finalised.
 inline std::unique_ptr<Model> make_fem_model(const TetMesh& mesh, const FemMaterial& mat, const FemOptions& opt,
-                                             const RigidInit& init = {}, double h = 0.01, int steps = 10,
+                                             const FemInit& init = {}, double h = 0.01, int steps = 10,
                                              Integrator integrator = Integrator::kBdf2) {
   auto model = std::make_unique<Model>();
   model->scheme_mut() = TimeScheme::make(integrator, h, steps);

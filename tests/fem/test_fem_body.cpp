@@ -61,7 +61,7 @@ TEST(FemBody, RejectsInvertedAndDegenerateRestElements) {
 
 TEST(FemBody, ParametersAreRegistered) {
   Model model;
-  add_fem_body(model, "jelly", unit_tet(), FemMaterial{}, RigidInit{});
+  add_fem_body(model, "jelly", unit_tet(), FemMaterial{}, FemInit{});
   const ParameterTable& t = model.params();
   EXPECT_EQ(t.require("bodies.0.position").size, 3);
   EXPECT_EQ(t.require("bodies.jelly.angular_velocity").entry->kind, ParamKind::kInitialCondition);
@@ -80,7 +80,7 @@ class InitialState : public ::testing::TestWithParam<Vec3> {};
 TEST_P(InitialState, RigidMotionAndExactDerivatives) {
   const TetMesh mesh = make_box_mesh(Vec3(0.3, 0.2, 0.1), Eigen::Vector3i(2, 2, 1), BoxSplit::kFive, Vec3(1, 2, 3));
   Model model;
-  RigidInit init;
+  FemInit init;
   init.position = Vec3(0.1, -0.2, 0.4);
   init.orientation = GetParam();
   init.velocity = Vec3(0.3, 0.1, -0.2);
@@ -136,7 +136,7 @@ TEST(FemBody, MassMomentumAndEnergy) {
   for (MassMatrixKind kind : {MassMatrixKind::kConsistent, MassMatrixKind::kLumped}) {
     const TetMesh mesh = make_box_mesh(Vec3(0.4, 0.2, 0.1), Eigen::Vector3i(4, 2, 1), BoxSplit::kSix);
     Model model;
-    RigidInit init;
+    FemInit init;
     init.position = Vec3::Zero();
     init.velocity = Vec3(1.0, 2.0, -1.0);
     FemOptions opt;

@@ -202,7 +202,7 @@ double vibration_energy_drift(double h, double* elastic_swing_ratio) {
   FemMaterial mat;  // E = 2e4 Pa, ν = 0.3, ρ = 150 kg/m³ (paper ball), no viscosity
   FemOptions opt;
   opt.viscosity = ViscosityModel::kNone;
-  add_fem_body(model, "bar", mesh, mat, RigidInit{}, opt);
+  add_fem_body(model, "bar", mesh, mat, FemInit{}, opt);
   model.add_term(std::make_unique<PulseTerm>(&fem_body(model, 0), 0.02, pulse));
   model.finalize();
   Simulator sim(model);
@@ -254,7 +254,7 @@ SpinResult spin_ball(ViscosityModel vm, double viscosity) {
   mat.viscosity = viscosity;
   FemOptions opt;
   opt.viscosity = vm;
-  RigidInit init;
+  FemInit init;
   init.angular_velocity = Vec3(2.0, -3.0, 20.0);
   add_fem_body(model, "ball", mesh, mat, init, opt);
   model.finalize();
@@ -312,7 +312,7 @@ TEST(FemValidation, DropOnGroundSettles) {
   mat.viscosity = 0.0125;  // paper Table 1 ball: E = 2e4 Pa, ν = 0.0125 Pa s, ρ = 150 kg/m³
   FemOptions opt;
   opt.gravity = Vec3(0, 0, -9.81);
-  RigidInit init;
+  FemInit init;
   init.position = Vec3(0, 0, 0.15);
   init.velocity = Vec3(0.5, 0, 0);
   add_fem_body(model, "ball", mesh, mat, init, opt, {ground}, contact);

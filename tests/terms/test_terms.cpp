@@ -89,6 +89,41 @@ TEST(ContactForce, ExplicitTangentialStiffnessParameter) {
   expect_term_ok(*f.model, *f.model->terms().back(), {Vec3(0, 0, -0.02), Vec3(0.3, 0.1, -0.2), Vec3::Zero()}, opt);
 }
 
+// Inside the damping ramp (0 < −g < δ, s'(g) ≠ 0), approaching and leaving, both friction laws.
+TEST(ContactForce, DerivativesInsideTheDampingRamp) {
+  for (ContactModel cm : {ContactModel::kLinear, ContactModel::kTanh}) {
+    for (const Vec3& xdot : {Vec3(1.0, 0.5, -0.3), Vec3(0.02, -0.01, 0.4)}) {
+      ParticleFixture f(Integrator::kBdf2, 0.01, 10);
+      const Vec3 x(0.2, 0.1, -0.01);
+      f.particles({x}, {Vec3::Zero()}, {1.0});
+      f.contact_params(cm, 1e3, 3.0);
+      f.contact.damping_ramp = 0.02;
+      f.plane(Vec3::Zero(), Vec3(0.1, -0.2, 1.0), 0.4);
+      f.standard_terms(Vec3(0, 0, -9.81));
+      f.model->finalize();
+      DerivativeCheckOptions opt;
+      opt.rel_tol = 1e-6;
+      opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+      expect_term_ok(*f.model, *f.model->terms().back(), {x, xdot, Vec3(0.3, -0.1, 0.2)}, opt);
+    }
+  }
+}
+
+// The damping force vanishes continuously at g = 0 and reaches k_d N ẋ at depth δ.
+TEST(ContactForce, DampingRampIsContinuous) {
+  PlaneObstacle plane("floor", -1, Vec3::Zero(), Vec3(0, 0, 1));
+  ContactCoefficients c;
+  c.kn = 0.0;
+  c.kd = 10.0;
+  c.cf = 0.0;
+  const Vec3 xdot(0, 0, -2.0);
+  EXPECT_NEAR(contact_force(Vec3(0, 0, -1e-12), xdot, plane, c).f.z(), 0.0, 1e-9);
+  EXPECT_NEAR(contact_force(Vec3(0, 0, -0.5 * c.damping_ramp), xdot, plane, c).f.z(), 10.0, 1e-12);
+  EXPECT_NEAR(contact_force(Vec3(0, 0, -c.damping_ramp), xdot, plane, c).f.z(), 20.0, 1e-12);
+  c.damping_ramp = 0.0;
+  EXPECT_NEAR(contact_force(Vec3(0, 0, -1e-12), xdot, plane, c).f.z(), 20.0, 1e-12);
+}
+
 TEST(TanhFriction, SeriesAndClosedFormAgreeAtTheSwitch) {
   // Both branches of φ(σ) = tanh σ/σ and ψ = φ'/σ at σ = 1e-2 ± δ.
   const double s = 1e-2;

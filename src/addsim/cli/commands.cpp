@@ -10,8 +10,10 @@
 #include <memory>
 
 #include "addsim/cli/demo_scene.h"
+#include "addsim/cli/gradient_commands.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
+#include "addsim/io/vtk.h"
 #include "addsim/solver/simulator.h"
 
 namespace addsim::cli {
@@ -58,7 +60,8 @@ class Progress {
 };
 
 // Simulates a loaded scene, writes its outputs into `out` and reports; returns the exit code.
-int run_scene(const Scene& scene, const fs::path& out, bool quiet) {
+// With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
+int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOptions* vtk = nullptr) {
   const Model& model = *scene.model;
   Simulator sim(model);
   Trajectory traj;
@@ -67,6 +70,7 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet) {
     traj = sim.run(model.params().defaults(), [&](const StepReport& r) { progress(r); });
   }
   write_outputs(out, scene, traj, sim.linear_solver_name());
+  if (vtk) write_vtk_series(out, scene, traj, *vtk);
   if (!traj.completed()) {
     std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
               << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";
@@ -82,7 +86,8 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet) {
                 scene.name.c_str(), model.scheme().steps, model.scheme().h, to_string(model.scheme().integrator),
                 to_string(scene.contact_model), sim.linear_solver_name(), traj.wall_seconds, iterations,
                 max_iterations);
-    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json\n", out.string().c_str());
+    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json%s\n", out.string().c_str(),
+                vtk ? " trajectory.pvd vtk/" : "");
   }
   return kOk;
 }
@@ -93,6 +98,9 @@ std::function<int()> setup_simulate(CLI::App& app) {
     std::string out;
     std::vector<std::string> sets;
     bool quiet = false;
+    bool vtk = false;
+    bool vtk_volume = false;
+    int vtk_every = 1;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("scene", opt->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
@@ -102,10 +110,17 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
+  app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
+  app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
+      ->check(CLI::Range(1, 1000000));
   return [opt]() {
     const Scene scene = load_scene_file(opt->scene, opt->sets);
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
-    return run_scene(scene, out, opt->quiet);
+    VtkOptions vtk;
+    vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
+    vtk.every = opt->vtk_every;
+    return run_scene(scene, out, opt->quiet, opt->vtk ? &vtk : nullptr);
   };
 }
 
@@ -139,6 +154,9 @@ const std::vector<Command>& commands() {
        setup_simulate},
       {"demo", "Simulate the built-in demo (a mass-spring sheet pulled over a tilted plane)", setup_demo},
       {"version", "Print the version", setup_version},
+      {"gradient", "Print the objective and its gradient of a task file as JSON (adjoint or direct)", setup_gradient},
+      {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},
+      {"landscape", "Sample a task's objective and gradient on a 2-D parameter grid (CSV + PNG)", setup_landscape},
   };
   return table;
 }

@@ -26,7 +26,7 @@ struct FemMaterial {
 };
 
 /// Rigid initial motion of a soft body (all world frame).
-struct RigidInit {
+struct FemInit {
   std::optional<Vec3> position;          ///< c, m: where the rest centroid goes (default: stays)
   Vec3 orientation = Vec3::Zero();       ///< θ, rad: rotation vector about the centroid
   Vec3 velocity = Vec3::Zero();          ///< v, m/s

@@ -31,7 +31,7 @@ void validate_material(const FemMaterial& m, const std::string& prefix) {
 }
 
 int add_fem_body(Model& model, const std::string& name, const TetMesh& mesh, const FemMaterial& material,
-                 const RigidInit& init, const FemOptions& options,
+                 const FemInit& init, const FemOptions& options,
                  std::vector<std::shared_ptr<const Obstacle>> obstacles, const ContactSettings& contact) {
   const int index = static_cast<int>(model.bodies().size());
   const std::string base = "bodies." + std::to_string(index);

@@ -35,7 +35,7 @@ void validate_material(const FemMaterial& material, const std::string& key_prefi
 /// surface nodes only (one penalty point per vertex, no area weighting, as the paper
 /// authors' code). Throws InputError for bad meshes or materials.
 int add_fem_body(Model& model, const std::string& name, const TetMesh& mesh, const FemMaterial& material,
-                 const RigidInit& init, const FemOptions& options = {},
+                 const FemInit& init, const FemOptions& options = {},
                  std::vector<std::shared_ptr<const Obstacle>> obstacles = {}, const ContactSettings& contact = {});
 
 /// The FemBody of body index `body` in `model`; throws InputError if it is not a soft body.

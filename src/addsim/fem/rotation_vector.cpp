@@ -4,11 +4,14 @@
 
 namespace addsim {
 
+namespace {
+// Cross-product matrix [a]× (internal: rigid/so3.h exports addsim::skew, and both modules link into one program).
 Mat3 skew(const Vec3& a) {
   Mat3 S;
   S << 0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0;
   return S;
 }
+}  // namespace
 
 void rotation_and_jacobian(const Vec3& theta, Mat3& R, Mat3& J_left) {
   const double t2 = theta.squaredNorm();

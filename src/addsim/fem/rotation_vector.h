@@ -7,9 +7,6 @@
 
 namespace addsim {
 
-/// Skew-symmetric cross-product matrix: [a]× b = a × b.
-Mat3 skew(const Vec3& a);
-
 /// R(θ) (3 × 3) and J_l(θ) (3 × 3) for a rotation vector θ (rad). Below |θ| = 0.2 the
 /// coefficients sin t/t, (1 − cos t)/t², (t − sin t)/t³ use Taylor series to t⁸
 /// (truncation < 3e-15); above, the closed forms lose < 2e-14 to cancellation.

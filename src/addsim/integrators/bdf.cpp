@@ -1,14 +1,57 @@
 #include "addsim/integrators/bdf.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace addsim {
+
+bool StateHistory::recharted(int reader, int j) const {
+  if (!charts_) return false;
+  for (const ChartSwitch& c : *charts_)
+    if (c.step >= j && c.step < reader) return true;
+  return false;
+}
+
+VecX StateHistory::state_for(int reader, int j) const {
+  VecX x = (*q_)[j];
+  if (charts_)
+    for (const ChartSwitch& c : *charts_)
+      if (c.step >= j && c.step < reader) c.body->rechart(x);
+  return x;
+}
+
+void StateHistory::add_scaled_for(int reader, int j, double w, VecX& out) const {
+  if (recharted(reader, j))
+    out += w * state_for(reader, j);
+  else
+    out += w * (*q_)[j];
+}
+
+std::vector<std::pair<const Body*, MatX>> StateHistory::chart_jacobians(int reader, int j) const {
+  std::vector<std::pair<const Body*, MatX>> out;
+  if (!recharted(reader, j)) return out;
+  // Chain rule over the switches in order: G ← G_s(x) G, x ← rechart(x).
+  VecX x = (*q_)[j];
+  for (const ChartSwitch& c : *charts_) {
+    if (c.step < j || c.step >= reader) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == c.body; });
+    if (it == out.end()) {
+      out.emplace_back(c.body, MatX::Identity(c.body->dof_count(), c.body->dof_count()));
+      it = std::prev(out.end());
+    }
+    it->second = c.body->rechart_jacobian(x) * it->second;
+    c.body->rechart(x);
+  }
+  return out;
+}
 
 void bdf_history_terms(const TimeScheme& s, const StateHistory& hist, int step, VecX& v_hist, VecX& a_hist) {
   const StepCoefficients& c = s.at(step);
   v_hist = c.v0_v * hist.v0();
   a_hist = (c.v0_a / s.h) * hist.v0();
   for (int k = 1; k <= s.window() && step - k >= 0; ++k) {
-    if (c.cv[k] != 0.0) hist.add_scaled(step - k, c.cv[k] / s.h, v_hist);
-    if (c.ca[k] != 0.0) hist.add_scaled(step - k, c.ca[k] / (s.h * s.h), a_hist);
+    if (c.cv[k] != 0.0) hist.add_scaled_for(step, step - k, c.cv[k] / s.h, v_hist);
+    if (c.ca[k] != 0.0) hist.add_scaled_for(step, step - k, c.ca[k] / (s.h * s.h), a_hist);
   }
 }
 

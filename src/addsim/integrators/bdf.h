@@ -9,16 +9,37 @@
 #include <vector>
 
 #include "addsim/core/types.h"
+#include "addsim/model/body.h"
 #include "addsim/model/time_scheme.h"
 
 namespace addsim {
 
-/// Stored states q^0 … q^m of a run plus the initial velocity v⁰.
+/// A change of chart of one body's coordinates after step `step` converged (rigid bodies:
+/// θ' = θ (1 − 2π/|θ|) near |θ| = π, docs/rigid.md). Steps i > `step` read every stored
+/// state q^j with j ≤ `step` re-expressed by body->rechart(); q^j itself stays stored in the
+/// chart it was solved in.
+struct ChartSwitch {
+  int step = 0;
+  const Body* body = nullptr;
+};
+
+/// Stored states q^0 … q^m of a run plus the initial velocity v⁰ and the chart switches.
 class StateHistory {
  public:
-  StateHistory(const std::vector<VecX>* q, const VecX* v0) : q_(q), v0_(v0) {}
-  /// Adds w · q^j to out (|q|); j ≥ 0 and already stored.
+  StateHistory(const std::vector<VecX>* q, const VecX* v0, const std::vector<ChartSwitch>* charts = nullptr)
+      : q_(q), v0_(v0), charts_(charts) {}
+  /// Adds w · q^j to out (|q|); j ≥ 0 and already stored (in its own chart).
   void add_scaled(int j, double w, VecX& out) const { out += w * (*q_)[j]; }
+  /// Adds w · q^j as step `reader` > j reads it: in the chart of step `reader` (every
+  /// switch with j ≤ step < reader applied in order).
+  void add_scaled_for(int reader, int j, double w, VecX& out) const;
+  /// True if some chart switch lies between stored step j and step `reader` > j.
+  bool recharted(int reader, int j) const;
+  /// q^j in the chart of step `reader` (|q|).
+  VecX state_for(int reader, int j) const;
+  /// Per body touched by a switch between j and `reader`: ∂(q^j in reader's chart)/∂q^j
+  /// restricted to the body's block (dof_count × dof_count), composed over the switches.
+  std::vector<std::pair<const Body*, MatX>> chart_jacobians(int reader, int j) const;
   const VecX& v0() const { return *v0_; }
   /// Number of DOFs |q|.
   int size() const { return static_cast<int>(v0_->size()); }
@@ -26,6 +47,7 @@ class StateHistory {
  private:
   const std::vector<VecX>* q_;
   const VecX* v0_;
+  const std::vector<ChartSwitch>* charts_;
 };
 
 /// The parts of v^i and a^i that do not depend on q^i (past states and v⁰).

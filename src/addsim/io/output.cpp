@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "addsim/core/error.h"
+#include "addsim/fem/fem_view.h"
 #include "addsim/io/npy.h"
+#include "addsim/rigid/rigid_body.h"
 
 namespace addsim {
 
@@ -66,8 +68,20 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
       b["name"] = body_name(scene, k);
       b["type"] = scene.bodies[k].type;
       b["final_center_of_mass"] = to_json(body.center_of_mass(q, traj.p));
-      b["final_center_of_mass_velocity"] = to_json(body.center_of_mass(v, traj.p));
       b["mass"] = body.total_mass(traj.p);
+      // Energies: kinetic, and gravitational potential −m g·x_com relative to the origin.
+      b["kinetic_energy"] = body.kinetic_energy(q, v, traj.p);
+      b["potential_energy"] = -body.total_mass(traj.p) * scene.gravity.dot(body.center_of_mass(q, traj.p));
+      if (body.kind() == BodyKind::kRigid) {
+        // Rigid bodies: ṗ_WB is the centre-of-mass velocity; θ is reported in the chart of the last step.
+        const auto& rb = static_cast<const RigidBody&>(body);
+        b["final_center_of_mass_velocity"] = to_json(v.segment<3>(rb.dof()));
+        b["final_orientation"] = to_json(q.segment<3>(rb.dof() + 3));
+        b["final_angular_velocity"] = to_json(rb.angular_velocity_W(q, v));
+        b["final_angular_momentum"] = to_json(rb.angular_momentum_W(q, v, traj.p));
+      } else {
+        b["final_center_of_mass_velocity"] = to_json(body.center_of_mass(v, traj.p));
+      }
       bodies.push_back(b);
     }
   }
@@ -89,6 +103,8 @@ json make_meta(const Scene& scene) {
                       {"dof_offset", body.dof_offset()},
                       {"dof_count", body.dof_count()},
                       {"dof_labels", body.dof_labels()}});
+    // FEM bodies: the node ids (0-based) that carry contact points, i.e. the boundary nodes.
+    if (const auto fem = fem_mesh_view(body)) bodies.back()["contact_nodes"] = *fem->surface_nodes;
   }
   j["bodies"] = bodies;
   json handles = json::array();

@@ -39,11 +39,15 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
   static const json kEmpty = json::object();
   const bool present = top.has("contact");
   ObjectReader r(present ? top.raw("contact") : kEmpty, "contact", b.source);
-  const std::string model = r.choice("model", "linear", {"linear", "tanh"});
-  b.contact.model = model == "tanh" ? ContactModel::kTanh : ContactModel::kLinear;
+  const std::string model = r.choice("model", "linear", {"linear", "tanh", "hybrid", "sqp"});
+  b.contact.model = model == "tanh"     ? ContactModel::kTanh
+                    : model == "hybrid" ? ContactModel::kHybrid
+                    : model == "sqp"    ? ContactModel::kSqp
+                                        : ContactModel::kLinear;
   b.scene->contact_model = b.contact.model;
   const double kn = r.number("kn", 1e3, Bound::kPositive);
   const double kd = r.number("kd", 0.0, Bound::kNonNegative);
+  b.contact.damping_ramp = r.number("damping_ramp", kDefaultDampingRamp, Bound::kNonNegative);
   ParameterTable& params = b.model->params();
   const double inf = std::numeric_limits<double>::infinity();
   b.contact.kn_param = params.add("contact.kn", "", ParamKind::kContact, VecX::Constant(1, kn), 1, 1, 0.0, inf, true);
@@ -61,10 +65,11 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   SolverSettings& s = model.solver_mut();
   s.tolerance = r.number("tolerance", 1e-10, Bound::kPositive);
   s.max_iterations = r.integer("max_iterations", 50, 1);
-  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "eigen"});
-  s.linear_solver = ls == "umfpack" ? LinearSolverKind::kUmfpack
-                    : ls == "eigen" ? LinearSolverKind::kEigenLu
-                                    : LinearSolverKind::kAuto;
+  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "eigen", "cholmod"});
+  s.linear_solver = ls == "umfpack"   ? LinearSolverKind::kUmfpack
+                    : ls == "eigen"   ? LinearSolverKind::kEigenLu
+                    : ls == "cholmod" ? LinearSolverKind::kCholmodBicgstab
+                                      : LinearSolverKind::kAuto;
   r.finish();
 }
 
@@ -265,6 +270,8 @@ const std::map<std::string, BodyParser>& body_parsers() {
   static const std::map<std::string, BodyParser> table = {
       {"particles", parse_particles_body},
       {"sheet", parse_sheet_body},
+      {"rigid", parse_rigid_body},
+      {"fem", parse_fem_body},
   };
   return table;
 }
@@ -296,6 +303,7 @@ Scene build_scene(const json& doc, const std::string& source) {
   std::vector<Vec3> handle_initial;
   parse_handles(top, b, handle_initial);
   parse_springs(top, b, handle_initial);
+  parse_joints(top, b, handle_initial);
   top.finish();
   if (model.bodies().empty()) fail_at(source, "bodies", "a scene needs at least one body");
 

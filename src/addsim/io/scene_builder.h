@@ -48,5 +48,11 @@ const std::map<std::string, BodyParser>& body_parsers();
 /// Parsers of the particle-based types (particle_bodies.cpp).
 void parse_particles_body(ObjectReader& reader, int index, SceneBuilder& builder);
 void parse_sheet_body(ObjectReader& reader, int index, SceneBuilder& builder);
+/// Parser of "rigid" bodies (rigid_bodies.cpp).
+void parse_rigid_body(ObjectReader& reader, int index, SceneBuilder& builder);
+/// Parses the top-level `joints` list (rigid couplings, rigid_bodies.cpp) into one RigidJointTerm.
+void parse_joints(ObjectReader& top, SceneBuilder& builder, const std::vector<Vec3>& handle_initial);
+/// Parser of the FEM soft-body type (fem_bodies.cpp, docs/scene-format.md).
+void parse_fem_body(ObjectReader& reader, int index, SceneBuilder& builder);
 
 }  // namespace addsim

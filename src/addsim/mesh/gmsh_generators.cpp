@@ -2,10 +2,15 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+
+#include <Eigen/Geometry>
 
 #include "addsim/core/error.h"
 
@@ -109,6 +114,48 @@ TetMesh mesh_to_target(const char* what, const std::function<void()>& build, dou
 }
 #endif
 
+// Triangles of a Wavefront .obj file: vertices (m) and 0-based corner ids. Polygons are
+// fanned; "f" entries may carry /texture/normal indices and negative (relative) ids.
+void read_obj(const std::string& path, std::vector<Vec3>& vertices, std::vector<std::array<int, 3>>& triangles) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open surface mesh");
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    if (key == "v") {
+      Vec3 x;
+      if (!(ls >> x.x() >> x.y() >> x.z()) || !x.allFinite())
+        throw InputError(path + ":" + std::to_string(line_no) + ": bad vertex");
+      vertices.push_back(x);
+    } else if (key == "f") {
+      std::vector<int> ids;
+      std::string corner;
+      while (ls >> corner) {
+        const long id = std::strtol(corner.c_str(), nullptr, 10);
+        const long n = static_cast<long>(vertices.size());
+        const long k = id > 0 ? id - 1 : n + id;
+        if (id == 0 || k < 0 || k >= n)
+          throw InputError(path + ":" + std::to_string(line_no) + ": face refers to a missing vertex");
+        ids.push_back(static_cast<int>(k));
+      }
+      if (ids.size() < 3) throw InputError(path + ":" + std::to_string(line_no) + ": face with fewer than 3 vertices");
+      for (std::size_t c = 1; c + 1 < ids.size(); ++c) triangles.push_back({ids[0], ids[c], ids[c + 1]});
+    }
+  }
+  if (triangles.empty()) throw InputError(path + ": no faces");
+}
+
+// Volume enclosed by a closed triangle surface (m³, divergence theorem; sign from the winding).
+double enclosed_volume(const std::vector<Vec3>& x, const std::vector<std::array<int, 3>>& tris) {
+  double v = 0.0;
+  for (const auto& t : tris) v += x[t[0]].dot(x[t[1]].cross(x[t[2]])) / 6.0;
+  return std::abs(v);
+}
+
 }  // namespace
 
 bool gmsh_available() {
@@ -182,6 +229,72 @@ TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int targe
                         target_tets);
 #else
   no_gmsh(what);
+#endif
+}
+
+TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
+  const std::string what = "surface mesh " + path;
+  check_target(what.c_str(), target_tets);
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext != ".obj" && ext != ".stl") throw InputError(path + ": expected a .obj or .stl surface mesh");
+  if (!std::filesystem::exists(path)) throw InputError(path + ": no such file");
+#ifdef ADDSIM_HAVE_GMSH
+  std::vector<Vec3> vertices;
+  std::vector<std::array<int, 3>> triangles;
+  if (ext == ".obj") read_obj(path, vertices, triangles);
+  // Closed surfaces have every edge in exactly two triangles (checked for .obj here; gmsh
+  // reports open .stl surfaces by failing to build the volume).
+  if (ext == ".obj") {
+    std::unordered_map<long long, int> edges;
+    const long long n = static_cast<long long>(vertices.size());
+    for (const auto& t : triangles)
+      for (int c = 0; c < 3; ++c) {
+        const long long a = t[c], b = t[(c + 1) % 3];
+        ++edges[std::min(a, b) * n + std::max(a, b)];
+      }
+    for (const auto& [edge, count] : edges)
+      if (count != 2) throw InputError(path + ": the surface is not closed (an edge is used by " +
+                                       std::to_string(count) + " triangles)");
+  }
+  auto build = [&] {
+    if (ext == ".obj") {
+      // The triangles become one discrete surface with gmsh node tags 1..n.
+      const int surface = gmsh::model::addDiscreteEntity(2);
+      std::vector<std::size_t> tags(vertices.size());
+      std::vector<double> coords;
+      coords.reserve(3 * vertices.size());
+      for (std::size_t k = 0; k < vertices.size(); ++k) {
+        tags[k] = k + 1;
+        coords.insert(coords.end(), {vertices[k].x(), vertices[k].y(), vertices[k].z()});
+      }
+      gmsh::model::mesh::addNodes(2, surface, tags, coords);
+      std::vector<std::size_t> corners;
+      corners.reserve(3 * triangles.size());
+      for (const auto& t : triangles) corners.insert(corners.end(), {t[0] + 1u, t[1] + 1u, t[2] + 1u});
+      gmsh::model::mesh::addElementsByType(surface, 2, {}, corners);
+    } else {
+      gmsh::merge(path);
+    }
+    // Split the triangulation into patches at sharp edges (40°) and further into patches
+    // that can be parametrised (a closed smooth surface cannot be one), give them a
+    // parametrisation so that gmsh can re-mesh them at the target size, and close the volume.
+    gmsh::model::mesh::classifySurfaces(40.0 * M_PI / 180.0, true, true, M_PI);
+    gmsh::model::mesh::createGeometry();
+    gmsh::vectorpair surfaces;
+    gmsh::model::getEntities(surfaces, 2);
+    std::vector<int> surface_tags;
+    for (const auto& [dim, tag] : surfaces) surface_tags.push_back(tag);
+    const int loop = gmsh::model::geo::addSurfaceLoop(surface_tags);
+    gmsh::model::geo::addVolume({loop});
+    gmsh::model::geo::synchronize();
+  };
+  // An .stl is read by gmsh only, so the first mesh-size guess assumes one litre; the
+  // re-meshing loop then scales the size by (count / target)^(1/3).
+  const double volume = ext == ".obj" ? enclosed_volume(vertices, triangles) : 1e-3;
+  return mesh_to_target(what.c_str(), build, volume, target_tets);
+#else
+  no_gmsh(what.c_str());
 #endif
 }
 

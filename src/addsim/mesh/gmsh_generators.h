@@ -7,6 +7,8 @@
 /// "puck" (≈ 879 tets), the ball (≈ 451 tets) and three fused tori (≈ 1930 tets).
 /// gmsh keeps global state: calls are serialised by a mutex.
 
+#include <string>
+
 #include "addsim/mesh/tet_mesh.h"
 
 namespace addsim {
@@ -26,5 +28,12 @@ TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tet
 /// Three copies of the torus (R, r) sharing the x diameter, rotated 0°, 60° and 120°
 /// about x and fused into one solid (like the paper's "three tori" drop, Fig. ToriBall).
 TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int target_tets);
+
+/// Tetrahedralises the solid bounded by a closed triangle surface read from `path`: Wavefront
+/// .obj (v/f lines; polygons fanned into triangles) or .stl. The surface is re-meshed at the
+/// size that gives about target_tets tetrahedra (gmsh classifySurfaces + createGeometry),
+/// keeping the file's coordinates and units. Throws InputError naming the file for unreadable,
+/// unsupported or open surfaces and when gmsh is unavailable.
+TetMesh make_mesh_from_surface(const std::string& path, int target_tets);
 
 }  // namespace addsim

@@ -43,7 +43,13 @@ std::vector<std::string> ParticleBody::dof_labels() const {
   std::vector<std::string> labels;
   labels.reserve(dof_count());
   for (int k = 0; k < count_; ++k)
-    for (const char* axis : {"x", "y", "z"}) labels.push_back("p" + std::to_string(k) + "." + axis);
+    for (const char axis : {'x', 'y', 'z'}) {
+      std::string label(1, 'p');
+      label += std::to_string(k);
+      label += '.';
+      label += axis;
+      labels.push_back(std::move(label));
+    }
   return labels;
 }
 

@@ -37,6 +37,15 @@ class Body {
   /// One label per DOF of this body ("p3.x", "theta.z"), for meta.json.
   virtual std::vector<std::string> dof_labels() const = 0;
 
+  /// True if this body's coordinates in q (|q|) should switch to another chart before the
+  /// next step (rigid bodies: |θ| beyond kReparametrizeAngle, docs/rigid.md). Default: never.
+  virtual bool wants_rechart(const VecX& q) const { return false; }
+  /// Re-expresses this body's block of q (|q|) in the other chart, in place (same
+  /// configuration). Default: identity.
+  virtual void rechart(VecX& q) const {}
+  /// ∂q'/∂q of rechart() for this body's block (dof_count() × dof_count()) at q (|q|).
+  virtual MatX rechart_jacobian(const VecX& q) const { return MatX::Identity(dof_count_, dof_count_); }
+
  protected:
   Body(BodyKind kind, std::string name, int dof_offset, int dof_count)
       : kind_(kind), name_(std::move(name)), dof_offset_(dof_offset), dof_count_(dof_count) {}

@@ -16,7 +16,8 @@
 
 namespace addsim {
 
-enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu };
+/// Step-Jacobian solver: kAuto picks the fastest available (docs/solver.md).
+enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab };
 
 struct SolverSettings {
   double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units)
@@ -60,7 +61,7 @@ class Model {
 
   /// q⁰ and v⁰ (|q|) from parameters p.
   void initial_state(const VecX& p, VecX& q0, VecX& v0) const;
-  /// Total kinetic energy and the sum of term potential energies at one step.
+  /// Total kinetic energy of all bodies (J) at (q, v).
   double kinetic_energy(const VecX& q, const VecX& v, const VecX& p) const;
 
   /// Free-form notes for docs/outputs ("gravity", "contact model", ...).

@@ -158,6 +158,11 @@ Vec3 RigidBody::angular_momentum_W(const VecX& q, const VecX& v, const VecX& p) 
 }
 
 void RigidBody::initial_state(const VecX& p, VecX& q0, VecX& v0) const {
+  if (kinematic()) {
+    q0.segment<6>(dof()) = p.segment<6>(poses_param_);
+    v0.segment<6>(dof()) = (p.segment<6>(poses_param_ + 6) - p.segment<6>(poses_param_)) / h_;
+    return;
+  }
   const Vec3 theta = p.segment<3>(orientation_param_);
   ExpJacobian jac;
   exp_jacobian(theta, 0, jac);
@@ -169,6 +174,11 @@ void RigidBody::initial_state(const VecX& p, VecX& q0, VecX& v0) const {
 }
 
 void RigidBody::initial_state_vjp(const VecX& p, const VecX& gq0, const VecX& gv0, VecX& grad) const {
+  if (kinematic()) {
+    grad.segment<6>(poses_param_) += gq0.segment<6>(dof()) - gv0.segment<6>(dof()) / h_;
+    grad.segment<6>(poses_param_ + 6) += gv0.segment<6>(dof()) / h_;
+    return;
+  }
   const Vec3 theta = p.segment<3>(orientation_param_);
   ExpJacobian jac;
   exp_jacobian(theta, 1, jac);
@@ -184,6 +194,15 @@ void RigidBody::initial_state_vjp(const VecX& p, const VecX& gq0, const VecX& gv
 }
 
 void RigidBody::initial_state_jvp(const VecX& p, int j, VecX& dq0, VecX& dv0) const {
+  if (kinematic()) {
+    if (j >= poses_param_ && j < poses_param_ + 6) {
+      dq0[dof() + j - poses_param_] += 1.0;
+      dv0[dof() + j - poses_param_] -= 1.0 / h_;
+    } else if (j >= poses_param_ + 6 && j < poses_param_ + 12) {
+      dv0[dof() + j - poses_param_ - 6] += 1.0 / h_;
+    }
+    return;
+  }
   auto in = [j](int offset) { return j >= offset && j < offset + 3; };
   if (in(position_param_)) dq0[dof() + (j - position_param_)] += 1.0;
   if (in(velocity_param_)) dv0[dof() + (j - velocity_param_)] += 1.0;
@@ -215,6 +234,22 @@ double RigidBody::kinetic_energy(const VecX& q, const VecX& v, const VecX& p) co
 
 std::vector<std::string> RigidBody::dof_labels() const {
   return {"x", "y", "z", "theta.x", "theta.y", "theta.z"};
+}
+
+bool RigidBody::wants_rechart(const VecX& q) const {
+  // A kinematic body's θ is prescribed by its controls: it never switches chart.
+  return !kinematic() && q.segment<3>(dof() + 3).norm() > kReparametrizeAngle;
+}
+
+void RigidBody::rechart(VecX& q) const {
+  const Vec3 theta = q.segment<3>(dof() + 3);
+  q.segment<3>(dof() + 3) = reparametrize_rotation(theta);
+}
+
+MatX RigidBody::rechart_jacobian(const VecX& q) const {
+  MatX G = MatX::Identity(6, 6);
+  G.bottomRightCorner<3, 3>() = reparametrize_rotation_jacobian(q.segment<3>(dof() + 3));
+  return G;
 }
 
 }  // namespace addsim

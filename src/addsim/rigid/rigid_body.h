@@ -72,6 +72,15 @@ class RigidBody final : public Body {
   int angular_velocity_param() const { return angular_velocity_param_; }
   const Mat3& unit_inertia() const { return unit_inertia_; }
 
+  /// Makes the body kinematic: its pose (p_WB, θ) at step i is the control row
+  /// p[poses_param + 6i … +6] (RigidPoseTerm enforces it); q⁰ = row 0, v⁰ = (row 1 − row 0)/h.
+  void make_kinematic(int poses_param, double h) {
+    poses_param_ = poses_param;
+    h_ = h;
+  }
+  bool kinematic() const { return poses_param_ >= 0; }
+  /// Offset of row 0 of the (n+1) × 6 pose controls, or −1 for a dynamic body.
+  int poses_param() const { return poses_param_; }
   /// Mass m (kg) at p.
   double mass(const VecX& p) const { return p[mass_param_]; }
   /// I_B (3 × 3, kg m²) at p.
@@ -92,10 +101,18 @@ class RigidBody final : public Body {
   double kinetic_energy(const VecX& q, const VecX& v, const VecX& p) const override;
   /// "x", "y", "z", "theta.x", "theta.y", "theta.z".
   std::vector<std::string> dof_labels() const override;
+  /// True when |θ| > kReparametrizeAngle (rad): the simulator then switches the chart.
+  bool wants_rechart(const VecX& q) const override;
+  /// θ ← θ (1 − 2π/|θ|) (reparametrize_rotation); the position is unchanged.
+  void rechart(VecX& q) const override;
+  /// 6 × 6: identity on the position, reparametrize_rotation_jacobian() on θ.
+  MatX rechart_jacobian(const VecX& q) const override;
 
  private:
   Mat3 unit_inertia_;
   int position_param_, orientation_param_, velocity_param_, angular_velocity_param_, mass_param_;
+  int poses_param_ = -1;
+  double h_ = 0.0;
 };
 
 }  // namespace addsim

@@ -22,6 +22,13 @@ int add_rigid_body(Model& model, const std::string& name, const RigidShape& shap
                    const RigidInit& init, RigidProxy proxy, const Vec3& gravity,
                    std::vector<std::shared_ptr<const Obstacle>> obstacles, const ContactSettings& contact);
 
+/// Adds a kinematic RigidBody whose pose (p_WB, θ) at step i is row i of the control
+/// bodies.<i>.poses ((steps+1) × 6; m, rad), with its RigidPoseTerm and a mass parameter
+/// (for reports). Kinematic bodies have no inertia, gravity or contact terms; joints act on
+/// the bodies they couple to them. Call after the model's time scheme is set. Returns the index.
+int add_kinematic_rigid_body(Model& model, const std::string& name, const RigidShape& shape,
+                             const RigidMassSpec& mass, const std::vector<Eigen::Matrix<double, 6, 1>>& poses);
+
 /// The rigid body with index `index` of `model`; throws InputError if it is not rigid.
 const RigidBody& rigid_body(const Model& model, int index);
 

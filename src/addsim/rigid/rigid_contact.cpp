@@ -68,6 +68,15 @@ RigidContactTerm::RigidContactTerm(const RigidBody* body, RigidProxy proxy,
                                    std::vector<std::shared_ptr<const Obstacle>> obstacles, ContactSettings settings)
     : body_(body), proxy_(std::move(proxy)), obstacles_(std::move(obstacles)), settings_(settings) {
   validate(body_->name(), proxy_, obstacles_);
+  if (settings_.model == ContactModel::kSqp)
+    throw InputError("rigid body " + body_->name() +
+                     ": contact model 'sqp' is implemented for particles and FEM nodes only (docs/contact.md); "
+                     "use linear, tanh or hybrid");
+  if (settings_.model == ContactModel::kHybrid)
+    for (const auto& o : obstacles_)
+      if (dynamic_cast<const PlaneObstacle*>(o.get()) == nullptr)
+        throw InputError("rigid body " + body_->name() + ": hybrid contact supports planar obstacles only, not '" +
+                         o->name() + "'");
 }
 
 void RigidContactTerm::validate(const std::string& body_name, const RigidProxy& proxy,
@@ -91,6 +100,30 @@ ContactForce RigidContactTerm::force(const TermContext& ctx, int k, int o) const
   const BodyKinematics b = body_kinematics(*body_, ctx);
   const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
   return contact_force(pk.x, pk.xdot, *obstacles_[o], coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h));
+}
+
+void RigidContactTerm::stick_jacobian(const TermContext& ctx, int k, int o, const Vec3& t1, const Vec3& t2,
+                                      Eigen::Matrix<double, 2, 6>& C,
+                                      std::array<Eigen::Matrix<double, 2, 6>, 3>& dC) const {
+  BodyKinematics b;
+  const int d = body_->dof();
+  const Vec3 theta = ctx.q.segment<3>(d + 3);
+  b.R = rotation_from_vector(theta);
+  exp_jacobian(theta, 1, b.jac);
+  b.p = ctx.q.segment<3>(d);
+  b.pdot = ctx.v.segment<3>(d);
+  b.thetadot = ctx.v.segment<3>(d + 3);
+  const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+  Eigen::Matrix<double, 2, 3> Tb;
+  Tb.row(0) = t1.transpose();
+  Tb.row(1) = t2.transpose();
+  C.leftCols<3>() = Tb;
+  C.rightCols<3>() = Tb * pk.Xv;
+  for (int j = 0; j < 3; ++j) {
+    const Mat3 dXv = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+    dC[j].leftCols<3>().setZero();
+    dC[j].rightCols<3>() = Tb * dXv;
+  }
 }
 
 void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {

@@ -7,6 +7,7 @@
 /// so g(x) = n·(centre − plane point) − r. The force f = contact_force(x, ẋ) is mapped to
 /// generalised forces by eq. rbMf: r_p −= f, r_θ −= Jᵀ ((x − p_WB) × f).
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -46,6 +47,13 @@ class RigidContactTerm final : public Term {
 
   /// Force of obstacle o on proxy point k at ctx (world frame; for reports and tests).
   ContactForce force(const TermContext& ctx, int k, int o) const;
+  /// Hybrid model: rows of the stick constraint of point k against plane o, ẋ_t = C v with
+  /// C = T̄ [I X_v] (2 × 6, rows t₁ᵀ, t₂ᵀ) and dC[j] = ∂C/∂θ_j (1/rad).
+  void stick_jacobian(const TermContext& ctx, int k, int o, const Vec3& t1, const Vec3& t2,
+                      Eigen::Matrix<double, 2, 6>& C, std::array<Eigen::Matrix<double, 2, 6>, 3>& dC) const;
+  const RigidBody& body() const { return *body_; }
+  const std::vector<std::shared_ptr<const Obstacle>>& obstacles() const { return obstacles_; }
+  const ContactSettings& settings() const { return settings_; }
   int num_points() const { return static_cast<int>(proxy_.centers_B.size()); }
   int num_obstacles() const { return static_cast<int>(obstacles_.size()); }
   const RigidProxy& proxy() const { return proxy_; }

@@ -1,6 +1,7 @@
 #include "addsim/rigid/rigid_joints.h"
 
 #include "addsim/core/error.h"
+#include "addsim/model/handle.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -32,37 +33,71 @@ WorldVector world_vector(const RigidBody& b, const VecX& q, const Vec3& u_B, boo
   return w;
 }
 
-// Local contributions of one joint over its stencil (N = 6 or 12).
+// Local contributions of one joint over its stencil (N = 6: a alone, 9: a + particle,
+// 12: a + rigid b).
 template <int N>
 struct JointLocal {
-  Eigen::Matrix<double, N, 1> r = Eigen::Matrix<double, N, 1>::Zero();
+  using Col = Eigen::Matrix<double, N, 1>;
+  Col r = Col::Zero();
   Eigen::Matrix<double, N, N> dq = Eigen::Matrix<double, N, N>::Zero();
   Eigen::Matrix<double, N, N> dv = Eigen::Matrix<double, N, N>::Zero();
-  Eigen::Matrix<double, N, 1> dr_dk = Eigen::Matrix<double, N, 1>::Zero();
-  Eigen::Matrix<double, N, 1> dr_dkaxis = Eigen::Matrix<double, N, 1>::Zero();
-  Eigen::Matrix<double, N, 1> dr_dkd = Eigen::Matrix<double, N, 1>::Zero();
+  Col dr_dk = Col::Zero(), dr_dkaxis = Col::Zero(), dr_dkm = Col::Zero(), dr_dkd = Col::Zero();
+  Col dr_dalpha = Col::Zero();
+  Eigen::Matrix<double, N, 3> dr_dxb = Eigen::Matrix<double, N, 3>::Zero();  ///< handle b: ∂r/∂x_b
   double energy = 0.0;
 };
 
-// Adds the potential (k/2)|c|² with c = w_a − w_b (w_b a constant when b is the world).
+// Energy per unit stiffness of d = y_a − y_b and its first two derivatives in d.
+struct SeparationEnergy {
+  double e = 0.0;
+  Vec3 g = Vec3::Zero();
+  Mat3 H = Mat3::Zero();
+};
+
+SeparationEnergy separation_energy(RigidJoint::Kind kind, const Vec3& d, double rest_length) {
+  SeparationEnergy out;
+  if (kind != RigidJoint::Kind::kDistance && kind != RigidJoint::Kind::kUnilateral) {
+    // Zero length: E = ½|d|².
+    out.e = 0.5 * d.squaredNorm();
+    out.g = d;
+    out.H = Mat3::Identity();
+    return out;
+  }
+  // Distance: E = ½ c², c = |d| − l₀; undefined direction at |d| = 0, where the force
+  // vanishes only for l₀ = 0 — the guard 1e-300 keeps u finite and leaves E = ½ l₀².
+  const double len = d.norm();
+  const double c = len - rest_length;
+  if (kind == RigidJoint::Kind::kUnilateral && c <= 0.0) return out;
+  out.e = 0.5 * c * c;
+  if (len < 1e-300) return out;
+  const Vec3 u = d / len;
+  out.g = c * u;
+  out.H = u * u.transpose() + (c / len) * (Mat3::Identity() - u * u.transpose());
+  return out;
+}
+
+// Adds k·E(d) with d = y_a − y_b; b is rigid (wb), a particle (nb = 3) or fixed (nb = 0).
+// Returns ∂d/∂(stencil DOFs) (3 × N).
 template <int N>
-void add_potential(double k, const WorldVector& wa, const WorldVector* wb, const Vec3& world_b, bool jacobians,
-                   Eigen::Matrix<double, N, 1>& dr_dk, JointLocal<N>& L) {
-  const Vec3 c = wa.y - (wb ? wb->y : world_b);
-  Eigen::Matrix<double, 3, N> Jc = Eigen::Matrix<double, 3, N>::Zero();
-  Jc.template leftCols<6>() = wa.dy;
-  if constexpr (N == 12) Jc.template rightCols<6>() = -wb->dy;
-  dr_dk += Jc.transpose() * c;
-  L.r += k * Jc.transpose() * c;
-  L.energy += 0.5 * k * c.squaredNorm();
-  if (!jacobians) return;
-  L.dq += k * Jc.transpose() * Jc;
-  // Curvature term Σ_i c_i ∇²c_i, non-zero in the θθ blocks only.
+Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, const WorldVector& wa,
+                                          const WorldVector* wb, bool jacobians,
+                                          Eigen::Matrix<double, N, 1>& dr_dk, JointLocal<N>& L) {
+  Eigen::Matrix<double, 3, N> Jd = Eigen::Matrix<double, 3, N>::Zero();
+  Jd.template leftCols<6>() = wa.dy;
+  if constexpr (N == 12) Jd.template rightCols<6>() = -wb->dy;
+  if constexpr (N == 9) Jd.template rightCols<3>() = -Mat3::Identity();
+  dr_dk += Jd.transpose() * se.g;
+  L.r += k * Jd.transpose() * se.g;
+  L.energy += k * se.e;
+  if (!jacobians) return Jd;
+  L.dq += k * Jd.transpose() * se.H * Jd;
+  // Curvature term Σ_i g_i ∇²d_i, non-zero in the θθ blocks of rigid sides only.
   for (int j = 0; j < 3; ++j)
     for (int m = 0; m < 3; ++m) {
-      L.dq(3 + j, 3 + m) += k * c.dot(wa.d2y[j][m]);
-      if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * c.dot(wb->d2y[j][m]);
+      L.dq(3 + j, 3 + m) += k * se.g.dot(wa.d2y[j][m]);
+      if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * se.g.dot(wb->d2y[j][m]);
     }
+  return Jd;
 }
 
 // Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v.
@@ -72,7 +107,7 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const TermCo
   ExpJacobian ja, jb;
   exp_jacobian(ctx.q.segment<3>(a.dof() + 3), 1, ja);
   Eigen::Matrix<double, 3, N> D = Eigen::Matrix<double, 3, N>::Zero();
-  Eigen::Matrix<double, N, 1> v;
+  Eigen::Matrix<double, N, 1> v = Eigen::Matrix<double, N, 1>::Zero();
   D.template block<3, 3>(0, 3) = ja.J;
   v.template head<6>() = ctx.v.segment<6>(a.dof());
   if constexpr (N == 12) {
@@ -97,8 +132,39 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const TermCo
   }
 }
 
+// Motor reference of a at angle α: u(α) = R(α, â_a) b̂_a (a's frame).
+Vec3 motor_reference(const RigidJoint& jt, double alpha) {
+  return Eigen::AngleAxisd(alpha, jt.axis_a.normalized()).toRotationMatrix() * jt.ref_a;
+}
+
+// A kinematic side's rows belong to its RigidPoseTerm (q_B = pose): the joint only acts on
+// the other side, through the columns of the kinematic body.
 template <int N>
-JointLocal<N> joint_local(const RigidJoint& jt, const TermContext& ctx, bool jacobians) {
+void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
+  auto zero = [&](int r0) {
+    L.r.template segment<6>(r0).setZero();
+    L.dq.template middleRows<6>(r0).setZero();
+    L.dv.template middleRows<6>(r0).setZero();
+    for (auto* c : {&L.dr_dk, &L.dr_dkaxis, &L.dr_dkm, &L.dr_dkd, &L.dr_dalpha}) c->template segment<6>(r0).setZero();
+    L.dr_dxb.template middleRows<6>(r0).setZero();
+  };
+  if (jt.body_a->kinematic()) zero(0);
+  if constexpr (N == 12)
+    if (jt.body_b->kinematic()) zero(6);
+}
+
+template <int N>
+JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians);
+
+template <int N>
+JointLocal<N> joint_local(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians) {
+  JointLocal<N> L = joint_local_unmasked<N>(jt, ctx, model, jacobians);
+  mask_kinematic_rows<N>(jt, L);
+  return L;
+}
+
+template <int N>
+JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians) {
   JointLocal<N> L;
   const RigidBody& a = *jt.body_a;
   const RigidBody* b = jt.body_b;
@@ -106,35 +172,74 @@ JointLocal<N> joint_local(const RigidJoint& jt, const TermContext& ctx, bool jac
     add_damping<N>(ctx.p[jt.damping_param], a, b, ctx, jacobians, L);
     return L;
   }
-  // Anchor points: c = x_a − x_b.
+  // Anchor points: d = x_a − x_b.
   {
     const WorldVector wa = world_vector(a, ctx.q, jt.point_a, true, jacobians);
     WorldVector wb;
     if (b) wb = world_vector(*b, ctx.q, jt.point_b, true, jacobians);
-    add_potential<N>(ctx.p[jt.stiffness_param], wa, b ? &wb : nullptr, jt.point_b, jacobians, L.dr_dk, L);
+    Vec3 xb = jt.point_b;
+    if (b) xb = wb.y;
+    if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
+    if (jt.handle_b >= 0) xb = sample_handle(model->handles()[jt.handle_b], ctx.p, ctx.step, ctx.scheme).x;
+    const double k = ctx.p[jt.stiffness_param];
+    const SeparationEnergy se = separation_energy(jt.kind, wa.y - xb, jt.rest_length);
+    const Eigen::Matrix<double, 3, N> Jd = add_potential<N>(k, se, wa, b ? &wb : nullptr, jacobians, L.dr_dk, L);
+    if (jt.handle_b >= 0) L.dr_dxb = -k * Jd.transpose() * se.H;
   }
-  if (jt.kind == RigidJoint::Kind::kHinge) {
-    // Axis alignment: c_h = w(â_b) − w(â_a); the same potential with a and b swapped in sign.
+  if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
+    // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
     const WorldVector wa = world_vector(a, ctx.q, jt.axis_a, false, jacobians);
     WorldVector wb;
     if (b) wb = world_vector(*b, ctx.q, jt.axis_b, false, jacobians);
-    add_potential<N>(ctx.p[jt.axis_stiffness_param], wa, b ? &wb : nullptr, jt.axis_b, jacobians, L.dr_dkaxis, L);
+    const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
+    add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, jacobians, L.dr_dkaxis, L);
+  }
+  if (jt.kind == RigidJoint::Kind::kMotor) {
+    // Motor: d = w_a(u(α)) − w_b(b̂_b); ∂u/∂α = â_a × u.
+    const double alpha = ctx.p[jt.target_param + (jt.per_step_target ? ctx.step : 0)];
+    const Vec3 u = motor_reference(jt, alpha);
+    const Vec3 du = jt.axis_a.normalized().cross(u);
+    const WorldVector wa = world_vector(a, ctx.q, u, false, jacobians);
+    WorldVector wb;
+    if (b) wb = world_vector(*b, ctx.q, jt.ref_b, false, jacobians);
+    const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
+    const double km = ctx.p[jt.motor_stiffness_param];
+    const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
+    const Eigen::Matrix<double, 3, N> Jd = add_potential<N>(km, se, wa, b ? &wb : nullptr, jacobians, L.dr_dkm, L);
+    // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
+    const WorldVector dwa = world_vector(a, ctx.q, du, false, false);
+    Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
+    dJd.template leftCols<6>() = dwa.dy;
+    L.dr_dalpha = km * (dJd.transpose() * d + Jd.transpose() * dwa.y);
   }
   return L;
 }
 
+int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : 0; }
+
 }  // namespace
 
-RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints) : joints_(std::move(joints)) {
+RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* model)
+    : joints_(std::move(joints)), model_(model) {
+  using K = RigidJoint::Kind;
   for (const RigidJoint& j : joints_) {
     if (!j.body_a) throw InputError(j.label + ": a rigid joint needs body a");
     if (j.body_b == j.body_a) throw InputError(j.label + ": a rigid joint needs two different bodies");
-    const bool needs_k = j.kind != RigidJoint::Kind::kMotorDamping;
-    if (needs_k && j.stiffness_param < 0) throw InputError(j.label + ": missing stiffness");
-    if (j.kind == RigidJoint::Kind::kHinge && j.axis_stiffness_param < 0)
+    if (j.body_a->kinematic() && (j.body_b ? j.body_b->kinematic() : j.particle_b < 0))
+      throw InputError(j.label + ": a joint needs at least one non-kinematic rigid body or a particle");
+    if (int(j.body_b != nullptr) + int(j.particle_b >= 0) + int(j.handle_b >= 0) > 1)
+      throw InputError(j.label + ": anchor b must be one of a rigid body, a particle, a handle or the world");
+    if (j.handle_b >= 0 && (!model_ || j.handle_b >= static_cast<int>(model_->handles().size())))
+      throw InputError(j.label + ": unknown handle " + std::to_string(j.handle_b));
+    const bool point_only = j.kind == K::kZeroLength || j.kind == K::kDistance || j.kind == K::kUnilateral;
+    if (!point_only && (j.particle_b >= 0 || j.handle_b >= 0))
+      throw InputError(j.label + ": hinges, motors and motor damping couple a rigid body to a rigid body or the world");
+    if (j.kind != K::kMotorDamping && j.stiffness_param < 0) throw InputError(j.label + ": missing stiffness");
+    if ((j.kind == K::kHinge || j.kind == K::kMotor) && j.axis_stiffness_param < 0)
       throw InputError(j.label + ": missing axis stiffness");
-    if (j.kind == RigidJoint::Kind::kMotorDamping && j.damping_param < 0)
-      throw InputError(j.label + ": missing damping");
+    if (j.kind == K::kMotor && (j.motor_stiffness_param < 0 || j.target_param < 0))
+      throw InputError(j.label + ": missing motor stiffness or target angle");
+    if (j.kind == K::kMotorDamping && j.damping_param < 0) throw InputError(j.label + ": missing damping");
   }
 }
 
@@ -145,46 +250,74 @@ void RigidJointTerm::declare(StencilSet& stencils) {
     for (const RigidBody* b : {j.body_a, j.body_b})
       if (b)
         for (int c = 0; c < 6; ++c) dofs.push_back(b->dof() + c);
+    if (j.particle_b >= 0)
+      for (int c = 0; c < 3; ++c) dofs.push_back(j.particle_b + c);
     stencil_.push_back(stencils.add(dofs));
   }
 }
 
 void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool jac = out.wants_jacobians();
+  auto one = [&]<int N>(size_t k) {
+    const JointLocal<N> L = joint_local<N>(joints_[k], ctx, model_, jac);
+    out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac ? &L.dv : nullptr, nullptr);
+  };
   for (size_t k = 0; k < joints_.size(); ++k) {
-    if (joints_[k].body_b) {
-      const JointLocal<12> L = joint_local<12>(joints_[k], ctx, jac);
-      out.add<12>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac ? &L.dv : nullptr, nullptr);
-    } else {
-      const JointLocal<6> L = joint_local<6>(joints_[k], ctx, jac);
-      out.add<6>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac ? &L.dv : nullptr, nullptr);
+    switch (b_dofs(joints_[k])) {
+      case 6: one.template operator()<12>(k); break;
+      case 3: one.template operator()<9>(k); break;
+      default: one.template operator()<6>(k); break;
     }
   }
 }
 
 namespace {
 template <int N>
-void joint_params(const RigidJoint& jt, int stencil, const JointLocal<N>& L, ParamSink& sink) {
-  const std::pair<int, const Eigen::Matrix<double, N, 1>*> cols[] = {
-      {jt.stiffness_param, &L.dr_dk}, {jt.axis_stiffness_param, &L.dr_dkaxis}, {jt.damping_param, &L.dr_dkd}};
+void joint_params(const RigidJoint& jt, int stencil, const JointLocal<N>& L, const TermContext& ctx,
+                  const Model* model, ParamSink& sink) {
+  const int alpha = jt.target_param < 0 ? -1 : jt.target_param + (jt.per_step_target ? ctx.step : 0);
+  const std::pair<int, const Eigen::Matrix<double, N, 1>*> cols[] = {{jt.stiffness_param, &L.dr_dk},
+                                                                     {jt.axis_stiffness_param, &L.dr_dkaxis},
+                                                                     {jt.motor_stiffness_param, &L.dr_dkm},
+                                                                     {jt.damping_param, &L.dr_dkd},
+                                                                     {alpha, &L.dr_dalpha}};
   for (const auto& [pidx, col] : cols)
     if (pidx >= 0 && sink.wants(pidx)) sink.add(stencil, std::span<const int>(&pidx, 1), *col);
+  if (jt.handle_b < 0) return;
+  // Handle b: x_b = Σ wx[m] c^{row m}, so ∂r/∂c^{row m} = wx[m] ∂r/∂x_b.
+  const HandleSample hs = sample_handle(model->handles()[jt.handle_b], ctx.p, ctx.step, ctx.scheme);
+  for (int m = 0; m < hs.count; ++m)
+    for (int c = 0; c < 3; ++c) {
+      const int pidx = hs.param[m] + c;
+      if (!sink.wants(pidx)) continue;
+      const Eigen::Matrix<double, N, 1> col = hs.wx[m] * L.dr_dxb.col(c);
+      sink.add(stencil, std::span<const int>(&pidx, 1), col);
+    }
 }
 }  // namespace
 
 void RigidJointTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  auto one = [&]<int N>(size_t k) {
+    joint_params<N>(joints_[k], stencil_[k], joint_local<N>(joints_[k], ctx, model_, false), ctx, model_, sink);
+  };
   for (size_t k = 0; k < joints_.size(); ++k) {
-    if (joints_[k].body_b)
-      joint_params<12>(joints_[k], stencil_[k], joint_local<12>(joints_[k], ctx, false), sink);
-    else
-      joint_params<6>(joints_[k], stencil_[k], joint_local<6>(joints_[k], ctx, false), sink);
+    switch (b_dofs(joints_[k])) {
+      case 6: one.template operator()<12>(k); break;
+      case 3: one.template operator()<9>(k); break;
+      default: one.template operator()<6>(k); break;
+    }
   }
 }
 
 double RigidJointTerm::energy(const TermContext& ctx) const {
   double e = 0.0;
-  for (const RigidJoint& j : joints_)
-    e += j.body_b ? joint_local<12>(j, ctx, false).energy : joint_local<6>(j, ctx, false).energy;
+  for (const RigidJoint& j : joints_) {
+    switch (b_dofs(j)) {
+      case 6: e += joint_local<12>(j, ctx, model_, false).energy; break;
+      case 3: e += joint_local<9>(j, ctx, model_, false).energy; break;
+      default: e += joint_local<6>(j, ctx, model_, false).energy; break;
+    }
+  }
   return e;
 }
 

@@ -1,9 +1,12 @@
 #pragma once
-/// Couplings between rigid bodies (paper §5.3), as potentials (k/2)|c(q)|² and a
-/// damping torque:
+/// Couplings between a rigid body and another rigid body, a particle / FEM node, a handle
+/// or the world (paper §5.3), as potentials (k/2)|c(q)|² and a damping torque:
 ///   zero-length (ball joint):  c = x_a − x_b,  x = p_WB + R p̂ (or a fixed world point for b)
+///   distance / unilateral:     c = |x_a − x_b| − l₀ (unilateral: only while c > 0)
 ///   hinge:                     zero-length, plus c_h = w(â_b) − w(â_a) with weight k_axis
 ///                              (w(û) = R û, world axis of a body-frame direction)
+///   motor:                     hinge, plus c_m = w_a(R(α, â_a) b̂_a) − w_b(b̂_b) with weight k_m;
+///                              α fixed or a per-step control
 ///   motor damping:             τ_md = k_md (ω_a − ω_b) applied as −τ_md to a and +τ_md
 ///                              to b through eq. rbMf (r_θa += J_aᵀ τ_md, r_θb −= J_bᵀ τ_md).
 /// Residual r = ∂E/∂q = k Jcᵀ c with the exact Hessian k (Jcᵀ Jc + Σ_i c_i ∇²c_i) as ∂r/∂q.
@@ -11,31 +14,44 @@
 #include <string>
 #include <vector>
 
+#include "addsim/model/model.h"
 #include "addsim/model/term.h"
 #include "addsim/rigid/rigid_body.h"
 
 namespace addsim {
 
 struct RigidJoint {
-  enum class Kind { kZeroLength, kHinge, kMotorDamping };
+  /// kZeroLength: ball joint; kDistance: (k/2)(|x_a − x_b| − l₀)²; kUnilateral: the same while
+  /// |x_a − x_b| > l₀ (cables); kHinge: ball + axis alignment; kMotor: hinge + the motor
+  /// constraint c_m = w(R(α, â_a) b̂_a) − w(b̂_b) (paper §5.3); kMotorDamping: τ_md.
+  enum class Kind { kZeroLength, kHinge, kMotorDamping, kDistance, kUnilateral, kMotor };
   Kind kind = Kind::kZeroLength;
   const RigidBody* body_a = nullptr;  ///< required
-  const RigidBody* body_b = nullptr;  ///< null: b is the world (point_b is then a world point, m)
+  const RigidBody* body_b = nullptr;  ///< null: b is a particle, a handle or the world
+  int particle_b = -1;                ///< global DOF (x) of a particle / FEM node b, or −1
+  int handle_b = -1;                  ///< index into Model::handles() for a handle b, or −1
   Vec3 point_a = Vec3::Zero();        ///< anchor p̂_a in a's body frame, m
   Vec3 point_b = Vec3::Zero();        ///< anchor p̂_b in b's body frame (or world), m
   Vec3 axis_a = Vec3::UnitZ();        ///< hinge: â_a in a's frame (unit)
   Vec3 axis_b = Vec3::UnitZ();        ///< hinge: â_b in b's frame (or world) (unit)
-  int stiffness_param = -1;           ///< k (N/m); zero-length and hinge
-  int axis_stiffness_param = -1;      ///< k_axis (N m); hinge
+  Vec3 ref_a = Vec3::UnitX();         ///< motor: b̂_a ⊥ â_a in a's frame (unit)
+  Vec3 ref_b = Vec3::UnitX();         ///< motor: b̂_b ⊥ â_b in b's frame (or world) (unit)
+  double rest_length = 0.0;           ///< l₀ (m); distance, unilateral
+  int stiffness_param = -1;           ///< k (N/m); all kinds but motor damping
+  int axis_stiffness_param = -1;      ///< k_axis (N m); hinge, motor
+  int motor_stiffness_param = -1;     ///< k_m (N m); motor
+  int target_param = -1;              ///< motor: α (rad), p index of row 0
+  bool per_step_target = false;       ///< motor: α^i = p[target_param + i] (control per step)
   int damping_param = -1;             ///< k_md (N m s); motor damping
-  std::string label;                  ///< "couplings.3", for errors
+  std::string label;                  ///< "joints.3", for errors
 };
 
-/// All rigid couplings of a model; one stencil (6 or 12 DOFs) per joint.
+/// All rigid couplings of a model; one stencil (6, 9 or 12 DOFs) per joint.
 class RigidJointTerm final : public Term {
  public:
-  /// Throws InputError naming the label for a missing body or parameter.
-  explicit RigidJointTerm(std::vector<RigidJoint> joints);
+  /// Throws InputError naming the label for a missing body or parameter. `model` is needed
+  /// only for handle anchors (may be null otherwise) and must outlive the term.
+  explicit RigidJointTerm(std::vector<RigidJoint> joints, const Model* model = nullptr);
   std::string_view name() const override { return "rigid_joints"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
@@ -46,6 +62,7 @@ class RigidJointTerm final : public Term {
  private:
   std::vector<RigidJoint> joints_;
   std::vector<int> stencil_;
+  const Model* model_;
 };
 
 }  // namespace addsim

@@ -5,6 +5,11 @@
 namespace addsim {
 
 namespace {
+using Vec6 = Eigen::Matrix<double, 6, 1>;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+}  // namespace
+
+namespace {
 
 using Vec6 = Eigen::Matrix<double, 6, 1>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
@@ -112,6 +117,31 @@ void RigidGravityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
 
 double RigidGravityTerm::energy(const TermContext& ctx) const {
   return -body_->mass(ctx.p) * gravity_.dot(ctx.q.segment<3>(body_->dof()));
+}
+
+RigidPoseTerm::RigidPoseTerm(const RigidBody* body) : body_(body) {
+  ADDSIM_CHECK(body && body->kinematic(), "RigidPoseTerm needs a kinematic rigid body");
+}
+
+void RigidPoseTerm::declare(StencilSet& stencils) {
+  std::vector<DofIndex> dofs;
+  for (int c = 0; c < 6; ++c) dofs.push_back(body_->dof() + c);
+  stencil_ = stencils.add(dofs);
+}
+
+void RigidPoseTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  const Vec6 r = ctx.q.segment<6>(body_->dof()) - ctx.p.segment<6>(body_->poses_param() + 6 * ctx.step);
+  const Mat6 I = Mat6::Identity();
+  out.add<6>(stencil_, r, out.wants_jacobians() ? &I : nullptr, nullptr, nullptr);
+}
+
+void RigidPoseTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  for (int c = 0; c < 6; ++c) {
+    const int pidx = body_->poses_param() + 6 * ctx.step + c;
+    if (!sink.wants(pidx)) continue;
+    const Vec6 col = -Vec6::Unit(c);
+    sink.add(stencil_, std::span<const int>(&pidx, 1), col);
+  }
 }
 
 }  // namespace addsim

@@ -45,4 +45,20 @@ class RigidGravityTerm final : public Term {
   int stencil_ = -1;
 };
 
+/// Prescribed pose of a kinematic rigid body: r = q_B − pose^i (6 rows, m and rad) with
+/// pose^i = p[poses_param + 6i … +6], so q_B^i equals its control exactly; ∂r/∂q = I and
+/// ∂r/∂pose^i = −I.
+class RigidPoseTerm final : public Term {
+ public:
+  explicit RigidPoseTerm(const RigidBody* body);
+  std::string_view name() const override { return "rigid_pose"; }
+  void declare(StencilSet& stencils) override;
+  void evaluate(const TermContext& ctx, Assembly& out) const override;
+  void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
+
+ private:
+  const RigidBody* body_;
+  int stencil_ = -1;
+};
+
 }  // namespace addsim

@@ -28,7 +28,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
   std::vector<VecX> acc(K + 1, VecX::Zero(nq));
   VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
-  VecX rhs(nq), lambda(nq), neg_lambda(nq);
+  VecX rhs(nq), lambda(nq), neg_lambda(nq), sink_lambda(nq);
   StepLinearization lin(model);
   const auto lu = make_linear_solver(model.solver().linear_solver, &pattern);
 
@@ -47,7 +47,9 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
     // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i.
     neg_lambda = -lambda;
-    ParamSink sink = ParamSink::vjp(&model.stencils(), &neg_lambda, &out.dphi_dp);
+    sink_lambda = neg_lambda;
+    lin.project_rows_transpose(sink_lambda);  // constrained rows carry no ∂r/∂p
+    ParamSink sink = ParamSink::vjp(&model.stencils(), &sink_lambda, &out.dphi_dp);
     lin.param_derivatives(sink);
     // Push (dr^i/dq^{i-k})ᵀ λ^i to the states it depends on; q⁰ and v⁰ collect the
     // start-up blocks (paper §6 "Throwing": the initial state enters like a parameter).

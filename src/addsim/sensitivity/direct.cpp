@@ -66,6 +66,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       rhs.setZero();
       ParamSink sink = ParamSink::column(&model.stencils(), params[c], &rhs);
       lin.param_derivatives(sink);
+      lin.project_rows(rhs);  // constrained rows carry no ∂r/∂p
       for (int k = 1; k <= K && i - k >= 0; ++k)
         pattern.multiply_add(lin.history_jacobian(k), ring[c][(i - k) % (K + 1)], rhs);
       if (lin.depends_on_v0()) pattern.multiply_add(lin.v0_jacobian(), dv0[c], rhs);

@@ -19,13 +19,33 @@ StepLinearization::StepLinearization(const Model& model)
   hist_jac_.assign(model.scheme().window(), VecX::Zero(nnz));
 }
 
+void StepLinearization::apply_chart_jacobian(const Body& body, const MatX& G, VecX& values) const {
+  // The columns of one body's block share their row set (every stencil holds the whole
+  // block), so the product A G mixes value-array entries position by position.
+  const SparsePattern& pat = model_.pattern();
+  const int d0 = body.dof_offset(), nb = body.dof_count();
+  const int len = pat.outer()[d0 + 1] - pat.outer()[d0];
+  for (int c = 1; c < nb; ++c)
+    ADDSIM_CHECK(pat.outer()[d0 + c + 1] - pat.outer()[d0 + c] == len, "chart switch: block columns differ in pattern");
+  Eigen::RowVectorXd row(nb);
+  for (int e = 0; e < len; ++e) {
+    for (int c = 0; c < nb; ++c) {
+      ADDSIM_CHECK(pat.inner()[pat.outer()[d0 + c] + e] == pat.inner()[pat.outer()[d0] + e],
+                   "chart switch: block columns differ in pattern");
+      row[c] = values[pat.outer()[d0 + c] + e];
+    }
+    row = row * G;
+    for (int c = 0; c < nb; ++c) values[pat.outer()[d0 + c] + e] = row[c];
+  }
+}
+
 void StepLinearization::evaluate(const Trajectory& traj, int i) {
   const TimeScheme& s = model_.scheme();
   ADDSIM_CHECK(i >= 1 && i < static_cast<int>(traj.q.size()), "step outside the recorded trajectory");
   step_ = i;
   p_ = &traj.p;
   // Rates at the converged state, exactly as the forward step formed them.
-  const StateHistory hist(&traj.q, &traj.v0);
+  const StateHistory hist = traj.history();
   bdf_history_terms(s, hist, i, v_hist_, a_hist_);
   q_ = traj.q[i];
   bdf_rates(s, i, q_, v_hist_, a_hist_, v_, a_);
@@ -33,17 +53,44 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
   const TermContext ctx{q_, v_, a_, traj.p, i, s};
   assembly_.reset(EvalMode::kResidualAndJacobians);
   for (const auto& t : model_.terms()) t->evaluate(ctx, assembly_);
+  // Hybrid contact (paper §4.3): released points feel the sliding force, not the penalty.
+  slips_.clear();
+  if (i <= static_cast<int>(traj.reports.size())) slips_ = traj.reports[i - 1].contact.sliding;
+  add_slip_corrections(slips_, ctx, assembly_);
   combine_partials(bdf_weights(s, i, 0), assembly_.kq, assembly_.kv, assembly_.ka, jac_);
-  for (int k = 1; k <= s.window(); ++k)
+  // Rigid stick constraints (hybrid): r_c = P v + (I − P) r per body, before the chart
+  // Jacobians so that ∂v/∂q^{i−k} = wv_k G carries the chart switch; ∂P/∂q^i only in jac_.
+  bodies_.clear();
+  if (i <= static_cast<int>(traj.reports.size())) bodies_ = traj.reports[i - 1].contact.bodies;
+  if (!bodies_.empty() && stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
+  stick_rows_.constrain_body_matrix(bodies_, bdf_weights(s, i, 0).wv, true, jac_);
+  for (int k = 1; k <= s.window(); ++k) {
     combine_partials(bdf_weights(s, i, k), assembly_.kq, assembly_.kv, assembly_.ka, hist_jac_[k - 1]);
+    stick_rows_.constrain_body_matrix(bodies_, bdf_weights(s, i, k).wv, false, hist_jac_[k - 1]);
+    // Step i read q^{i-k} re-expressed in its own chart: dr^i/dq^{i-k} = (dr^i/dq̃) (∂q̃/∂q^{i-k}).
+    if (i - k >= 0)
+      for (const auto& [body, G] : hist.chart_jacobians(i, i - k)) apply_chart_jacobian(*body, G, hist_jac_[k - 1]);
+  }
   const JacobianWeights w_v0 = bdf_v0_weights(s, i);
   depends_on_v0_ = w_v0.wq != 0.0 || w_v0.wv != 0.0 || w_v0.wa != 0.0;
   if (depends_on_v0_) combine_partials(w_v0, assembly_.kq, assembly_.kv, assembly_.ka, v0_jac_);
+  if (depends_on_v0_) stick_rows_.constrain_body_matrix(bodies_, w_v0.wv, false, v0_jac_);
+  // Hybrid contact (paper §4.3): the step's stick constraints T̄ ẋ^i = 0 replace their rows in
+  // every Jacobian, with ∂ẋ^i/∂(state) = wv of its weights (terms/stick_constraints.h).
+  sticks_.clear();
+  if (i <= static_cast<int>(traj.reports.size())) sticks_ = traj.reports[i - 1].contact.sticking;
+  if (!sticks_.empty()) {
+    if (stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
+    stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, 0).wv, jac_);
+    for (int k = 1; k <= s.window(); ++k) stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, k).wv, hist_jac_[k - 1]);
+    if (depends_on_v0_) stick_rows_.constrain_matrix(sticks_, w_v0.wv, v0_jac_);
+  }
 }
 
 void StepLinearization::param_derivatives(ParamSink& sink) const {
   const TermContext ctx{q_, v_, a_, *p_, step_, model_.scheme()};
   for (const auto& t : model_.terms()) t->param_derivatives(ctx, sink);
+  slip_corrections_param_derivatives(slips_, ctx, sink);
 }
 
 }  // namespace addsim

@@ -11,6 +11,8 @@
 #include "addsim/math/sparse_assembly.h"
 #include "addsim/model/model.h"
 #include "addsim/solver/simulator.h"
+#include "addsim/terms/contact_term.h"
+#include "addsim/terms/stick_constraints.h"
 
 namespace addsim {
 
@@ -37,10 +39,28 @@ class StepLinearization {
   /// Adds ∂r^i/∂p through `sink` (every term's param_derivatives at the stored state).
   void param_derivatives(ParamSink& sink) const;
   int step() const { return step_; }
+  /// P v: a right-hand side (e.g. ∂r^i/∂p) with the rows of stick-constrained points
+  /// replaced as in the constrained step system (hybrid contact; no-op otherwise).
+  void project_rows(VecX& v) const {
+    StickRows::project(sticks_, v);
+    StickRows::project_bodies(bodies_, v);
+  }
+  /// Pᵀ λ, the adjoint of project_rows().
+  void project_rows_transpose(VecX& lambda) const {
+    StickRows::project_transpose(sticks_, lambda);
+    StickRows::project_bodies(bodies_, lambda);
+  }
 
  private:
+  // values (nnz) ← values with the body's block columns multiplied by G (chart switch).
+  void apply_chart_jacobian(const Body& body, const MatX& G, VecX& values) const;
+
   const Model& model_;
   Assembly assembly_;
+  StickRows stick_rows_;
+  std::vector<StickPoint> sticks_;
+  std::vector<StickBody> bodies_;  ///< rigid bodies with stick constraints in this step
+  std::vector<SlipPoint> slips_;
   VecX q_, v_, a_, v_hist_, a_hist_, jac_, v0_jac_;
   std::vector<VecX> hist_jac_;
   const VecX* p_ = nullptr;

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/solver/hybrid_contact.h"
+#include "addsim/solver/sqp_solver.h"
 
 namespace addsim {
 
@@ -15,8 +17,9 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 // Round-off floor of ‖r‖: the residual is a sum of contributions whose magnitudes add up
-// to r_abs; in double precision the sum cannot be resolved below ≈ ε_mach·‖r_abs‖. We
-// allow 64 ulps so that a residual already at that floor counts as converged.
+// to r_abs, evaluated at a q known to ε_mach·|q|; in double precision it cannot be resolved
+// below ≈ ε_mach (‖r_abs‖ + ‖|J||q|‖). With 64 ulps of margin, a residual at that floor that
+// no step can decrease counts as converged.
 constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
 // Sufficient-decrease constant of the backtracking line search on ‖r‖.
 constexpr double kArmijo = 1e-4;
@@ -33,14 +36,14 @@ constexpr double kMaxDamping = 1e4;
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
   if (i == 0) return v0;
   VecX v_hist, a_hist, v, a;
-  bdf_history_terms(s, StateHistory(&q, &v0), i, v_hist, a_hist);
+  bdf_history_terms(s, history(), i, v_hist, a_hist);
   bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
   return v;
 }
 
 VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
   VecX v_hist, a_hist, v, a;
-  bdf_history_terms(s, StateHistory(&q, &v0), i, v_hist, a_hist);
+  bdf_history_terms(s, history(), i, v_hist, a_hist);
   bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
   return a;
 }
@@ -49,6 +52,8 @@ Simulator::Simulator(const Model& model) : model_(model) {
   ADDSIM_CHECK(model.finalized(), "the model must be finalised before simulating");
   assembly_ = Assembly(&model.pattern(), &model.stencils());
   lu_ = make_linear_solver(model.solver().linear_solver, &model.pattern());
+  if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
+  if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
 
 void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
@@ -71,11 +76,13 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   traj.q.reserve(s.steps + 1);
   traj.q.push_back(traj.q0);
   traj.reports.reserve(s.steps);
-  const StateHistory hist(&traj.q, &traj.v0);
+  const StateHistory hist = traj.history();
   VecX q(model_.num_dofs());
   for (int i = 1; i <= s.steps; ++i) {
-    // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}.
+    // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}, in this step's chart.
     q = traj.q[i - 1] + s.h * traj.velocity(s, i - 1);
+    for (const ChartSwitch& c : traj.charts)
+      if (c.step == i - 1) c.body->rechart(q);
     StepReport rep = solve_step(i, hist, p, q);
     traj.reports.push_back(rep);
     if (progress) progress(rep);
@@ -88,12 +95,21 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
       break;
     }
     traj.q.push_back(q);
+    // Chart switch (docs/rigid.md): a body whose coordinates left their good region (|θ| > 1.25π)
+    // is read by the following steps in its other chart. Deferred while the next step still
+    // reads v⁰ directly (BDF start-up), since v⁰ is not re-expressed.
+    const JacobianWeights wv0 = bdf_v0_weights(s, std::min(i + 1, s.steps));
+    if (i < s.steps && wv0.wv == 0.0 && wv0.wa == 0.0)
+      for (const auto& b : model_.bodies())
+        if (b->wants_rechart(q)) traj.charts.push_back({i, b.get()});
   }
   traj.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return traj;
 }
 
 StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q) {
+  if (hybrid_) return hybrid_->solve_step(*this, step, hist, p, q);
+  if (sqp_) return sqp_->solve_step(*this, step, hist, p, q);
   const auto t_step = Clock::now();
   const TimeScheme& s = model_.scheme();
   const SolverSettings& opt = model_.solver();
@@ -131,10 +147,26 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     return rep;
   }
   rep.residual_history.push_back(norm);
-  double tol = std::max(opt.tolerance, kRoundoffFactor * assembly_.r_abs.norm());
+  // Step Jacobian at q and the round-off floor of ‖r‖: rounding q (|q| large, stiff
+  // couplings) or the summed contributions perturbs r by about ε (|J||q| + Σ|contributions|).
+  auto jacobian_and_floor = [&]() {
+    combine_partials(w0, assembly_.kq, assembly_.kv, assembly_.ka, jac_);
+    jq_abs_.setZero(model_.num_dofs());
+    const auto& outer = model_.pattern().outer();
+    const auto& inner = model_.pattern().inner();
+    for (int c = 0; c < model_.num_dofs(); ++c) {
+      const double qc = std::abs(q[c]);
+      for (int k = outer[c]; k < outer[c + 1]; ++k) jq_abs_[inner[k]] += std::abs(jac_[k]) * qc;
+    }
+    return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm());
+  };
+  // Converged below the tolerance, or at the round-off floor, where further "decreases"
+  // would only be noise.
+  double r_floor = jacobian_and_floor();
+  const double tol = opt.tolerance;
 
   while (true) {
-    if (norm < tol) {
+    if (norm < tol || norm <= r_floor) {
       rep.converged = true;
       break;
     }
@@ -147,7 +179,6 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // or strongly indefinite Jacobians, e.g. buckling springs — μ grows tenfold from 1e-4,
     // turning the direction towards a diagonally scaled residual step (Levenberg–Marquardt
     // style damping). The converged root is the same: damping only changes the path.
-    combine_partials(w0, assembly_.kq, assembly_.kv, assembly_.ka, jac_);
     const VecX r_now = assembly_.r;
     ++rep.iterations;
     bool accepted = false, singular = false;
@@ -192,10 +223,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
         accepted = true;
         break;
       }
-      if (mu == 0.0 && dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) break;
+      if (mu == 0.0 && (norm <= r_floor || dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>()))) break;
     }
-    if (!accepted && dq_.allFinite() &&
-        dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+    if (!accepted && (norm <= r_floor || (dq_.allFinite() && dq_.lpNorm<Eigen::Infinity>() <=
+                                                                 kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())))) {
       rep.converged = true;
       rep.note = "converged at the round-off floor of ‖r‖";
       break;
@@ -211,10 +242,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     q = q_trial_;
     norm = halvings == 0 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
     rep.residual_history.push_back(norm);
-    tol = std::max(opt.tolerance, kRoundoffFactor * assembly_.r_abs.norm());
+    r_floor = jacobian_and_floor();
   }
   rep.residual_norm = norm;
-  rep.tolerance_used = tol;
+  rep.tolerance_used = std::max(tol, r_floor);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

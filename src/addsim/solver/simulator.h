@@ -12,6 +12,7 @@
 #include "addsim/integrators/bdf.h"
 #include "addsim/model/model.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/terms/stick_constraints.h"
 
 namespace addsim {
 
@@ -31,6 +32,7 @@ struct StepReport {
   double solve_ms = 0.0;           ///< time in triangular solves
   std::string failure;             ///< empty when converged
   std::string note;                ///< e.g. "converged at the round-off floor of ‖r‖"
+  ContactState contact;            ///< touching/sticking points (hybrid contact, paper §4.3)
 };
 
 /// A recorded run: all the backward pass needs (DESIGN.md §2).
@@ -39,15 +41,21 @@ struct Trajectory {
   VecX q0, v0;                     ///< initial state
   std::vector<VecX> q;             ///< q^0 … q^m for the converged steps (m ≤ n)
   std::vector<StepReport> reports; ///< one per attempted step
+  std::vector<ChartSwitch> charts; ///< chart switches in step order (q^j stays in its own chart)
   std::string failure;             ///< empty if every step converged
   int failed_step = -1;
   double wall_seconds = 0.0;
   bool completed() const { return failure.empty(); }
-  /// v^i of a stored step i ≥ 1 (|q|), from the time scheme.
+  /// The stored states as the BDF window reads them (chart switches applied).
+  StateHistory history() const { return StateHistory(&q, &v0, &charts); }
+  /// v^i of a stored step i ≥ 1 (|q|), from the time scheme, in the chart of q^i.
   VecX velocity(const TimeScheme& s, int i) const;
   /// a^i of a stored step i ≥ 1 (|q|).
   VecX acceleration(const TimeScheme& s, int i) const;
 };
+
+class HybridContact;
+class SqpContact;
 
 class Simulator {
  public:
@@ -73,7 +81,9 @@ class Simulator {
   const Model& model_;
   Assembly assembly_;
   std::unique_ptr<LinearSolver> lu_;
-  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_;
+  std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
+  std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
+  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_;
 };
 
 }  // namespace addsim

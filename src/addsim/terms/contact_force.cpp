@@ -4,7 +4,15 @@
 
 namespace addsim {
 
-const char* to_string(ContactModel model) { return model == ContactModel::kLinear ? "linear" : "tanh"; }
+const char* to_string(ContactModel model) {
+  switch (model) {
+    case ContactModel::kLinear: return "linear";
+    case ContactModel::kTanh: return "tanh";
+    case ContactModel::kHybrid: return "hybrid";
+    case ContactModel::kSqp: return "sqp";
+  }
+  return "linear";
+}
 
 double tanh_over_s(double s) {
   if (std::abs(s) < 1e-2) {
@@ -22,6 +30,15 @@ double tanh_over_s_deriv_over_s(double s) {
   const double t = std::tanh(s);
   const double sech2 = 1.0 - t * t;
   return (s * sech2 - t) / (s * s * s);
+}
+
+double damping_ramp(double g, double delta, double& ds_dg) {
+  ds_dg = 0.0;
+  if (g >= 0.0) return 0.0;
+  if (delta <= 0.0 || -g >= delta) return 1.0;
+  const double t = -g / delta;
+  ds_dg = -6.0 * t * (1.0 - t) / delta;
+  return t * t * (3.0 - 2.0 * t);
 }
 
 ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c) {
@@ -43,11 +60,13 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   out.df_dx = -c.kn * n * n.transpose() + fn * H;
   out.df_dkn = depth * n;
 
-  // Normal damping: f = −k_d n (n·ẋ); ∂/∂x = −k_d (H vn + n ẋᵀ H).
-  out.f += -c.kd * vn * n;
-  out.df_dxdot += -c.kd * n * n.transpose();
-  out.df_dx += -c.kd * (H * vn + n * (xdot.transpose() * H));
-  out.df_dkd = -vn * n;
+  // Normal damping: f = −k_d s(g) n (n·ẋ); ∂/∂x = −k_d s (H vn + n ẋᵀ H) − k_d vn s'(g) n nᵀ.
+  double ds_dg = 0.0;
+  const double ramp = damping_ramp(g, c.damping_ramp, ds_dg);
+  out.f += -c.kd * ramp * vn * n;
+  out.df_dxdot += -c.kd * ramp * n * n.transpose();
+  out.df_dx += -c.kd * ramp * (H * vn + n * (xdot.transpose() * H)) - c.kd * vn * ds_dg * n * n.transpose();
+  out.df_dkd = -ramp * vn * n;
 
   // Tangential velocity u = T ẋ = ẋ − n (n·ẋ); ∂u/∂ẋ = T; ∂u/∂x = −(H vn + n ẋᵀ H).
   const Mat3 T = I - n * n.transpose();
@@ -58,7 +77,7 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   const Vec3 dF_dx = -c.cf * c.kn * n;   // ∂F/∂x (as a column)
   out.regime = ContactRegime::kStick;
 
-  if (c.model == ContactModel::kLinear) {
+  if (c.model != ContactModel::kTanh) {
     if (c.kt * s <= F || s == 0.0) {
       // Stick branch: f_t = −k_t u.
       out.f += -c.kt * u;
@@ -99,6 +118,66 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   out.df_dkt = -u * (phi + psi * sigma * sigma);
   out.df_dcf = df_dF * fn;
   out.df_dkn += df_dF * c.cf * depth;
+  return out;
+}
+
+ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                            FrictionMode mode, const Vec3& lagged_direction) {
+  ContactForce out;
+  Vec3 n;
+  Mat3 H;
+  const double g = o.gap(x, n, H);
+  out.gap = g;
+  if (g >= 0.0) return out;
+  const double depth = -g;
+  const double fn = c.kn * depth;
+  out.normal_force = fn;
+  const Mat3 I = Mat3::Identity();
+  const double vn = n.dot(xdot);
+  const Mat3 T = I - n * n.transpose();
+  const Vec3 u = T * xdot;
+  const Mat3 du_dx = -(H * vn + n * (xdot.transpose() * H));
+  const double s = u.norm();
+  const double F = c.cf * fn;
+  const Vec3 dF_dx = -c.cf * c.kn * n;
+  out.regime = ContactRegime::kSlip;
+  if (mode == FrictionMode::kLagged) {
+    out.f = F * lagged_direction;
+    out.df_dx = lagged_direction * dF_dx.transpose();
+    out.df_dcf = fn * lagged_direction;
+    out.df_dkn = c.cf * depth * lagged_direction;
+    out.friction_force = F;
+    return out;
+  }
+  if (mode == FrictionMode::kCoulomb) {
+    const double d = s + kSlipDirectionEps;
+    const Vec3 t = u / d;
+    const Mat3 P = s > 0.0 ? Mat3(I / d - u * u.transpose() / (s * d * d)) : Mat3(I / d);  // ∂t/∂u
+    out.f = -F * t;
+    out.df_dxdot = -F * P * T;
+    out.df_dx = -t * dF_dx.transpose() - F * P * du_dx;
+    out.df_dcf = -fn * t;
+    out.df_dkn = -c.cf * depth * t;
+    out.friction_force = F * t.norm();
+    return out;
+  }
+  if (c.kt * s <= F || s == 0.0) {
+    out.regime = ContactRegime::kStick;
+    out.f = -c.kt * u;
+    out.df_dxdot = -c.kt * T;
+    out.df_dx = -c.kt * du_dx;
+    out.df_dkt = -u;
+    out.friction_force = c.kt * s;
+    return out;
+  }
+  const Vec3 uh = u / s;
+  const Mat3 P = (I - uh * uh.transpose()) / s;
+  out.f = -F * uh;
+  out.df_dxdot = -F * P * T;
+  out.df_dx = -uh * dF_dx.transpose() - F * P * du_dx;
+  out.df_dcf = -fn * uh;
+  out.df_dkn = -c.cf * depth * uh;
+  out.friction_force = F;
   return out;
 }
 

@@ -1,25 +1,39 @@
 #pragma once
 /// Penalty frictional contact at one point against one obstacle (paper §4.2, §5.2):
 ///   normal   f_n = n k_n max(−g, 0)                                   (eq. linPenN)
-///   damping  f_d = −k_d N ẋ            if g < 0                          (eq. RBdamping)
+///   damping  f_d = −k_d s(g) N ẋ                                          (eq. RBdamping, ramped)
 ///   friction linear: f_t = −t min(k_t ‖Tẋ‖, c_f f_n)                     (eq. linPenT)
 ///            tanh:   f_t = −t c_f f_n tanh(k_t ‖Tẋ‖ / (c_f f_n))          (eq. tanhPenT)
 /// with N = n nᵀ, T = I − N, t = Tẋ/‖Tẋ‖ and f_n = k_n max(−g, 0) the magnitude used in
 /// the Coulomb limit (the damping force does not enter the limit). k_t = k_n h unless the
-/// scene sets it. Returns the force on the point and its exact derivatives.
+/// scene sets it. s(g) = smoothstep(−g/δ) = t²(3 − 2t), t = min(1, −g/δ), rises C¹ from 0 at
+/// g = 0 to 1 at depth δ (contact.damping_ramp), so the residual has no jump of k_d |v_n| when
+/// a point crosses g = 0; δ = 0 gives the paper's switch (s = 1 for g < 0).
+/// Returns the force on the point and its exact derivatives.
 
 #include "addsim/core/types.h"
 #include "addsim/terms/obstacle.h"
 
 namespace addsim {
 
-enum class ContactModel { kLinear, kTanh };
+/// kHybrid: linear penalty forces plus hard stick constraints (paper §4.3, solver/hybrid_contact.h);
+/// kSqp: hard normal and stick constraints with Lagrange multipliers (§4.1, forward only).
+/// contact_force() evaluates both as the linear penalty model.
+enum class ContactModel { kLinear, kTanh, kHybrid, kSqp };
+/// "linear", "tanh", "hybrid" or "sqp".
 const char* to_string(ContactModel model);
+
+/// Default depth δ (m) over which the contact damping ramps in (contact.damping_ramp).
+constexpr double kDefaultDampingRamp = 1e-4;
+
+/// Damping ramp s(g) = t²(3 − 2t), t = min(1, max(−g, 0)/δ), and ds/dg (1/m); s = 1 inside if δ = 0.
+double damping_ramp(double g, double delta, double& ds_dg);
 
 struct ContactCoefficients {
   ContactModel model = ContactModel::kLinear;
   double kn = 1e3;   ///< normal penalty, N/m
   double kd = 0.0;   ///< normal damping, N s/m
+  double damping_ramp = kDefaultDampingRamp;  ///< δ, m: depth at which the damping reaches k_d (model constant)
   double kt = 10.0;  ///< tangential penalty, N s/m
   double cf = 0.5;   ///< Coulomb friction coefficient
 };
@@ -43,6 +57,20 @@ struct ContactForce {
 
 /// Contact force at point x with velocity ẋ against obstacle `o`.
 ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c);
+
+/// Friction part alone of the force at x (the normal and damping parts of contact_force()
+/// omitted), with its exact derivatives; separated points get zero. Modes:
+///  kPenalty: the clamped linear penalty f_t = −t min(k_t ‖Tẋ‖, c_f f_n) (eq. linPenT);
+///  kCoulomb: the sliding force f_t = −c_f f_n t with t = Tẋ/(‖Tẋ‖ + 1e-8) (eq. slip with the
+///            regularised direction of the paper's hybrid method, §4.3 draft);
+///  kLagged:  f_t = c_f f_n d for a fixed unit direction d (first iteration after a release,
+///            when Tẋ = 0: "initialise t to the direction of the previous force").
+enum class FrictionMode { kPenalty, kCoulomb, kLagged };
+ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                            FrictionMode mode, const Vec3& lagged_direction = Vec3::Zero());
+
+/// Regularisation ε (m/s) of the sliding direction t = Tẋ/(‖Tẋ‖ + ε) (paper §4.3 draft).
+constexpr double kSlipDirectionEps = 1e-8;
 
 /// tanh(s)/s and (d/ds(tanh(s)/s))/s, with series below s = 1e-2 where the closed forms
 /// lose digits to cancellation (truncation error there < 1e-12 relative).

@@ -7,6 +7,7 @@ ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, co
   c.model = s.model;
   c.kn = p[s.kn_param];
   c.kd = s.kd_param >= 0 ? p[s.kd_param] : 0.0;
+  c.damping_ramp = s.damping_ramp;
   c.kt = s.kt_param >= 0 ? p[s.kt_param] : c.kn * h;
   c.cf = p[o.friction_param()];
   return c;
@@ -27,6 +28,7 @@ ContactForce PointContactTerm::force(const TermContext& ctx, int k, int o) const
 }
 
 void PointContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  if (settings_.model == ContactModel::kSqp) return;  // forces are multipliers of solver/sqp_solver.h
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
     for (int k = 0; k < num_points(); ++k) {
@@ -42,7 +44,52 @@ void PointContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   }
 }
 
+void PointContactTerm::add_slip_correction(const TermContext& ctx, int k, int o, Assembly& out,
+                                           const Vec3& lagged_direction) const {
+  const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
+  const Vec3 x = ctx.q.segment<3>(dofs_[k]), xdot = ctx.v.segment<3>(dofs_[k]);
+  const ContactForce pen = friction_force(x, xdot, *obstacles_[o], c, FrictionMode::kPenalty);
+  if (pen.regime == ContactRegime::kSeparated) return;
+  const bool lagged = lagged_direction.squaredNorm() > 0.0;
+  const ContactForce slip = friction_force(x, xdot, *obstacles_[o], c,
+                                           lagged ? FrictionMode::kLagged : FrictionMode::kCoulomb, lagged_direction);
+  // The residual carries −f: r += −(f_slip − f_pen).
+  const Vec3 r = pen.f - slip.f;
+  const Mat3 dq = pen.df_dx - slip.df_dx;
+  const Mat3 dv = pen.df_dxdot - slip.df_dxdot;
+  out.add<3>(stencil_[k], r, &dq, &dv, nullptr);
+}
+
+void PointContactTerm::slip_correction_param_derivatives(const TermContext& ctx, int k, int o,
+                                                         ParamSink& sink) const {
+  const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
+  const Vec3 x = ctx.q.segment<3>(dofs_[k]), xdot = ctx.v.segment<3>(dofs_[k]);
+  const ContactForce pen = friction_force(x, xdot, *obstacles_[o], c, FrictionMode::kPenalty);
+  if (pen.regime == ContactRegime::kSeparated) return;
+  const ContactForce slip = friction_force(x, xdot, *obstacles_[o], c, FrictionMode::kCoulomb);
+  const double h = ctx.scheme.h;
+  // k_t = k_n h when derived: the penalty's ∂/∂k_t enters the k_n column.
+  const Vec3 pen_dkn = settings_.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + h * pen.df_dkt);
+  int idx[3];
+  Eigen::Matrix<double, 3, 3> block;
+  int m = 0;
+  idx[m] = settings_.kn_param, block.col(m++) = pen_dkn - slip.df_dkn;
+  idx[m] = obstacles_[o]->friction_param(), block.col(m++) = pen.df_dcf - slip.df_dcf;
+  if (settings_.kt_param >= 0) idx[m] = settings_.kt_param, block.col(m++) = pen.df_dkt;
+  sink.add(stencil_[k], std::span<const int>(idx, m), block.leftCols(m));
+}
+
+void add_slip_corrections(const std::vector<SlipPoint>& sliding, const TermContext& ctx, Assembly& out) {
+  for (const SlipPoint& s : sliding) s.term->add_slip_correction(ctx, s.k, s.obstacle, out);
+}
+
+void slip_corrections_param_derivatives(const std::vector<SlipPoint>& sliding, const TermContext& ctx,
+                                        ParamSink& sink) {
+  for (const SlipPoint& s : sliding) s.term->slip_correction_param_derivatives(ctx, s.k, s.obstacle, sink);
+}
+
 void PointContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  if (settings_.model == ContactModel::kSqp) return;
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
     const int pcf = obstacles_[o]->friction_param();

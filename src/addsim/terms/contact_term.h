@@ -9,6 +9,7 @@
 #include "addsim/model/term.h"
 #include "addsim/terms/contact_force.h"
 #include "addsim/terms/obstacle.h"
+#include "addsim/terms/stick_constraints.h"
 
 namespace addsim {
 
@@ -18,6 +19,7 @@ struct ContactSettings {
   int kn_param = -1;
   int kd_param = -1;
   int kt_param = -1;  ///< −1: k_t = k_n h (paper: "we always choose k_t = k_n Δt")
+  double damping_ramp = kDefaultDampingRamp;  ///< δ, m: damping ramp depth (constant, not in p)
 };
 
 /// Contact coefficients for obstacle `o` at parameters p.
@@ -37,6 +39,17 @@ class PointContactTerm final : public Term {
   ContactForce force(const TermContext& ctx, int k, int o) const;
   int num_points() const { return static_cast<int>(dofs_.size()); }
   int num_obstacles() const { return static_cast<int>(obstacles_.size()); }
+  /// Global x-DOF of each contact point.
+  const std::vector<DofIndex>& dofs() const { return dofs_; }
+  const std::vector<std::shared_ptr<const Obstacle>>& obstacles() const { return obstacles_; }
+  const ContactSettings& settings() const { return settings_; }
+  /// Hybrid model: replaces the penalty friction of point k against obstacle o by the
+  /// sliding force (FrictionMode::kCoulomb, or kLagged along `lagged_direction` if it is
+  /// non-zero) in r, ∂r/∂q and ∂r/∂v.
+  void add_slip_correction(const TermContext& ctx, int k, int o, Assembly& out,
+                           const Vec3& lagged_direction = Vec3::Zero()) const;
+  /// ∂/∂p of add_slip_correction() (kCoulomb mode).
+  void slip_correction_param_derivatives(const TermContext& ctx, int k, int o, ParamSink& sink) const;
 
  private:
   std::vector<DofIndex> dofs_;
@@ -44,5 +57,11 @@ class PointContactTerm final : public Term {
   ContactSettings settings_;
   std::vector<int> stencil_;
 };
+
+/// add_slip_correction() for every recorded sliding point of a step.
+void add_slip_corrections(const std::vector<SlipPoint>& sliding, const TermContext& ctx, Assembly& out);
+/// slip_correction_param_derivatives() for every recorded sliding point of a step.
+void slip_corrections_param_derivatives(const std::vector<SlipPoint>& sliding, const TermContext& ctx,
+                                        ParamSink& sink);
 
 }  // namespace addsim

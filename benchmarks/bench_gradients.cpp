@@ -1,0 +1,109 @@
+// Gradient cost relative to the forward rollout (DESIGN.md §6, docs/validation/gradients.md):
+// one adjoint gradient (all parameters) vs its forward rollout, and direct sensitivities per
+// parameter, for the soft ball throw (scenes/soft_ball_throw.json), the cylinder drop
+// (scenes/cylinder_drop.json) and the mass-spring sheet with per-step controls
+// (tasks/sheet_controls.json). Counters: ratio = gradient time / forward time.
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "addsim/io/task.h"
+#include "addsim/objectives/objective_terms.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
+
+namespace {
+
+using namespace addsim;
+namespace fs = std::filesystem;
+
+// A scene, its objective (centre of mass of body 0 at the end, or the sheet task's) and one forward run.
+struct Case {
+  std::unique_ptr<Task> task;   // set when loaded from a task file
+  Scene scene;                  // otherwise
+  Objective objective;
+  const Model* model = nullptr;
+  const ObjectiveFunction* phi = nullptr;
+  std::vector<int> params;      // parameters for the direct pass
+};
+
+Case& get_case(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Case>> cases;
+  auto& c = cases[name];
+  if (c) return *c;
+  c = std::make_unique<Case>();
+  const fs::path src(ADDSIM_SOURCE_DIR);
+  if (name == "sheet_controls") {
+    c->task = std::make_unique<Task>(load_task_file(src / "tasks" / "sheet_controls.json"));
+    c->model = c->task->scene.model.get();
+    c->phi = &c->task->objective;
+    c->params = {c->task->selection.indices()[0]};
+  } else {
+    c->scene = load_scene_file(src / "scenes" / (name + ".json"));
+    c->model = c->scene.model.get();
+    c->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(1.0, 0.0, 0.1)));
+    c->phi = &c->objective;
+    c->params = {c->model->params().require("contact.kn").offset};
+  }
+  return *c;
+}
+
+void run_adjoint(benchmark::State& state, const std::string& name) {
+  Case& c = get_case(name);
+  Simulator sim(*c.model);
+  double forward = 0.0, gradient = 0.0;
+  int runs = 0;
+  for (auto _ : state) {
+    const Trajectory traj = sim.run(c.model->params().defaults());
+    if (!traj.completed()) {
+      state.SkipWithError(("forward run failed: " + traj.failure).c_str());
+      return;
+    }
+    const GradientResult g = gradient_adjoint(*c.model, traj, *c.phi);
+    forward += traj.wall_seconds;
+    gradient += g.wall_seconds;
+    ++runs;
+    benchmark::DoNotOptimize(g.dphi_dp.data());
+  }
+  state.counters["forward_s"] = forward / runs;
+  state.counters["adjoint_s"] = gradient / runs;
+  state.counters["ratio"] = gradient / forward;
+  state.counters["params"] = c.model->params().size();
+}
+
+void run_direct(benchmark::State& state, const std::string& name) {
+  Case& c = get_case(name);
+  Simulator sim(*c.model);
+  const Trajectory traj = sim.run(c.model->params().defaults());
+  if (!traj.completed()) {
+    state.SkipWithError(("forward run failed: " + traj.failure).c_str());
+    return;
+  }
+  double direct = 0.0;
+  int runs = 0;
+  for (auto _ : state) {
+    const DirectResult d = gradient_direct(*c.model, traj, *c.phi, c.params);
+    direct += d.wall_seconds;
+    ++runs;
+    benchmark::DoNotOptimize(d.dphi_dp.data());
+  }
+  state.counters["forward_s"] = traj.wall_seconds;
+  state.counters["direct_per_param_s"] = direct / runs / c.params.size();
+  state.counters["ratio_per_param"] = direct / runs / c.params.size() / traj.wall_seconds;
+}
+
+BENCHMARK_CAPTURE(run_adjoint, soft_ball_throw, std::string("soft_ball_throw"))->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(run_adjoint, cylinder_drop, std::string("cylinder_drop"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run_adjoint, sheet_controls, std::string("sheet_controls"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(run_direct, soft_ball_throw, std::string("soft_ball_throw"))->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(run_direct, cylinder_drop, std::string("cylinder_drop"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run_direct, sheet_controls, std::string("sheet_controls"))->Unit(benchmark::kMillisecond)->Iterations(5);
+
+}  // namespace
+
+BENCHMARK_MAIN();

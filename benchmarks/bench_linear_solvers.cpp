@@ -1,0 +1,223 @@
+// Linear solvers on a step Jacobian of a soft body in sliding frictional contact
+// (non-symmetric: friction), ≈ 8.2k DOF. Per refactorisation with the symbolic analysis
+// done once: UMFPACK, Eigen SparseLU, KLU; CHOLMOD (supernodal) on the symmetric part;
+// BiCGSTAB preconditioned by that Cholesky factor (iterations to 1e-12 relative residual).
+// Results go to docs/solver.md.
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include <Eigen/IterativeLinearSolvers>
+#include <cholmod.h>
+#include <klu.h>
+
+#include "addsim/fem/fem_builder.h"
+#include "addsim/mesh/mesh_generators.h"
+#include "addsim/solver/simulator.h"
+
+namespace {
+
+using namespace addsim;
+
+struct Problem {
+  std::unique_ptr<Model> model;
+  SparseMat J;      // step Jacobian
+  VecX values;      // its value array on the model's pattern
+  VecX rhs;
+};
+
+// A 0.3 m soft cube of 13³ cells (6 tets each) thrown sideways onto a frictional floor;
+// the Jacobian is taken after 40 steps, while it slides.
+const Problem& problem() {
+  static Problem P = [] {
+    Problem p;
+    p.model = std::make_unique<Model>();
+    Model& m = *p.model;
+    m.scheme_mut() = TimeScheme::make(Integrator::kBdf2, 0.005, 40);
+    ContactSettings contact;
+    contact.kn_param = m.params().add("contact.kn", "", ParamKind::kContact, VecX::Constant(1, 1e4), 1, 1, 0.0);
+    contact.kd_param = m.params().add("contact.kd", "", ParamKind::kContact, VecX::Constant(1, 0.0), 1, 1, 0.0);
+    const int fr = m.params().add("obstacles.0.friction", "", ParamKind::kContact, VecX::Constant(1, 0.4), 1, 1, 0.0);
+    std::vector<std::shared_ptr<const Obstacle>> obstacles{
+        std::make_shared<PlaneObstacle>("floor", fr, Vec3::Zero(), Vec3(0, 0, 1))};
+    const TetMesh mesh = make_box_mesh(Vec3::Constant(0.3), Eigen::Vector3i(13, 13, 13));
+    FemMaterial mat;
+    mat.youngs_modulus = 5e4;
+    mat.poisson_ratio = 0.3;
+    mat.density = 150;
+    mat.viscosity = 0.05;
+    FemInit init;
+    init.position = Vec3(0, 0, 0.16);
+    init.velocity = Vec3(1.5, 0, -0.5);
+    init.angular_velocity = Vec3(0, 2, 0);
+    FemOptions opt;
+    opt.gravity = Vec3(0, 0, -9.81);
+    add_fem_body(m, "cube", mesh, mat, init, opt, obstacles, contact);
+    m.finalize();
+    Simulator sim(m);
+    const VecX params = m.params().defaults();
+    const Trajectory t = sim.run(params);
+    if (!t.completed()) throw std::runtime_error(t.failure);
+    const int i = m.scheme().steps;
+    const VecX v = t.velocity(m.scheme(), i), a = t.acceleration(m.scheme(), i);
+    const TermContext ctx{t.q[i], v, a, params, i, m.scheme()};
+    Assembly out(&m.pattern(), &m.stencils());
+    out.reset(EvalMode::kResidualAndJacobians);
+    sim.evaluate(ctx, out);
+    const StepCoefficients& c = m.scheme().at(i);
+    p.values = out.kq + (c.cv[0] / m.scheme().h) * out.kv + (c.ca[0] / std::pow(m.scheme().h, 2)) * out.ka;
+    p.J = m.pattern().make_matrix(p.values);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-1, 1);
+    p.rhs.resize(m.num_dofs());
+    for (Eigen::Index k = 0; k < p.rhs.size(); ++k) p.rhs[k] = u(rng);
+    return p;
+  }();
+  return P;
+}
+
+double relative_residual(const SparseMat& A, const VecX& x, const VecX& b) { return (A * x - b).norm() / b.norm(); }
+
+void BM_Umfpack(benchmark::State& state) {
+  const Problem& p = problem();
+  auto lu = make_linear_solver(LinearSolverKind::kUmfpack, &p.model->pattern());
+  for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
+  VecX x;
+  lu->solve(p.rhs, x);
+  state.counters["dofs"] = p.J.rows();
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+}
+BENCHMARK(BM_Umfpack)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+void BM_EigenSparseLU(benchmark::State& state) {
+  const Problem& p = problem();
+  auto lu = make_linear_solver(LinearSolverKind::kEigenLu, &p.model->pattern());
+  for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
+  VecX x;
+  lu->solve(p.rhs, x);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+}
+BENCHMARK(BM_EigenSparseLU)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+void BM_Klu(benchmark::State& state) {
+  const Problem& p = problem();
+  const int n = static_cast<int>(p.J.rows());
+  klu_common common;
+  klu_defaults(&common);
+  auto* Ap = const_cast<int*>(p.J.outerIndexPtr());
+  auto* Ai = const_cast<int*>(p.J.innerIndexPtr());
+  auto* Ax = const_cast<double*>(p.J.valuePtr());
+  klu_symbolic* sym = klu_analyze(n, Ap, Ai, &common);
+  klu_numeric* num = nullptr;
+  for (auto _ : state) {
+    if (num) klu_free_numeric(&num, &common);
+    num = klu_factor(Ap, Ai, Ax, sym, &common);
+  }
+  VecX x = p.rhs;
+  klu_solve(sym, num, n, 1, x.data(), &common);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  klu_free_numeric(&num, &common);
+  klu_free_symbolic(&sym, &common);
+}
+BENCHMARK(BM_Klu)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+// CHOLMOD on the symmetric part S = (J + Jᵀ)/2 (lower triangle), supernodal.
+struct Cholmod {
+  cholmod_common c;
+  cholmod_sparse* S = nullptr;
+  cholmod_factor* L = nullptr;
+  SparseMat S_eigen;
+  Cholmod(const SparseMat& J) {
+    cholmod_start(&c);
+    c.supernodal = CHOLMOD_SUPERNODAL;
+    S_eigen = (0.5 * (J + SparseMat(J.transpose()))).triangularView<Eigen::Lower>();
+    S_eigen.makeCompressed();
+    S = cholmod_allocate_sparse(S_eigen.rows(), S_eigen.cols(), S_eigen.nonZeros(), 1, 1, -1, CHOLMOD_REAL, &c);
+    std::copy_n(S_eigen.outerIndexPtr(), S_eigen.cols() + 1, static_cast<int*>(S->p));
+    std::copy_n(S_eigen.innerIndexPtr(), S_eigen.nonZeros(), static_cast<int*>(S->i));
+    std::copy_n(S_eigen.valuePtr(), S_eigen.nonZeros(), static_cast<double*>(S->x));
+    L = cholmod_analyze(S, &c);
+  }
+  bool factorize() { return cholmod_factorize(S, L, &c) && c.status == CHOLMOD_OK; }
+  void solve(const VecX& b, VecX& x) {
+    cholmod_dense* B = cholmod_allocate_dense(b.size(), 1, b.size(), CHOLMOD_REAL, &c);
+    std::copy_n(b.data(), b.size(), static_cast<double*>(B->x));
+    cholmod_dense* X = cholmod_solve(CHOLMOD_A, L, B, &c);
+    x = Eigen::Map<VecX>(static_cast<double*>(X->x), b.size());
+    cholmod_free_dense(&B, &c);
+    cholmod_free_dense(&X, &c);
+  }
+  ~Cholmod() {
+    cholmod_free_factor(&L, &c);
+    cholmod_free_sparse(&S, &c);
+    cholmod_finish(&c);
+  }
+};
+
+void BM_CholmodBicgstabSolver(benchmark::State& state) {
+  const Problem& p = problem();
+  auto solver = make_linear_solver(LinearSolverKind::kCholmodBicgstab, &p.model->pattern());
+  VecX x;
+  for (auto _ : state) {
+    solver->factorize(p.values);
+    solver->solve(p.rhs, x);
+  }
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  state.SetLabel("factorize + one solve");
+}
+BENCHMARK(BM_CholmodBicgstabSolver)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+void BM_CholmodSymmetricPart(benchmark::State& state) {
+  const Problem& p = problem();
+  Cholmod ch(p.J);
+  bool ok = true;
+  for (auto _ : state) ok = ch.factorize();
+  state.counters["positive_definite"] = ok;
+}
+BENCHMARK(BM_CholmodSymmetricPart)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+// A preconditioner object for Eigen's BiCGSTAB applying the CHOLMOD factor.
+class CholmodPreconditioner {
+ public:
+  CholmodPreconditioner() = default;
+  template <class M>
+  explicit CholmodPreconditioner(const M&) {}
+  template <class M>
+  CholmodPreconditioner& analyzePattern(const M&) { return *this; }
+  template <class M>
+  CholmodPreconditioner& factorize(const M&) { return *this; }
+  template <class M>
+  CholmodPreconditioner& compute(const M&) { return *this; }
+  VecX solve(const VecX& b) const {
+    VecX x;
+    ch->solve(b, x);
+    return x;
+  }
+  Eigen::ComputationInfo info() const { return Eigen::Success; }
+  static Cholmod* ch;
+};
+Cholmod* CholmodPreconditioner::ch = nullptr;
+
+void BM_BicgstabCholmodPreconditioned(benchmark::State& state) {
+  const Problem& p = problem();
+  Cholmod ch(p.J);
+  CholmodPreconditioner::ch = &ch;
+  Eigen::BiCGSTAB<SparseMat, CholmodPreconditioner> solver;
+  solver.setTolerance(1e-12);
+  double iterations = 0, residual = 0;
+  for (auto _ : state) {
+    ch.factorize();
+    solver.compute(p.J);
+    const VecX x = solver.solve(p.rhs);
+    iterations = static_cast<double>(solver.iterations());
+    residual = relative_residual(p.J, x, p.rhs);
+  }
+  state.counters["iterations"] = iterations;
+  state.counters["rel_residual"] = residual;
+}
+BENCHMARK(BM_BicgstabCholmodPreconditioned)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,406 @@
+#include "addsim/cli/gradient_commands.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "addsim/cli/commands.h"
+#include "addsim/core/error.h"
+#include "addsim/io/task.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
+#include "addsim/sensitivity/finite_difference.h"
+
+namespace addsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// Relative gradcheck tolerances (adjoint vs central FD): smooth rollouts and contact-rich ones.
+constexpr double kSmoothTolerance = 1e-6;
+constexpr double kContactTolerance = 1e-4;
+// Adjoint and direct solve the same linear systems in a different order: they agree to round-off.
+constexpr double kAdjointDirectTolerance = 1e-9;
+// Relative errors use an absolute floor of this fraction of the selected gradient's norm.
+constexpr double kFloorFraction = 1e-8;
+
+void add_set_option(CLI::App& app, std::vector<std::string>& sets) {
+  app.add_option("--set", sets,
+                 "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON) before validation")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+// Runs the task's forward rollout at p; a failed run is an error (its gradient does not exist).
+Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p) {
+  Trajectory traj = sim.run(p);
+  if (!traj.completed())
+    throw SimulationError(task.source + ": forward run failed at step " + std::to_string(traj.failed_step) + ": " +
+                          traj.failure,
+                          traj.failed_step);
+  return traj;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  std::ofstream out(file);
+  out << text;
+  if (!out) throw InputError(file.string() + ": cannot write");
+}
+
+json term_report(const Task& task, const Trajectory& traj) {
+  json terms = json::array();
+  const std::vector<double> values = task.objective.term_values(*task.scene.model, traj);
+  for (int k = 0; k < task.objective.size(); ++k)
+    terms.push_back({{"type", task.term_types[k]}, {"value", values[k]}});
+  return terms;
+}
+
+std::function<int()> make_gradient(CLI::App& app) {
+  struct Options {
+    std::string task;
+    std::string method = "adjoint";
+    std::string out;
+    std::vector<std::string> sets;
+    bool scaled = false;
+  };
+  auto opt = std::make_shared<Options>();
+  app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
+  app.add_option("--method", opt->method, "adjoint (all parameters, one backward pass) or direct")
+      ->check(CLI::IsMember({"adjoint", "direct"}))
+      ->capture_default_str();
+  app.add_option("--out,-o", opt->out, "Also write the JSON to this file");
+  app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
+  add_set_option(app, opt->sets);
+  return [opt]() {
+    const Task task = load_task_file(opt->task, opt->sets);
+    const Model& model = *task.scene.model;
+    const VecX& p = task.p();
+    Simulator sim(model);
+    const Trajectory traj = run_forward(task, sim, p);
+    double phi = 0.0, seconds = 0.0;
+    VecX g;
+    if (opt->method == "adjoint") {
+      const GradientResult r = gradient_adjoint(model, traj, task.objective);
+      phi = r.phi;
+      seconds = r.wall_seconds;
+      g = opt->scaled ? task.selection.scaled_gradient(p, r.dphi_dp) : task.selection.select(r.dphi_dp);
+    } else {
+      const DirectResult r = gradient_direct(model, traj, task.objective, task.selection.indices());
+      phi = r.phi;
+      seconds = r.wall_seconds;
+      VecX full = VecX::Zero(p.size());
+      for (int k = 0; k < task.selection.size(); ++k) full[task.selection.indices()[k]] = r.dphi_dp[k];
+      g = opt->scaled ? task.selection.scaled_gradient(p, full) : task.selection.select(full);
+    }
+    json gradient = json::object(), values = json::object();
+    for (int k = 0; k < task.selection.size(); ++k) {
+      gradient[task.selection.names()[k]] = g[k];
+      values[task.selection.names()[k]] = p[task.selection.indices()[k]];
+    }
+    json out = {{"task", task.name},
+                {"method", opt->method},
+                {"scaled", opt->scaled},
+                {"phi", phi},
+                {"terms", term_report(task, traj)},
+                {"parameters", values},
+                {"gradient", gradient},
+                {"forward_seconds", traj.wall_seconds},
+                {"gradient_seconds", seconds}};
+    const std::string text = out.dump(2) + "\n";
+    std::fputs(text.c_str(), stdout);
+    if (!opt->out.empty()) write_text(opt->out, text);
+    return static_cast<int>(kOk);
+  };
+}
+
+std::function<int()> make_gradcheck(CLI::App& app) {
+  struct Options {
+    std::string task;
+    std::string out;
+    std::vector<std::string> sets;
+    double fd_step = 0.0;
+    bool contact = false;
+    double tolerance = 0.0;
+  };
+  auto opt = std::make_shared<Options>();
+  app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
+  app.add_option("--fd-step", opt->fd_step,
+                 "One relative central-difference step h (absolute step h*max(1,|p|)); default: a sweep")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--contact", opt->contact, "Contact-rich run: relative tolerance 1e-4 instead of 1e-6");
+  app.add_option("--tolerance", opt->tolerance, "Relative tolerance adjoint vs FD (overrides --contact)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file");
+  add_set_option(app, opt->sets);
+  return [opt]() {
+    const Task task = load_task_file(opt->task, opt->sets);
+    const Model& model = *task.scene.model;
+    const VecX& p = task.p();
+    Simulator sim(model);
+    const Trajectory traj = run_forward(task, sim, p);
+    const GradientResult adj = gradient_adjoint(model, traj, task.objective);
+    const DirectResult dir = gradient_direct(model, traj, task.objective, task.selection.indices());
+    const double tol = opt->tolerance > 0.0 ? opt->tolerance : opt->contact ? kContactTolerance : kSmoothTolerance;
+    std::vector<double> steps;
+    if (opt->fd_step > 0.0)
+      steps = {2.0 * opt->fd_step, opt->fd_step};
+    else if (opt->contact)
+      steps = {1e-4, 1e-5, 1e-6, 1e-7};
+    else
+      steps = {1e-3, 1e-4, 1e-5, 1e-6};
+    const VecX g_adj = task.selection.select(adj.dphi_dp);
+    const double floor = kFloorFraction * g_adj.norm();
+    bool ok = true;
+    json rows = json::array();
+    std::printf("%s: Phi = %.12e, %d parameters, tolerance %.1e (adjoint vs FD), %.1e (adjoint vs direct)\n",
+                task.name.c_str(), adj.phi, task.selection.size(), tol, kAdjointDirectTolerance);
+    std::printf("%-32s %14s %20s %20s %20s %10s %10s\n", "parameter", "value", "adjoint", "direct", "central FD",
+                "rel(dir)", "rel(FD)");
+    for (int k = 0; k < task.selection.size(); ++k) {
+      const int j = task.selection.indices()[k];
+      FdSweep fd;
+      std::string fd_failure;
+      try {
+        fd = gradient_fd_sweep(sim, task.objective, p, j, steps);
+      } catch (const SimulationError& e) {
+        fd_failure = e.what();
+      }
+      const double a = g_adj[k], d = dir.dphi_dp[k];
+      const double e_dir = std::abs(a - d) / std::max(std::abs(d), std::max(floor, 1e-300));
+      const double e_fd = fd_failure.empty()
+                              ? std::abs(a - fd.derivative) / std::max(std::abs(fd.derivative), std::max(floor, 1e-300))
+                              : std::numeric_limits<double>::infinity();
+      const bool pass = e_dir <= kAdjointDirectTolerance && e_fd <= tol;
+      ok = ok && pass;
+      std::printf("%-32s %14.6e %20.12e %20.12e %20.12e %10.2e %10.2e%s\n", task.selection.names()[k].c_str(), p[j],
+                  a, d, fd.derivative, e_dir, e_fd, pass ? "" : "  FAIL");
+      if (!pass && !fd_failure.empty()) std::printf("  finite differences failed: %s\n", fd_failure.c_str());
+      if (!pass && fd_failure.empty()) std::printf("%s", fd.report().c_str());
+      rows.push_back({{"name", task.selection.names()[k]},
+                      {"value", p[j]},
+                      {"adjoint", a},
+                      {"direct", d},
+                      {"fd", fd_failure.empty() ? json(fd.derivative) : json(nullptr)},
+                      {"fd_step", fd.step},
+                      {"rel_error_direct", e_dir},
+                      {"rel_error_fd", fd_failure.empty() ? json(e_fd) : json(nullptr)},
+                      {"pass", pass}});
+    }
+    if (!opt->out.empty()) {
+      const json out = {{"task", task.name},       {"phi", adj.phi},     {"tolerance_fd", tol},
+                        {"tolerance_direct", kAdjointDirectTolerance}, {"passed", ok}, {"parameters", rows}};
+      write_text(opt->out, out.dump(2) + "\n");
+    }
+    if (!ok) {
+      std::cerr << "addsim: error: " << task.source << ": gradient check failed (see the table on stdout)\n";
+      return kGradcheckFailed;
+    }
+    std::printf("gradcheck passed\n");
+    return static_cast<int>(kOk);
+  };
+}
+
+// "a:b" → (a, b); InputError naming `what` otherwise.
+std::pair<double, double> parse_range(const std::string& text, const std::string& what) {
+  const auto colon = text.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    std::size_t u1 = 0, u2 = 0;
+    const std::string sa = text.substr(0, colon), sb = text.substr(colon + 1);
+    const double a = std::stod(sa, &u1), b = std::stod(sb, &u2);
+    if (u1 != sa.size() || u2 != sb.size() || !std::isfinite(a) || !std::isfinite(b)) throw std::invalid_argument("");
+    return {a, b};
+  } catch (const std::exception&) {
+    throw InputError("--range: " + what + " must be a:b with finite numbers, got \"" + text + "\"");
+  }
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(s);
+  while (std::getline(in, cell, sep)) out.push_back(cell);
+  if (!s.empty() && s.back() == sep) out.push_back("");
+  return out;
+}
+
+std::function<int()> make_landscape(CLI::App& app) {
+  struct Options {
+    std::string task;
+    std::string axes;
+    std::string grid;
+    std::string range;
+    std::string out;
+    std::vector<std::string> sets;
+    int threads = 0;
+    bool no_png = false;
+  };
+  auto opt = std::make_shared<Options>();
+  app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
+  app.add_option("--axes", opt->axes, "Two scalar parameter paths P1,P2, e.g. bodies.0.velocity.0.0,contact.kn")
+      ->required();
+  app.add_option("--grid", opt->grid, "Grid size NxM (N values of P1, M of P2)")->required();
+  app.add_option("--range", opt->range, "Ranges a:b,c:d of P1 and P2 (parameter units)")->required();
+  app.add_option("--out,-o", opt->out, "Output directory (landscape.csv, landscape.png)")->required();
+  app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-png", opt->no_png, "Write only the CSV");
+  add_set_option(app, opt->sets);
+  return [opt]() {
+    const Task task = load_task_file(opt->task, opt->sets);
+    const Model& model = *task.scene.model;
+    const VecX p = task.p();
+    // Axes: two scalar parameters.
+    const std::vector<std::string> axes = split(opt->axes, ',');
+    if (axes.size() != 2) throw InputError("--axes: need two parameter paths P1,P2, got \"" + opt->axes + "\"");
+    int idx[2];
+    for (int a = 0; a < 2; ++a) {
+      const ParamRange r = model.params().require(axes[a]);
+      if (r.size != 1)
+        throw InputError("--axes: " + axes[a] + " has " + std::to_string(r.size) +
+                         " values; name one scalar (e.g. " + model.params().name_of(r.offset) + ")");
+      idx[a] = r.offset;
+    }
+    if (idx[0] == idx[1]) throw InputError("--axes: the two axes are the same parameter");
+    // Grid NxM (also N×M).
+    std::string g = opt->grid;
+    for (const std::string mult : {"\xC3\x97", "X"}) {
+      const auto pos = g.find(mult);
+      if (pos != std::string::npos) g.replace(pos, mult.size(), "x");
+    }
+    const auto xs = split(g, 'x');
+    int n[2] = {0, 0};
+    try {
+      if (xs.size() != 2) throw std::invalid_argument("");
+      for (int a = 0; a < 2; ++a) {
+        std::size_t used = 0;
+        n[a] = std::stoi(xs[a], &used);
+        if (used != xs[a].size() || n[a] < 2) throw std::invalid_argument("");
+      }
+    } catch (const std::exception&) {
+      throw InputError("--grid: must be NxM with integers >= 2, got \"" + opt->grid + "\"");
+    }
+    const auto ranges = split(opt->range, ',');
+    if (ranges.size() != 2) throw InputError("--range: must be a:b,c:d, got \"" + opt->range + "\"");
+    const auto r0 = parse_range(ranges[0], axes[0]), r1 = parse_range(ranges[1], axes[1]);
+    const double lo[2] = {r0.first, r1.first}, hi[2] = {r0.second, r1.second};
+    // Every grid point must be a valid parameter value.
+    for (int a = 0; a < 2; ++a)
+      for (double v : {lo[a], hi[a]}) {
+        VecX q = p;
+        q[idx[a]] = v;
+        try {
+          model.params().check(q);
+        } catch (const InputError& e) {
+          throw InputError(std::string("--range: ") + e.what());
+        }
+      }
+
+    // Evaluate the grid in parallel: one Simulator per thread, points handed out by an atomic counter.
+    const int total = n[0] * n[1];
+    struct Point {
+      double x = 0, y = 0, phi = 0, g0 = 0, g1 = 0;
+      std::string failure;
+    };
+    std::vector<Point> points(total);
+    const int threads = std::max(1, std::min(total, opt->threads > 0 ? opt->threads
+                                                                     : static_cast<int>(std::thread::hardware_concurrency())));
+    std::atomic<int> next{0}, done{0};
+    std::mutex progress_mutex;
+    const auto start = std::chrono::steady_clock::now();
+    auto worker = [&]() {
+      Simulator sim(model);
+      for (int k = next++; k < total; k = next++) {
+        Point& pt = points[k];
+        const int i = k / n[1], j = k % n[1];
+        pt.x = lo[0] + (hi[0] - lo[0]) * i / (n[0] - 1);
+        pt.y = lo[1] + (hi[1] - lo[1]) * j / (n[1] - 1);
+        VecX q = p;
+        q[idx[0]] = pt.x;
+        q[idx[1]] = pt.y;
+        try {
+          const Trajectory traj = sim.run(q);
+          if (!traj.completed()) {
+            pt.failure = "step " + std::to_string(traj.failed_step) + ": " + traj.failure;
+          } else {
+            const GradientResult r = gradient_adjoint(model, traj, task.objective);
+            pt.phi = r.phi;
+            pt.g0 = r.dphi_dp[idx[0]];
+            pt.g1 = r.dphi_dp[idx[1]];
+          }
+        } catch (const std::exception& e) {
+          pt.failure = e.what();
+        }
+        const int d = ++done;
+        if ((d * 10) / total != ((d - 1) * 10) / total) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, total,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+
+    // CSV: one row per grid point; failed points have NaN values and completed = 0.
+    const fs::path out(opt->out);
+    fs::create_directories(out);
+    std::ostringstream csv;
+    csv.precision(17);
+    csv << "i,j," << axes[0] << "," << axes[1] << ",phi,dphi_d" << axes[0] << ",dphi_d" << axes[1] << ",completed\n";
+    int failed = 0;
+    std::string first_failure;
+    for (int k = 0; k < total; ++k) {
+      const Point& pt = points[k];
+      const bool okp = pt.failure.empty();
+      if (!okp && failed++ == 0) first_failure = pt.failure;
+      csv << k / n[1] << "," << k % n[1] << "," << pt.x << "," << pt.y << ",";
+      if (okp)
+        csv << pt.phi << "," << pt.g0 << "," << pt.g1 << ",1\n";
+      else
+        csv << "nan,nan,nan,0\n";
+    }
+    write_text(out / "landscape.csv", csv.str());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s: %d grid points on %d threads in %.2f s; wrote %s\n", task.name.c_str(), total, threads, seconds,
+                (out / "landscape.csv").string().c_str());
+    if (!opt->no_png) {
+      const char* env = std::getenv("ADDSIM_SOURCE_DIR");
+      const fs::path script = fs::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT) / "scripts" / "plot_landscape.py";
+      const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + (out / "landscape.csv").string() +
+                              "' '" + (out / "landscape.png").string() + "' --title '" + task.name + "'";
+      if (std::system(cmd.c_str()) != 0)
+        throw InternalError("plotting failed: " + cmd + " (use --no-png to skip the PNG)");
+      std::printf("wrote %s\n", (out / "landscape.png").string().c_str());
+    }
+    if (failed > 0)
+      throw SimulationError(task.source + ": " + std::to_string(failed) + " of " + std::to_string(total) +
+                            " grid points failed (NaN rows in landscape.csv); first: " + first_failure,
+                            -1);
+    return static_cast<int>(kOk);
+  };
+}
+
+}  // namespace
+
+std::function<int()> setup_gradient(CLI::App& app) { return make_gradient(app); }
+std::function<int()> setup_gradcheck(CLI::App& app) { return make_gradcheck(app); }
+std::function<int()> setup_landscape(CLI::App& app) { return make_landscape(app); }
+
+}  // namespace addsim::cli

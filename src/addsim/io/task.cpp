@@ -1,0 +1,485 @@
+#include "addsim/io/task.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "addsim/core/error.h"
+#include "addsim/io/json_path.h"
+#include "addsim/io/json_reader.h"
+#include "addsim/objectives/objective_terms.h"
+#include "addsim/objectives/tracking_terms.h"
+
+namespace addsim {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& file, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw InputError(file.string() + ": no such " + what);
+  if (fs::is_directory(file, ec)) throw InputError(file.string() + ": is a directory, not a " + what);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Everything a term parser needs.
+struct TaskContext {
+  Task* task = nullptr;
+  fs::path dir;  // directory of the task file (data paths are relative to it)
+  VecX q0;       // initial state at the scene defaults (markers given by position embed here)
+};
+
+int integer_value(const json& v, const std::string& source, const std::string& path) {
+  if (!v.is_number_integer()) fail_at(source, path, "must be an integer, got " + describe(v));
+  return v.get<int>();
+}
+
+bool boolean(ObjectReader& r, const std::string& key, bool fallback) {
+  if (!r.has(key)) return fallback;
+  const json& v = r.raw(key);
+  if (!v.is_boolean()) r.fail(key, "must be true or false, got " + describe(v));
+  return v.get<bool>();
+}
+
+// A body named by index or by its scene name.
+int body_ref(ObjectReader& r, const Task& t, const std::string& key = "body") {
+  const auto& bodies = t.scene.bodies;
+  const json& v = r.has(key) ? r.raw(key) : json(0);
+  if (v.is_number_integer()) {
+    const int i = v.get<int>();
+    if (i < 0 || i >= static_cast<int>(bodies.size()))
+      r.fail(key, "body " + std::to_string(i) + " does not exist (the scene has " + std::to_string(bodies.size()) +
+                      ")");
+    return i;
+  }
+  if (v.is_string()) {
+    for (size_t i = 0; i < bodies.size(); ++i)
+      if (bodies[i].name == v.get<std::string>()) return static_cast<int>(i);
+    r.fail(key, "no body named " + describe(v));
+  }
+  r.fail(key, "must be a body index or name, got " + describe(v));
+}
+
+int handle_ref(ObjectReader& r, const Task& t) {
+  const auto& handles = t.scene.model->handles();
+  const json& v = r.has("handle") ? r.raw("handle") : json(0);
+  if (v.is_number_integer()) {
+    const int i = v.get<int>();
+    if (i < 0 || i >= static_cast<int>(handles.size())) r.fail("handle", "handle " + std::to_string(i) + " does not exist");
+    return i;
+  }
+  if (v.is_string()) {
+    for (size_t i = 0; i < handles.size(); ++i)
+      if (handles[i].name == v.get<std::string>()) return static_cast<int>(i);
+    r.fail("handle", "no handle named " + describe(v));
+  }
+  r.fail("handle", "must be a handle index or name, got " + describe(v));
+}
+
+// "steps": [first, last] or "step": i (negative: from the end); `fallback` when neither.
+StepWindow window(ObjectReader& r, StepWindow fallback, int n) {
+  const bool has_steps = r.has("steps"), has_step = r.has("step");
+  if (has_steps && has_step) r.fail("step", "give either step or steps, not both");
+  StepWindow w = fallback;
+  if (has_step) {
+    const int i = integer_value(r.raw("step"), r.source(), join_path(r.path(), "step"));
+    w = StepWindow::at(i);
+  } else if (has_steps) {
+    const json& v = r.raw("steps");
+    const std::string p = join_path(r.path(), "steps");
+    if (!v.is_array() || v.size() != 2) fail_at(r.source(), p, "must be [first, last], got " + describe(v));
+    w = StepWindow::range(integer_value(v[0], r.source(), p + ".0"), integer_value(v[1], r.source(), p + ".1"));
+  }
+  try {
+    w.resolve(n, "window");
+  } catch (const InputError&) {
+    r.fail(has_step ? "step" : "steps", "is empty or outside steps [0, " + std::to_string(n) + "] (negative counts from the end)");
+  }
+  return w;
+}
+
+int absolute_step(ObjectReader& r, const std::string& key, int n) {
+  int i = integer_value(r.raw(key), r.source(), join_path(r.path(), key));
+  if (i < 0) i += n + 1;
+  if (i < 0 || i > n) r.fail(key, "is outside steps [0, " + std::to_string(n) + "]");
+  return i;
+}
+
+std::vector<Marker> parse_markers(ObjectReader& r, int body, const TaskContext& c) {
+  const Model& model = *c.task->scene.model;
+  const json& list = r.list("markers");
+  if (list.empty()) r.fail("markers", "needs at least one marker");
+  std::vector<Marker> markers;
+  for (size_t k = 0; k < list.size(); ++k) {
+    ObjectReader m(list[k], join_path(r.path(), "markers." + std::to_string(k)), r.source());
+    const int given = m.has("position") + m.has("node") + m.has("tet") + m.has("local");
+    if (given != 1) fail_at(m.source(), m.path(), "give exactly one of position, node, tet (with weights) or local");
+    try {
+      if (m.has("position")) {
+        markers.push_back(embed_marker(model, body, c.q0, m.vec3("position", std::nullopt)));
+      } else if (m.has("node")) {
+        markers.push_back(node_marker(model, body, m.integer("node", std::nullopt, 0)));
+      } else if (m.has("local")) {
+        markers.push_back(rigid_marker(model, body, m.vec3("local", std::nullopt)));
+      } else {
+        const int tet = m.integer("tet", std::nullopt, 0);
+        const json& w = m.raw("weights");
+        if (!w.is_array() || w.size() != 4) m.fail("weights", "must be 4 barycentric weights, got " + describe(w));
+        std::array<double, 4> ws{};
+        for (int a = 0; a < 4; ++a)
+          ws[a] = to_number(w[a], m.source(), join_path(m.path(), "weights." + std::to_string(a)), Bound::kAny);
+        markers.push_back(tet_marker(model, body, tet, ws));
+      }
+    } catch (const InputError& e) {
+      if (std::string(e.what()).find(m.source()) == 0) throw;
+      fail_at(m.source(), m.path(), e.what());
+    }
+    m.finish();
+  }
+  return markers;
+}
+
+// Marker data from CSV: columns step, marker, x, y, z[, visible]; missing rows are invisible.
+std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_markers, const TaskContext& c, int n) {
+  const fs::path file = c.dir / r.string("data", std::nullopt);
+  const auto [header, rows] = read_numeric_csv(file);
+  const std::vector<std::string> need = {"step", "marker", "x", "y", "z"};
+  if (header.size() < 5 || !std::equal(need.begin(), need.end(), header.begin()) ||
+      (header.size() == 6 && header[5] != "visible") || header.size() > 6)
+    r.fail("data", file.string() + ": header must be step,marker,x,y,z[,visible]");
+  std::map<int, MarkerFrame> frames;
+  for (size_t l = 0; l < rows.size(); ++l) {
+    const auto& row = rows[l];
+    const std::string where = file.string() + ":" + std::to_string(l + 2);
+    const double step = row[0], marker = row[1];
+    if (step != std::floor(step) || step < 0 || step > n)
+      throw InputError(where + ": step must be an integer in [0, " + std::to_string(n) + "]");
+    if (marker != std::floor(marker) || marker < 0 || marker >= static_cast<double>(num_markers))
+      throw InputError(where + ": marker must be an integer in [0, " + std::to_string(num_markers - 1) + "]");
+    MarkerFrame& f = frames[static_cast<int>(step)];
+    if (f.positions.empty()) {
+      f.step = static_cast<int>(step);
+      f.positions.assign(num_markers, Vec3::Zero());
+      f.visible.assign(num_markers, false);
+    }
+    const bool visible = header.size() == 6 ? row[5] != 0.0 : true;
+    const Vec3 x(row[2], row[3], row[4]);
+    if (visible && !x.allFinite()) throw InputError(where + ": a visible marker needs finite x, y, z");
+    f.positions[static_cast<int>(marker)] = visible ? x : Vec3::Zero();
+    f.visible[static_cast<int>(marker)] = visible;
+  }
+  std::vector<MarkerFrame> out;
+  for (auto& [s, f] : frames) out.push_back(std::move(f));
+  return out;
+}
+
+std::vector<MarkerFrame> marker_frames_inline(ObjectReader& r, size_t num_markers, int n) {
+  const json& list = r.list("frames");
+  std::vector<MarkerFrame> frames;
+  for (size_t k = 0; k < list.size(); ++k) {
+    ObjectReader f(list[k], join_path(r.path(), "frames." + std::to_string(k)), r.source());
+    MarkerFrame frame;
+    frame.step = absolute_step(f, "step", n);
+    frame.positions = f.vec3_list("positions");
+    if (frame.positions.size() != num_markers)
+      f.fail("positions", "has " + std::to_string(frame.positions.size()) + " entries for " +
+                              std::to_string(num_markers) + " markers");
+    frame.visible.assign(num_markers, true);
+    if (f.has("visible")) {
+      const json& v = f.raw("visible");
+      if (!v.is_array() || v.size() != num_markers) f.fail("visible", "must list one true/false per marker");
+      for (size_t m = 0; m < num_markers; ++m) {
+        if (!v[m].is_boolean()) fail_at(f.source(), join_path(f.path(), "visible." + std::to_string(m)), "must be true or false");
+        frame.visible[m] = v[m].get<bool>();
+      }
+    }
+    f.finish();
+    frames.push_back(std::move(frame));
+  }
+  if (frames.empty()) r.fail("frames", "needs at least one frame");
+  return frames;
+}
+
+std::vector<PointCloudFrame> point_cloud_frames(ObjectReader& r, const TaskContext& c, int n) {
+  std::map<int, PointCloudFrame> frames;
+  if (r.has("data")) {
+    const fs::path file = c.dir / r.string("data", std::nullopt);
+    const auto [header, rows] = read_numeric_csv(file);
+    if (header != std::vector<std::string>{"step", "x", "y", "z"}) r.fail("data", file.string() + ": header must be step,x,y,z");
+    for (size_t l = 0; l < rows.size(); ++l) {
+      const auto& row = rows[l];
+      const std::string where = file.string() + ":" + std::to_string(l + 2);
+      if (row[0] != std::floor(row[0]) || row[0] < 0 || row[0] > n)
+        throw InputError(where + ": step must be an integer in [0, " + std::to_string(n) + "]");
+      const Vec3 x(row[1], row[2], row[3]);
+      if (!x.allFinite()) throw InputError(where + ": x, y, z must be finite");
+      PointCloudFrame& f = frames[static_cast<int>(row[0])];
+      f.step = static_cast<int>(row[0]);
+      f.points.push_back(x);
+    }
+  } else {
+    const json& list = r.list("frames");
+    for (size_t k = 0; k < list.size(); ++k) {
+      ObjectReader f(list[k], join_path(r.path(), "frames." + std::to_string(k)), r.source());
+      const int step = absolute_step(f, "step", n);
+      PointCloudFrame& frame = frames[step];
+      frame.step = step;
+      for (const Vec3& x : f.vec3_list("points")) frame.points.push_back(x);
+      f.finish();
+    }
+  }
+  if (frames.empty()) r.fail("data", "needs point-cloud data (data file or frames)");
+  std::vector<PointCloudFrame> out;
+  for (auto& [s, f] : frames) out.push_back(std::move(f));
+  return out;
+}
+
+void parse_term(ObjectReader& r, TaskContext& c) {
+  Task& t = *c.task;
+  const Model& model = *t.scene.model;
+  const int n = model.scheme().steps;
+  const std::string type =
+      r.choice("type", std::nullopt,
+               {"com_target", "com_coordinate", "com_line", "markers", "feature_points", "point_cloud", "pose", "control_smoothness",
+                "soft_min_distance"});
+  const double weight = r.number("weight", 1.0, Bound::kNonNegative);
+  std::unique_ptr<ObjectiveTerm> term;
+  std::unique_ptr<ObjectiveTerm> extra;  // the upright regulariser of a pose term
+  double extra_weight = 0.0;
+  if (type == "com_target") {
+    const int body = body_ref(r, t);
+    term = std::make_unique<CenterOfMassTarget>(body, r.vec3("target", std::nullopt), window(r, StepWindow::final_step(), n));
+  } else if (type == "com_coordinate") {
+    const int body = body_ref(r, t);
+    const Vec3 axis = r.vec3("axis", std::nullopt);
+    if (!(axis.norm() > 0.0)) r.fail("axis", "must be non-zero");
+    term = std::make_unique<CenterOfMassCoordinate>(body, axis, window(r, StepWindow::final_step(), n));
+  } else if (type == "com_line") {
+    const int body = body_ref(r, t);
+    const Vec3 point = r.vec3("point", std::nullopt);
+    const Vec3 dir = r.vec3("direction", std::nullopt);
+    if (!(dir.norm() > 0.0)) r.fail("direction", "must be non-zero");
+    term = std::make_unique<CenterOfMassLine>(body, point, dir, window(r, StepWindow::range(0, -1), n));
+  } else if (type == "markers" || type == "feature_points") {
+    const int body = body_ref(r, t);
+    std::vector<Marker> markers = parse_markers(r, body, c);
+    std::vector<MarkerFrame> frames = type == "markers" ? marker_frames_from_csv(r, markers.size(), c, n)
+                                                        : marker_frames_inline(r, markers.size(), n);
+    term = std::make_unique<MarkerTrajectories>(std::move(markers), std::move(frames));
+  } else if (type == "point_cloud") {
+    const int body = body_ref(r, t);
+    if (model.bodies()[body]->kind() != BodyKind::kFem) r.fail("body", "must be an FEM body (it has no boundary triangles)");
+    term = std::make_unique<PointCloudDistance>(body, point_cloud_frames(r, c, n));
+  } else if (type == "pose") {
+    const int body = body_ref(r, t);
+    if (model.bodies()[body]->kind() == BodyKind::kRigid) r.fail("body", "must be a particle or FEM body (pose targets nodes)");
+    const json& nodes = r.list("nodes");
+    const std::vector<Vec3> targets = r.vec3_list("targets");
+    if (nodes.size() != targets.size())
+      r.fail("targets", "has " + std::to_string(targets.size()) + " entries for " + std::to_string(nodes.size()) + " nodes");
+    std::vector<DofIndex> dofs;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const std::string p = join_path(r.path(), "nodes." + std::to_string(k));
+      const int node = integer_value(nodes[k], r.source(), p);
+      try {
+        dofs.push_back(node_marker(model, body, node).dofs[0]);
+      } catch (const InputError& e) {
+        fail_at(r.source(), p, e.what());
+      }
+    }
+    const StepWindow w = window(r, StepWindow::final_step(), n);
+    term = std::make_unique<PointTargets>(std::move(dofs), targets, w);
+    if (r.has("upright")) {
+      ObjectReader u(r.raw("upright"), join_path(r.path(), "upright"), r.source());
+      const Marker bottom = node_marker(model, body, u.integer("bottom", std::nullopt, 0));
+      const Marker top = node_marker(model, body, u.integer("top", std::nullopt, 0));
+      const Vec3 up = u.vec3("direction", Vec3::UnitZ());
+      if (!(up.norm() > 0.0)) u.fail("direction", "must be non-zero");
+      const double uw = u.number("weight", 1.0, Bound::kNonNegative);
+      const StepWindow uwin = window(u, w, n);
+      u.finish();
+      extra = std::make_unique<UprightAxis>(bottom, top, up, uwin);
+      extra_weight = weight * uw;
+    }
+  } else if (type == "control_smoothness") {
+    const int handle = handle_ref(r, t);
+    StepWindow rows = StepWindow::range(0, -1);
+    if (r.has("rows")) {
+      const json& v = r.raw("rows");
+      const std::string p = join_path(r.path(), "rows");
+      if (!v.is_array() || v.size() != 2) fail_at(r.source(), p, "must be [first, last], got " + describe(v));
+      rows = StepWindow::range(integer_value(v[0], r.source(), p + ".0"), integer_value(v[1], r.source(), p + ".1"));
+      try {
+        rows.resolve(n, "rows");
+      } catch (const InputError&) {
+        r.fail("rows", "is empty or outside rows [0, " + std::to_string(n) + "]");
+      }
+    }
+    term = std::make_unique<ControlSmoothness>(handle, rows);
+  } else {
+    const int body = body_ref(r, t);
+    const Vec3 target = r.vec3("target", std::nullopt);
+    const double alpha = r.number("alpha", std::nullopt, Bound::kPositive);
+    const StepWindow w = window(r, StepWindow::range(0, -1), n);
+    if (r.has("marker")) {
+      ObjectReader m(r.raw("marker"), join_path(r.path(), "marker"), r.source());
+      Marker marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
+                      : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
+                                       : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
+      m.finish();
+      term = std::make_unique<SoftMinDistance>(marker, target, alpha, w);
+    } else {
+      term = std::make_unique<SoftMinDistance>(body, target, alpha, w);
+    }
+  }
+  r.finish();
+  t.objective.add(weight, std::move(term));
+  t.term_types.push_back(type);
+  if (extra) {
+    t.objective.add(extra_weight, std::move(extra));
+    t.term_types.push_back("upright");
+  }
+}
+
+std::vector<ParameterSpec> parse_parameters(ObjectReader& top) {
+  const json& list = top.list("parameters");
+  if (list.empty()) top.fail("parameters", "needs at least one parameter path");
+  std::vector<ParameterSpec> specs;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const std::string path = "parameters." + std::to_string(k);
+    ParameterSpec s;
+    if (list[k].is_string()) {
+      s.path = list[k].get<std::string>();
+    } else {
+      ObjectReader r(list[k], path, top.source());
+      s.path = r.string("path", std::nullopt);
+      s.log_scale = boolean(r, "log", false);
+      s.lower = r.number("lower", -std::numeric_limits<double>::infinity());
+      s.upper = r.number("upper", std::numeric_limits<double>::infinity());
+      r.finish();
+    }
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+}  // namespace
+
+std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(const fs::path& file) {
+  std::istringstream in(read_text(file, "data file"));
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::string cell;
+    std::istringstream ls(s);
+    while (std::getline(ls, cell, ',')) {
+      const auto a = cell.find_first_not_of(" \t\r"), b = cell.find_last_not_of(" \t\r");
+      out.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+    }
+    if (!s.empty() && s.back() == ',') out.push_back("");
+    return out;
+  };
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto cells = split(line);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    if (cells.size() != header.size())
+      throw InputError(file.string() + ":" + std::to_string(lineno) + ": " + std::to_string(cells.size()) +
+                       " columns, the header has " + std::to_string(header.size()));
+    std::vector<double> row;
+    for (const std::string& cell : cells) {
+      if (cell.empty() || cell == "nan" || cell == "NaN") {
+        row.push_back(std::numeric_limits<double>::quiet_NaN());
+        continue;
+      }
+      std::size_t used = 0;
+      double v = 0.0;
+      try {
+        v = std::stod(cell, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != cell.size() || !std::isfinite(v))
+        throw InputError(file.string() + ":" + std::to_string(lineno) + ": \"" + cell + "\" is not a finite number");
+      row.push_back(v);
+    }
+    rows.push_back(std::move(row));
+  }
+  if (header.empty()) throw InputError(file.string() + ": empty data file (a header line is required)");
+  return {header, rows};
+}
+
+Task load_task_file(const fs::path& file, const std::vector<std::string>& overrides) {
+  const std::string source = file.string();
+  json doc = parse_json_text(read_text(file, "task file"), source);
+  if (!doc.is_object()) fail_at(source, "", "a task must be a JSON object");
+  // Split the overrides: scene.<path> goes to the scene, everything else to the task.
+  std::vector<std::string> scene_overrides;
+  for (const std::string& o : overrides) {
+    if (o.rfind("scene.", 0) == 0) {
+      scene_overrides.push_back(o.substr(6));
+      continue;
+    }
+    try {
+      apply_override(doc, o);
+    } catch (const InputError& e) {
+      throw InputError(source + ": " + e.what());
+    }
+  }
+
+  Task t;
+  t.source = source;
+  t.json = doc;
+  ObjectReader top(t.json, "", source);
+  t.name = top.string("name", file.stem().string());
+  t.description = top.string("description", "");
+  const fs::path scene_file = file.parent_path() / top.string("scene", std::nullopt);
+  std::vector<std::string> scene_sets;
+  if (top.has("set")) {
+    const json& set = top.raw("set");
+    if (!set.is_object()) top.fail("set", "must be an object of PATH: value overrides, got " + describe(set));
+    for (const auto& [path, value] : set.items()) scene_sets.push_back(path + "=" + value.dump());
+  }
+  scene_sets.insert(scene_sets.end(), scene_overrides.begin(), scene_overrides.end());
+  t.scene = load_scene_file(scene_file, scene_sets);
+  const Model& model = *t.scene.model;
+
+  t.specs = parse_parameters(top);
+  try {
+    t.selection = ParameterSelection(model.params(), t.specs);
+    t.selection.check_bounds(model.params().defaults());
+  } catch (const InputError& e) {
+    top.fail("parameters", e.what());
+  }
+
+  TaskContext c;
+  c.task = &t;
+  c.dir = file.parent_path();
+  VecX v0;
+  model.initial_state(model.params().defaults(), c.q0, v0);
+  const json& terms = top.list("objective");
+  if (terms.empty()) top.fail("objective", "needs at least one term");
+  for (size_t k = 0; k < terms.size(); ++k) {
+    ObjectReader r(terms[k], "objective." + std::to_string(k), source);
+    parse_term(r, c);
+  }
+  top.finish();
+  return t;
+}
+
+}  // namespace addsim

@@ -1,0 +1,453 @@
+#include "addsim/solver/hybrid_contact.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <Eigen/Eigenvalues>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+// Same constants as the penalty solver (solver/simulator.cpp).
+constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
+constexpr double kArmijo = 1e-4;
+constexpr double kStepFloor = 1e-12;
+constexpr double kFirstDamping = 1e-4;
+constexpr double kMaxDamping = 1e4;
+// Eigenvalues of CᵀC below this fraction of the largest are not enforced (redundant or
+// nearly redundant constraint directions of a rigid body, e.g. 4 coplanar corners: rank 3).
+constexpr double kRankTolerance = 1e-8;
+using Mat26 = Eigen::Matrix<double, 2, 6>;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Vec6 = Eigen::Matrix<double, 6, 1>;
+}  // namespace
+
+HybridContact::HybridContact(const Model& model) : model_(model) {
+  for (const auto& t : model.terms()) {
+    const auto* term = dynamic_cast<const PointContactTerm*>(t.get());
+    if (!term || term->settings().model != ContactModel::kHybrid) continue;
+    for (const auto& o : term->obstacles())
+      if (!dynamic_cast<const PlaneObstacle*>(o.get()))
+        throw InputError("hybrid contact supports planar obstacles only (obstacle '" + o->name() + "')");
+    for (int k = 0; k < term->num_points(); ++k) points_.push_back({term, k, term->dofs()[k]});
+  }
+  for (const auto& t : model.terms()) {
+    const auto* term = dynamic_cast<const RigidContactTerm*>(t.get());
+    if (!term || term->settings().model != ContactModel::kHybrid) continue;
+    const DofIndex dof = term->body().dof();
+    int b = 0;
+    while (b < static_cast<int>(rbodies_.size()) && rbodies_[b].dof != dof) ++b;
+    if (b == static_cast<int>(rbodies_.size())) rbodies_.push_back({dof, {}, -1});
+    for (int k = 0; k < term->num_points(); ++k) {
+      rbodies_[b].points.push_back(static_cast<int>(rpoints_.size()));
+      rpoints_.push_back({term, k, b});
+    }
+  }
+  rstuck_on_.assign(rpoints_.size(), -1);
+  rchanges_.assign(rpoints_.size(), 0);
+  if (!points_.empty() || !rpoints_.empty()) rows_ = StickRows(model.pattern());
+  stuck_on_.assign(points_.size(), -1);
+  released_on_.assign(points_.size(), -1);
+  lagged_.assign(points_.size(), Vec3::Zero());
+  changes_.assign(points_.size(), 0);
+}
+
+void HybridContact::rebuild_sticks() {
+  sticks_.clear();
+  slips_.clear();
+  for (size_t j = 0; j < points_.size(); ++j) {
+    if (released_on_[j] >= 0) slips_.push_back({points_[j].term, points_[j].k, released_on_[j]});
+    if (stuck_on_[j] < 0) continue;
+    StickPoint s;
+    s.dof = points_[j].dof;
+    s.obstacle = stuck_on_[j];
+    s.n = static_cast<const PlaneObstacle&>(*points_[j].term->obstacles()[s.obstacle]).normal();
+    tangent_basis(s.n, s.t1, s.t2);
+    sticks_.push_back(s);
+  }
+}
+
+int HybridContact::update_labels(const TermContext& ctx, const VecX& r, ContactState* record) {
+  int changed = 0;
+  for (size_t j = 0; j < points_.size(); ++j) {
+    const Point& pt = points_[j];
+    const int no = pt.term->num_obstacles();
+    if (record) {
+      for (int o = 0; o < no; ++o)
+        if (pt.term->force(ctx, pt.k, o).regime != ContactRegime::kSeparated) {
+          record->touching.push_back(pt.dof);
+          break;
+        }
+    }
+    if (stuck_on_[j] >= 0) {
+      const int o = stuck_on_[j];
+      const ContactForce f = pt.term->force(ctx, pt.k, o);
+      const Vec3 n = static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal();
+      const Mat3 T = Mat3::Identity() - n * n.transpose();
+      // Unconstrained rows of the point carry −f_t of the penalty friction: add it back.
+      const Vec3 fc = T * (r.segment<3>(pt.dof) + T * f.f);
+      const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
+      const double limit = cf * f.normal_force;
+      if (f.regime == ContactRegime::kSeparated || fc.norm() > limit) {
+        stuck_on_[j] = -1;
+        if (f.regime != ContactRegime::kSeparated) {
+          released_on_[j] = o;
+          lagged_[j] = fc / fc.norm();
+        }
+        ++changes_[j];
+        ++changed;
+      } else if (record) {
+        StickPoint s;
+        s.dof = pt.dof;
+        s.obstacle = o;
+        s.n = n;
+        tangent_basis(n, s.t1, s.t2);
+        s.force = fc;
+        s.limit = limit;
+        record->sticking.push_back(s);
+      }
+    } else if (released_on_[j] >= 0) {
+      // Released: back to the penalty if it separated, sticking again once it stopped.
+      const ContactForce f = pt.term->force(ctx, pt.k, released_on_[j]);
+      if (f.regime == ContactRegime::kSeparated) {
+        released_on_[j] = -1;
+        ++changed;
+      } else if (f.regime == ContactRegime::kStick && changes_[j] < kMaxLabelChanges) {
+        stuck_on_[j] = released_on_[j];
+        released_on_[j] = -1;
+        ++changes_[j];
+        ++changed;
+      } else if (record) {
+        record->sliding.push_back({pt.term, pt.k, released_on_[j]});
+      }
+    } else if (changes_[j] < kMaxLabelChanges) {
+      for (int o = 0; o < no; ++o) {
+        if (pt.term->force(ctx, pt.k, o).regime == ContactRegime::kStick) {
+          stuck_on_[j] = o;
+          ++changes_[j];
+          ++changed;
+          break;
+        }
+      }
+    }
+  }
+  if (changed > 0) rebuild_sticks();
+  return changed;
+}
+
+bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidBodyLabels& b, StickBody& out,
+                                   std::vector<Vec3>* forces) {
+  std::vector<int> stuck;
+  for (int j : b.points)
+    if (rstuck_on_[j] >= 0) stuck.push_back(j);
+  if (stuck.empty()) return false;
+  const int m = static_cast<int>(stuck.size());
+  MatX C(2 * m, 6);
+  std::array<MatX, 3> dC;
+  for (auto& d : dC) d.resize(2 * m, 6);
+  std::vector<Vec3> t1(m), t2(m);
+  Vec6 rp = r.segment<6>(b.dof);  // residual with the sticking points' penalty friction added back
+  for (int i = 0; i < m; ++i) {
+    const RigidPoint& pt = rpoints_[stuck[i]];
+    const int o = rstuck_on_[stuck[i]];
+    const Vec3 n = static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal();
+    tangent_basis(n, t1[i], t2[i]);
+    Mat26 Ci;
+    std::array<Mat26, 3> dCi;
+    pt.term->stick_jacobian(ctx, pt.k, o, t1[i], t2[i], Ci, dCi);
+    C.middleRows<2>(2 * i) = Ci;
+    for (int j = 0; j < 3; ++j) dC[j].middleRows<2>(2 * i) = dCi[j];
+    if (forces) {
+      const Vec3 f = pt.term->force(ctx, pt.k, o).f;
+      rp += Ci.transpose() * Eigen::Vector2d(t1[i].dot(f), t2[i].dot(f));
+    }
+  }
+  const Mat6 G = C.transpose() * C;
+  const Eigen::SelfAdjointEigenSolver<Mat6> eig(G);
+  const Vec6& lam = eig.eigenvalues();  // ascending
+  const Mat6& U = eig.eigenvectors();
+  if (b.rank < 0) {
+    b.rank = 0;
+    for (int i = 0; i < 6; ++i)
+      if (lam[i] > kRankTolerance * lam[5]) ++b.rank;
+  }
+  const int rk = b.rank, lo = 6 - rk;
+  out.dof = b.dof;
+  out.rank = rk;
+  out.P = U.rightCols(rk) * U.rightCols(rk).transpose();
+  // ∂P/∂θ_j of the spectral projector: Σ_{i enforced, l not} u_lᵀ Ġ u_i (u_l u_iᵀ + u_i u_lᵀ)/(λ_i − λ_l),
+  // Ġ = ∂Cᵀ/∂θ_j C + Cᵀ ∂C/∂θ_j.
+  const Vec6 w = ctx.v.segment<6>(b.dof) - r.segment<6>(b.dof);
+  for (int j = 0; j < 3; ++j) {
+    const Mat6 dG = dC[j].transpose() * C + C.transpose() * dC[j];
+    Vec6 col = Vec6::Zero();
+    for (int i = lo; i < 6; ++i)
+      for (int l = 0; l < lo; ++l) {
+        const double c = U.col(l).dot(dG * U.col(i)) / (lam[i] - lam[l]);
+        col += c * (U.col(l) * U.col(i).dot(w) + U.col(i) * U.col(l).dot(w));
+      }
+    out.D.col(j) = col;
+  }
+  if (forces) {
+    // Minimum-norm multipliers of Cᵀ f = P r': f = C G⁺ P r'.
+    Vec6 y = Vec6::Zero();
+    for (int i = lo; i < 6; ++i) y += U.col(i) * (U.col(i).dot(rp) / lam[i]);
+    const VecX f = C * y;
+    forces->assign(b.points.size(), Vec3::Zero());
+    for (int i = 0; i < m; ++i) {
+      size_t slot = 0;
+      while (b.points[slot] != stuck[i]) ++slot;
+      (*forces)[slot] = t1[i] * f[2 * i] + t2[i] * f[2 * i + 1];
+    }
+  }
+  return true;
+}
+
+void HybridContact::rebuild_bodies(const TermContext& ctx, const VecX& r) {
+  bodies_.clear();
+  for (RigidBodyLabels& b : rbodies_) {
+    StickBody sb;
+    if (body_projector(ctx, r, b, sb, nullptr)) bodies_.push_back(sb);
+  }
+}
+
+int HybridContact::update_rigid_labels(const TermContext& ctx, const VecX& r, ContactState* record) {
+  int changed = 0;
+  std::vector<Vec3> forces;
+  for (RigidBodyLabels& b : rbodies_) {
+    StickBody sb;
+    const bool any = body_projector(ctx, r, b, sb, &forces);
+    int body_changes = 0;
+    for (size_t slot = 0; slot < b.points.size(); ++slot) {
+      const int j = b.points[slot];
+      const RigidPoint& pt = rpoints_[j];
+      if (rstuck_on_[j] >= 0) {
+        const int o = rstuck_on_[j];
+        const ContactForce f = pt.term->force(ctx, pt.k, o);
+        const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
+        const double limit = cf * f.normal_force;
+        if (f.regime == ContactRegime::kSeparated || forces[slot].norm() > limit) {
+          rstuck_on_[j] = -1;
+          ++rchanges_[j];
+          ++body_changes;
+        } else if (record) {
+          StickPoint s;
+          s.dof = b.dof;
+          s.point = pt.k;
+          s.obstacle = o;
+          s.n = static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal();
+          tangent_basis(s.n, s.t1, s.t2);
+          s.force = forces[slot];
+          s.limit = limit;
+          record->rigid_sticking.push_back(s);
+        }
+      } else if (rchanges_[j] < kMaxLabelChanges) {
+        for (int o = 0; o < pt.term->num_obstacles(); ++o) {
+          if (pt.term->force(ctx, pt.k, o).regime == ContactRegime::kStick) {
+            rstuck_on_[j] = o;
+            ++rchanges_[j];
+            ++body_changes;
+            break;
+          }
+        }
+      }
+    }
+    if (body_changes > 0) b.rank = -1;
+    if (record && any && body_changes == 0) record->bodies.push_back(sb);
+    changed += body_changes;
+  }
+  return changed;
+}
+
+StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistory& hist, const VecX& p, VecX& q) {
+  const auto t_step = Clock::now();
+  const TimeScheme& s = model_.scheme();
+  const SolverSettings& opt = model_.solver();
+  Assembly& assembly = sim.assembly();
+  LinearSolver& lu = sim.linear_solver();
+  StepReport rep;
+  rep.step = step;
+  bdf_history_terms(s, hist, step, v_hist_, a_hist_);
+  const JacobianWeights w0 = bdf_weights(s, step, 0);
+  std::fill(stuck_on_.begin(), stuck_on_.end(), -1);
+  std::fill(released_on_.begin(), released_on_.end(), -1);
+  std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
+  std::fill(changes_.begin(), changes_.end(), 0);
+  std::fill(rstuck_on_.begin(), rstuck_on_.end(), -1);
+  std::fill(rchanges_.begin(), rchanges_.end(), 0);
+  for (RigidBodyLabels& b : rbodies_) b.rank = -1;
+  bodies_.clear();
+  sticks_.clear();
+  slips_.clear();
+  bool lagged = false;  // some released point still uses its lagged direction
+
+  // Constrained residual r_c at q_eval into r_ (unconstrained one stays in assembly.r);
+  // returns ‖r_c‖ or +inf for an inadmissible or non-finite state.
+  auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
+    const auto t0 = Clock::now();
+    bdf_rates(s, step, q_eval, v_hist_, a_hist_, v_, a_);
+    const TermContext ctx{q_eval, v_, a_, p, step, s};
+    double norm = std::numeric_limits<double>::infinity();
+    if (sim.admissible(ctx, why)) {
+      assembly.reset(mode);
+      sim.evaluate(ctx, assembly);
+      for (size_t j = 0; j < points_.size(); ++j)
+        if (released_on_[j] >= 0)
+          points_[j].term->add_slip_correction(ctx, points_[j].k, released_on_[j], assembly,
+                                               lagged_[j]);
+      r_ = assembly.r;
+      StickRows::constrain_residual(sticks_, v_, r_);
+      if (!rbodies_.empty()) {
+        rebuild_bodies(ctx, assembly.r);
+        StickRows::constrain_body_residual(bodies_, v_, r_);
+      }
+      norm = r_.norm();
+      if (!std::isfinite(norm)) {
+        if (why) *why = "residual is not finite";
+        norm = std::numeric_limits<double>::infinity();
+      }
+    }
+    rep.assembly_ms += ms_since(t0);
+    return norm;
+  };
+
+  std::string why;
+  double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+  if (!std::isfinite(norm)) {
+    rep.failure = "initial guess is inadmissible: " + why;
+    rep.residual_norm = norm;
+    rep.wall_ms = ms_since(t_step);
+    return rep;
+  }
+  rep.residual_history.push_back(norm);
+  double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+  const double switch_tol = std::sqrt(opt.tolerance);
+  // Label changes restart the Newton solve and the regularised sliding force is stiff near
+  // Tẋ = 0 (≈ c_f f_n / ε): allow four times the penalty solver's cap.
+  const int max_iterations = 4 * opt.max_iterations;
+
+  while (true) {
+    if (norm < std::max(switch_tol, tol)) {
+      // assembly holds the full evaluation at q (with Jacobians): labels may change here.
+      bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
+      const TermContext ctx{q, v_, a_, p, step, s};
+      const int changed = update_labels(ctx, assembly.r, nullptr) + update_rigid_labels(ctx, assembly.r, nullptr);
+      const bool unlag = changed == 0 && lagged;
+      if (unlag) {
+        // Converged with a lagged sliding direction: switch to t = Tẋ/(‖Tẋ‖ + ε) and go on.
+        lagged = false;
+        std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
+      }
+      if (changed > 0 || unlag) {
+        rep.contact.label_changes += changed;
+        for (size_t j = 0; j < points_.size(); ++j)
+          if (released_on_[j] >= 0 && lagged_[j].squaredNorm() > 0.0) lagged = true;
+        norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+        rep.residual_history.push_back(norm);
+        tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+        continue;
+      }
+      if (norm < tol) {
+        rep.converged = true;
+        break;
+      }
+    }
+    if (rep.iterations >= max_iterations) {
+      rep.failure = "iteration cap of " + std::to_string(max_iterations) + " reached (hybrid contact)";
+      break;
+    }
+    combine_partials(w0, assembly.kq, assembly.kv, assembly.ka, jac_);
+    rows_.constrain_matrix(sticks_, w0.wv, jac_);
+    rows_.constrain_body_matrix(bodies_, w0.wv, true, jac_);
+    rhs_ = -r_;
+    ++rep.iterations;
+    bool accepted = false, singular = false;
+    double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
+    int halvings = 0;
+    std::string trial_why;
+    for (double mu = 0.0; mu <= kMaxDamping; mu = mu == 0.0 ? kFirstDamping : 10.0 * mu) {
+      jac_damped_ = jac_;
+      if (mu > 0.0) {
+        ++rep.damped_iterations;
+        for (int d = 0; d < model_.num_dofs(); ++d) {
+          const int k = model_.pattern().diagonal_index(d);
+          jac_damped_[k] += mu * std::abs(jac_[k]);
+        }
+      }
+      auto t0 = Clock::now();
+      const bool ok = lu.factorize(jac_damped_);
+      rep.factor_ms += ms_since(t0);
+      if (!ok) {
+        singular = true;
+        continue;
+      }
+      t0 = Clock::now();
+      lu.solve(rhs_, dq_);
+      rep.solve_ms += ms_since(t0);
+      if (!dq_.allFinite()) continue;
+      alpha = 1.0;
+      halvings = 0;
+      while (true) {
+        q_trial_ = q + alpha * dq_;
+        trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
+        if (trial <= (1.0 - kArmijo * alpha) * norm) break;
+        if (halvings >= opt.max_halvings) break;
+        alpha *= 0.5;
+        ++halvings;
+      }
+      rep.line_search_halvings += halvings;
+      if (trial <= (1.0 - kArmijo * alpha) * norm) {
+        accepted = true;
+        break;
+      }
+      if (mu == 0.0 && dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) break;
+    }
+    if (!accepted && dq_.allFinite() &&
+        dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+      // At the round-off floor: re-evaluate at q so the final label check sees it.
+      norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+      tol = std::max(tol, norm * (1.0 + 1e-12));
+      rep.note = "converged at the round-off floor of ‖r‖";
+      continue;
+    }
+    if (!accepted) {
+      if (singular && !dq_.allFinite())
+        rep.failure = "step Jacobian is singular";
+      else
+        rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖, even with damping"
+                                        : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
+      break;
+    }
+    q = q_trial_;
+    if (lagged) {
+      // One iteration with the lagged direction gave the released points a velocity:
+      // from here on t follows Tẋ.
+      lagged = false;
+      std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
+      halvings = -1;
+    }
+    norm = halvings == 0 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    rep.residual_history.push_back(norm);
+    tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+  }
+  if (rep.converged) {
+    bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
+    const TermContext ctx{q, v_, a_, p, step, s};
+    update_labels(ctx, assembly.r, &rep.contact);
+    update_rigid_labels(ctx, assembly.r, &rep.contact);
+  }
+  rep.residual_norm = norm;
+  rep.tolerance_used = tol;
+  rep.wall_ms = ms_since(t_step);
+  return rep;
+}
+
+}  // namespace addsim

@@ -1,0 +1,104 @@
+#pragma once
+/// Forward step of the hybrid contact model (paper §4.3): linear penalty normal and
+/// friction forces (eqs. linPenN, linPenT) plus hard static-friction constraints
+/// T̄ ẋ^i = 0 (eq. stick; T̄ (x^i − x^{i−1}) = 0 for BDF1) for contact points whose friction stays under the Coulomb limit.
+///
+/// Active set per step, on the contact points of every PointContactTerm whose model is
+/// ContactModel::kHybrid (particles, FEM nodes; planar obstacles):
+///  1. Newton on the penalty residual until ‖r‖ < ε^{1/2} (ε = solver tolerance).
+///  2. Label check (only at iterates with ‖r_c‖ < ε^{1/2}): a point in contact whose
+///     penalty friction is below the limit (k_t ‖Tẋ‖ ≤ c_f f_n) is labelled sticking and
+///     its tangential rows are replaced by the constraint (terms/stick_constraints.h);
+///     a sticking point whose constraint force f_c = T (r_point + f_t) exceeds c_f f_n is
+///     released to the sliding force −c_f f_n t, t = Tẋ/(‖Tẋ‖ + 1e-8) (eq. slip; for the
+///     first iteration after the release t is the direction of the constraint force, as Tẋ
+///     is still zero); a released point whose penalty friction would be under the limit
+///     again (it stopped) sticks again; a separated point is released to the penalty.
+///  3. Newton on the constrained residual r_c, with the same line search and LM-damped
+///     fallback as the penalty solver.
+/// At most 5 label changes per point and step turn a point to sticking (paper draft §4.3);
+/// releasing is always allowed, so a point that exhausted its changes ends on the
+/// penalty force: the Coulomb limit is never exceeded by a sticking point. The step ends
+/// when ‖r_c‖ < ε and a label check changes nothing. The final labels, constraint forces
+/// and limits are recorded in StepReport::contact (hence in the Trajectory).
+///
+/// Rigid proxy points (RigidContactTerm with ContactModel::kHybrid) use the same labels on
+/// the material velocity ẋ = ṗ + X_v(θ) θ̇; a body's sticking points are enforced together
+/// through the projector P(θ) of terms/stick_constraints.h (StickBody), whose rank is fixed
+/// with the labels; the per-point static friction is the minimum-norm multiplier. A released
+/// rigid point returns to the penalty friction (docs/contact.md, "Rigid bodies").
+
+#include <memory>
+#include <vector>
+
+#include "addsim/rigid/rigid_contact.h"
+#include "addsim/solver/simulator.h"
+#include "addsim/terms/contact_term.h"
+#include "addsim/terms/stick_constraints.h"
+
+namespace addsim {
+
+class HybridContact {
+ public:
+  /// Collects the hybrid contact points of `model` (finalised); throws InputError for a
+  /// non-planar obstacle of a hybrid term.
+  explicit HybridContact(const Model& model);
+  /// True if the model has any hybrid contact point.
+  bool active() const { return !points_.empty() || !rpoints_.empty(); }
+  /// Solves step `step` from the initial guess q (updated in place) as described above.
+  StepReport solve_step(Simulator& sim, int step, const StateHistory& hist, const VecX& p, VecX& q);
+
+  /// Maximum number of label changes that turn a point to sticking, per point and step.
+  static constexpr int kMaxLabelChanges = 5;
+
+ private:
+  struct Point {
+    const PointContactTerm* term;
+    int k;
+    DofIndex dof;
+  };
+  /// Applies the label rules at a state with unconstrained residual r; returns the number
+  /// of changes. With `record`, also writes the touching points and the sticking points'
+  /// constraint forces and limits.
+  int update_labels(const TermContext& ctx, const VecX& r, ContactState* record);
+  void rebuild_sticks();
+
+  struct RigidPoint {
+    const RigidContactTerm* term;
+    int k;
+    int body;  ///< index into rbodies_
+  };
+  struct RigidBodyLabels {
+    DofIndex dof;
+    std::vector<int> points;  ///< indices into rpoints_
+    int rank = -1;            ///< enforced constraint directions; −1: determine at the next evaluation
+  };
+  /// Stick projector of body b at (ctx, unconstrained r): fills `out` (P, D) and, if
+  /// `forces`, the minimum-norm static friction force of each of its sticking points (world,
+  /// N; indexed like RigidBodyLabels::points, zero for non-sticking ones). Returns false
+  /// when the body has no sticking point.
+  bool body_projector(const TermContext& ctx, const VecX& r, RigidBodyLabels& b, StickBody& out,
+                      std::vector<Vec3>* forces);
+  /// Label rules for rigid points (as update_labels; released points return to the penalty).
+  int update_rigid_labels(const TermContext& ctx, const VecX& r, ContactState* record);
+  /// Projectors of every body with sticking points at ctx into bodies_.
+  void rebuild_bodies(const TermContext& ctx, const VecX& r);
+
+  const Model& model_;
+  std::vector<Point> points_;
+  StickRows rows_;
+  std::vector<int> stuck_on_;     ///< obstacle index per point, −1 when not sticking
+  std::vector<int> released_on_;  ///< obstacle index per point on the sliding force, else −1
+  std::vector<Vec3> lagged_;      ///< sliding direction for the first iteration after release (or 0)
+  std::vector<int> changes_;
+  std::vector<SlipPoint> slips_;
+  std::vector<StickPoint> sticks_;
+  std::vector<RigidPoint> rpoints_;
+  std::vector<RigidBodyLabels> rbodies_;
+  std::vector<int> rstuck_on_;   ///< obstacle index per rigid point, −1 when not sticking
+  std::vector<int> rchanges_;
+  std::vector<StickBody> bodies_;
+  VecX v_hist_, a_hist_, v_, a_, r_, jac_, jac_damped_, dq_, q_trial_, rhs_;
+};
+
+}  // namespace addsim
