@@ -164,12 +164,13 @@ std::vector<Case> matrix_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Matrix, GradcheckMatrix, ::testing::ValuesIn(matrix_cases()), case_name);
 
-// Long contact-rich rollouts: the rigid cube sliding down the incline for 500 steps (5 s).
+// Long contact-rich rollouts: the 3×3 sheet dragged over the floor for 500 steps (nine
+// points in sliding and sticking contact, 3,000 controls). The rigid cube on the incline
+// is not used here: over 5 s its corners chatter and central differences of the final
+// state stop converging (they vary from −31 to 1.78 between steps 1e-3 and 1e-7).
 INSTANTIATE_TEST_SUITE_P(LongHorizon, GradcheckMatrix,
-                         ::testing::Values(Case{MatrixScene::kRigidCubeIncline, Integrator::kBdf2,
-                                                ContactModel::kTanh, 500},
-                                           Case{MatrixScene::kRigidCubeIncline, Integrator::kBdf1,
-                                                ContactModel::kLinear, 500}),
+                         ::testing::Values(Case{SceneKind::kDraggedSheet, Integrator::kBdf2, ContactModel::kTanh, 500},
+                                           Case{SceneKind::kDraggedSheet, Integrator::kBdf1, ContactModel::kLinear, 500}),
                          case_name);
 
 TEST(GradcheckMatrixScenes, SheetHasAtLeastOneHundredControls) {
