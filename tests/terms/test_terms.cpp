@@ -170,7 +170,9 @@ TEST_P(SpringRegimes, PartialsMatchFiniteDifferences) {
   opt.expect_dq = opt.expect_dv = opt.expect_dp = c.expect_active;
   const auto res = check_term_derivatives(*f.model, term, q, v, a, f.model->params().defaults(), 3, opt);
   EXPECT_TRUE(res.ok) << c.label << "\n" << res.report;
-  if (!c.expect_active) EXPECT_EQ(res.dq.analytic_scale, 0.0);
+  if (!c.expect_active) {
+    EXPECT_EQ(res.dq.analytic_scale, 0.0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, SpringRegimes,
