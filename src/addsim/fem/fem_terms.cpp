@@ -108,7 +108,7 @@ void FemElasticTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 K = V * (G.transpose() * nh.dP_dF * G);
+    const Mat12 K = V * sandwich(G, nh.dP_dF);
     out.add<12>(stencil_[e], r, &K, nullptr, nullptr);
   }
 }
@@ -181,12 +181,12 @@ void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 Kv = V * (G.transpose() * vr.dP_dFdot * G);
+    const Mat12 Kv = V * sandwich(G, vr.dP_dFdot);
     if (model_ == ViscosityModel::kLinear) {
       out.add<12>(stencil_[e], r, nullptr, &Kv, nullptr);
       continue;
     }
-    const Mat12 Kq = V * (G.transpose() * vr.dP_dF * G);
+    const Mat12 Kq = V * sandwich(G, vr.dP_dF);
     out.add<12>(stencil_[e], r, &Kq, &Kv, nullptr);
   }
 }
