@@ -12,55 +12,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path source_dir() {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return env ? fs::path(env) : fs::path(ADDSIM_SOURCE_DIR_DEFAULT);
-}
+using namespace addsim::cli_test;
 
 fs::path scene(const std::string& name) { return source_dir() / "scenes" / (name + ".json"); }
-
-fs::path fresh_temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / ("addsim_cli_" + std::string(info->name()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs `addsim <args>` in `dir` with stdout and stderr captured in files.
-CliRun run(const std::string& args, const fs::path& dir) {
-  const std::string cmd = "cd '" + dir.string() + "' && '" + ADDSIM_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "stdout.txt");
-  r.err = slurp(dir / "stderr.txt");
-  return r;
-}
-
-// Checks that stderr is exactly one line "addsim: error: ..." containing `fragment`.
-void expect_one_line_error(const CliRun& r, const std::string& fragment) {
-  EXPECT_EQ(r.err.rfind("addsim: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
 
 TEST(Cli, SimulateWritesTheFourOutputs) {
   const fs::path dir = fresh_temp_dir();

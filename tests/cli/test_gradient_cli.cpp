@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_test_util.h"
+
 #include "addsim/io/task.h"
 #include "addsim/objectives/tracking_terms.h"
 #include "addsim/solver/simulator.h"
@@ -23,47 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path source_dir() {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return env ? fs::path(env) : fs::path(ADDSIM_SOURCE_DIR_DEFAULT);
-}
-
-fs::path fresh_temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / ("addsim_gradcli_" + std::string(info->name()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun run(const std::string& args, const fs::path& dir) {
-  const std::string cmd = "cd '" + dir.string() + "' && '" + ADDSIM_BINARY + "' " + args + " >stdout.txt 2>stderr.txt";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "stdout.txt");
-  r.err = slurp(dir / "stderr.txt");
-  return r;
-}
-
-void expect_one_line_error(const CliRun& r, const std::string& fragment) {
-  EXPECT_EQ(r.err.rfind("addsim: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
+using namespace addsim::cli_test;
 
 // A task on the small soft ball (48 tets, 40 steps): COM target w.r.t. velocity, spin and k_n.
 fs::path write_ball_task(const fs::path& dir) {
