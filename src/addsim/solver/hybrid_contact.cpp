@@ -293,28 +293,20 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   // returns ‖r_c‖ or +inf for an inadmissible or non-finite state.
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
-    bdf_rates(s, step, q_eval, v_hist_, a_hist_, v_, a_);
-    const TermContext ctx{q_eval, v_, a_, p, step, s};
-    double norm = std::numeric_limits<double>::infinity();
-    if (sim.admissible(ctx, why)) {
-      assembly.reset(mode);
-      sim.evaluate(ctx, assembly);
-      for (size_t j = 0; j < points_.size(); ++j)
-        if (released_on_[j] >= 0)
-          points_[j].term->add_slip_correction(ctx, points_[j].k, released_on_[j], assembly,
-                                               lagged_[j]);
-      r_ = assembly.r;
-      StickRows::constrain_residual(sticks_, v_, r_);
-      if (!rbodies_.empty()) {
-        rebuild_bodies(ctx, assembly.r);
-        StickRows::constrain_body_residual(bodies_, v_, r_);
-      }
-      norm = r_.norm();
-      if (!std::isfinite(norm)) {
-        if (why) *why = "residual is not finite";
-        norm = std::numeric_limits<double>::infinity();
-      }
-    }
+    const double norm = sim.evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly, why,
+                                           [&](const TermContext& ctx) -> const VecX& {
+                                             for (size_t j = 0; j < points_.size(); ++j)
+                                               if (released_on_[j] >= 0)
+                                                 points_[j].term->add_slip_correction(
+                                                     ctx, points_[j].k, released_on_[j], assembly, lagged_[j]);
+                                             r_ = assembly.r;
+                                             StickRows::constrain_residual(sticks_, v_, r_);
+                                             if (!rbodies_.empty()) {
+                                               rebuild_bodies(ctx, assembly.r);
+                                               StickRows::constrain_body_residual(bodies_, v_, r_);
+                                             }
+                                             return r_;
+                                           });
     rep.assembly_ms += ms_since(t0);
     return norm;
   };

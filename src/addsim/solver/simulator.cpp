@@ -66,6 +66,21 @@ bool Simulator::admissible(const TermContext& ctx, std::string* why) const {
   return true;
 }
 
+double Simulator::evaluate_trial(int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, const VecX& p,
+                                 EvalMode mode, VecX& v, VecX& a, Assembly& out, std::string* why,
+                                 const std::function<const VecX&(const TermContext&)>& finish) const {
+  const TimeScheme& s = model_.scheme();
+  bdf_rates(s, step, q, v_hist, a_hist, v, a);
+  const TermContext ctx{q, v, a, p, step, s};
+  if (!admissible(ctx, why)) return std::numeric_limits<double>::infinity();
+  out.reset(mode);
+  evaluate(ctx, out);
+  const double norm = (finish ? finish(ctx) : out.r).norm();
+  if (std::isfinite(norm)) return norm;
+  if (why) *why = "residual is not finite";
+  return std::numeric_limits<double>::infinity();
+}
+
 Trajectory Simulator::run(const VecX& p, const std::function<void(const StepReport&)>& progress) {
   const auto t0 = Clock::now();
   model_.params().check(p);
@@ -122,18 +137,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
-    bdf_rates(s, step, q_eval, v_hist_, a_hist_, v_, a_);
-    const TermContext ctx{q_eval, v_, a_, p, step, s};
-    double norm = std::numeric_limits<double>::infinity();
-    if (admissible(ctx, why)) {
-      assembly_.reset(mode);
-      evaluate(ctx, assembly_);
-      norm = assembly_.r.norm();
-      if (!std::isfinite(norm)) {
-        if (why) *why = "residual is not finite";
-        norm = std::numeric_limits<double>::infinity();
-      }
-    }
+    const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
     rep.assembly_ms += ms_since(t0);
     return norm;
   };

@@ -69,6 +69,14 @@ class Simulator {
   void evaluate(const TermContext& ctx, Assembly& out) const;
   /// True if every term accepts the state; otherwise `why` names the offender.
   bool admissible(const TermContext& ctx, std::string* why) const;
+  /// One trial evaluation of step `step` at q (the merit of every Newton-type solver):
+  /// v, a from the history parts, then — if every term admits the state — all terms into
+  /// `out`, then `finish(ctx)` (null: none), which returns the residual whose norm is the
+  /// merit (out.r, or a constrained copy of it). Returns that norm, or +inf with `why` set
+  /// for an inadmissible state or a non-finite residual.
+  double evaluate_trial(int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, const VecX& p, EvalMode mode,
+                        VecX& v, VecX& a, Assembly& out, std::string* why,
+                        const std::function<const VecX&(const TermContext&)>& finish = {}) const;
 
   const Model& model() const { return model_; }
   const char* linear_solver_name() const { return lu_->name(); }

@@ -151,20 +151,12 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
 
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
-    bdf_rates(s, step, q_eval, v_hist_, a_hist_, v_, a_);
-    const TermContext ctx{q_eval, v_, a_, p, step, s};
-    double norm = std::numeric_limits<double>::infinity();
-    if (sim.admissible(ctx, why)) {
-      assembly.reset(mode);
-      sim.evaluate(ctx, assembly);
-      r_ = assembly.r;
-      constrain(q_eval, v_, r_);
-      norm = r_.norm();
-      if (!std::isfinite(norm)) {
-        if (why) *why = "residual is not finite";
-        norm = std::numeric_limits<double>::infinity();
-      }
-    }
+    const double norm = sim.evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly, why,
+                                           [&](const TermContext&) -> const VecX& {
+                                             r_ = assembly.r;
+                                             constrain(q_eval, v_, r_);
+                                             return r_;
+                                           });
     rep.assembly_ms += ms_since(t0);
     return norm;
   };
