@@ -72,7 +72,9 @@ void check_gradients(const Model& m, const std::vector<int>& fd_params, const ch
   const Trajectory traj = sim.run(p);
   ASSERT_TRUE(traj.completed()) << traj.failure;
   const Counts c = count_regimes(traj);
-  if (expect_stick) EXPECT_GT(c.stick_steps, 0) << label << ": no sticking steps";
+  if (expect_stick) {
+    EXPECT_GT(c.stick_steps, 0) << label << ": no sticking steps";
+  }
   EXPECT_GT(c.slip_steps, 0) << label << ": no sliding steps";
   std::printf("[ %s ] steps with sticking: %d, with sliding contacts: %d, with released points: %d\n", label,
               c.stick_steps, c.slip_steps, c.released_steps);

@@ -55,9 +55,12 @@ bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant vari
     out.energy_density = 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
   }
   out.P = mu * (F - H) + a * H;
-  if (!want_tangent) return true;
+  out.H = H;
+  out.a = a;
+  out.c = c;
   out.dP_dmu = F - H;
   out.dP_dlambda = da_dlambda * H;
+  if (!want_tangent) return true;
   // dP[E] = μ E + (μ − a) F⁻ᵀ Eᵀ F⁻ᵀ + c (F⁻ᵀ : E) F⁻ᵀ, column by column (E = E_mn).
   for (int n = 0; n < 3; ++n)
     for (int m = 0; m < 3; ++m) {
@@ -106,6 +109,50 @@ void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, Viscosity
       Mat3 dP = s * F * (0.5 * (C + C.transpose()));
       dP.row(m) += s * Edot.row(n);
       set_column(out.dP_dF, m, n, dP);
+    }
+}
+
+Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, double mu) {
+  // dP[E] = μ E + (μ − a) H Eᵀ H + c (H : E) H with E = δx_l g_lᵀ, read at node k.
+  const Eigen::Matrix<double, 3, 4> h = nh.H * grad.transpose();
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  Mat12 K;
+  for (int l = 0; l < 4; ++l)
+    for (int k = l; k < 4; ++k) {
+      Mat3 B = (mu - nh.a) * h.col(l) * h.col(k).transpose() + nh.c * h.col(k) * h.col(l).transpose();
+      B.diagonal().array() += mu * gg(k, l);
+      K.block<3, 3>(3 * k, 3 * l) = B;
+      if (k != l) K.block<3, 3>(3 * l, 3 * k) = B.transpose();
+    }
+  return K;
+}
+
+void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
+                       Mat12& Kq, Mat12& Kv) {
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  if (model == ViscosityModel::kLinear) {
+    // P = ν (Ḟ + Ḟᵀ): δP g_k = ν [(g_k·g_l) δv_l + g_l (δv_l·g_k)].
+    Kq.setZero();
+    for (int l = 0; l < 4; ++l)
+      for (int k = 0; k < 4; ++k) {
+        Mat3 B = viscosity * grad.row(l).transpose() * grad.row(k);
+        B.diagonal().array() += viscosity * gg(k, l);
+        Kv.block<3, 3>(3 * k, 3 * l) = B;
+      }
+    return;
+  }
+  const double s = kAddViscosityScale * viscosity;
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const Mat3 FFt = F * F.transpose(), FFdt = F * Fdot.transpose();
+  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose(), d = Fdot * grad.transpose();
+  const Eigen::Matrix4d geg = grad * Edot * grad.transpose();
+  for (int l = 0; l < 4; ++l)
+    for (int k = 0; k < 4; ++k) {
+      Kv.block<3, 3>(3 * k, 3 * l) = (0.5 * s) * (gg(k, l) * FFt + f.col(l) * f.col(k).transpose());
+      Mat3 B = (0.5 * s) * (f.col(l) * d.col(k).transpose() + gg(k, l) * FFdt);
+      B.diagonal().array() += s * geg(l, k);
+      Kq.block<3, 3>(3 * k, 3 * l) = B;
     }
 }
 

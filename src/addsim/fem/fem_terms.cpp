@@ -14,23 +14,11 @@ void declare_elements(const FemBody& body, StencilSet& stencils, std::vector<int
   for (int e = 0; e < body.num_tets(); ++e) ids.push_back(stencils.add(body.element_dofs(e)));
 }
 
-// Gathers the 12 stencil-ordered values of tet e from a global vector.
-Vec12 gather(const FemBody& body, const VecX& x, int e) {
-  Vec12 out;
-  for (int k = 0; k < 4; ++k) out.segment<3>(3 * k) = x.segment<3>(body.dof(body.mesh().tets[e][k]));
-  return out;
-}
-
-// Consistent element mass for unit m_e: (1 + δ_kl)/20 per component.
-Mat12 unit_consistent_mass() {
-  Mat12 M = Mat12::Zero();
-  for (int k = 0; k < 4; ++k)
-    for (int l = 0; l < 4; ++l) M.block<3, 3>(3 * k, 3 * l) = (k == l ? 0.1 : 0.05) * Mat3::Identity();
-  return M;
-}
-
-Mat12 unit_mass(MassMatrixKind kind) {
-  return kind == MassMatrixKind::kConsistent ? unit_consistent_mass() : Mat12(0.25 * Mat12::Identity());
+// Node-coupling matrix S of the element mass for unit m_e (mass matrix S ⊗ I₃): consistent
+// (1 + δ_kl)/20, lumped δ_kl/4.
+Eigen::Matrix4d unit_node_mass(MassMatrixKind kind) {
+  return kind == MassMatrixKind::kConsistent ? Eigen::Matrix4d(0.05 * (Eigen::Matrix4d::Ones() + Eigen::Matrix4d::Identity()))
+                                             : Eigen::Matrix4d(0.25 * Eigen::Matrix4d::Identity());
 }
 
 }  // namespace
@@ -41,21 +29,21 @@ void FemInertiaTerm::declare(StencilSet& stencils) { declare_elements(*body_, st
 
 void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const double rho = ctx.p[body_->params().density];
-  const Mat12 unit = unit_mass(kind_);
+  const Eigen::Matrix4d unit = unit_node_mass(kind_);
   for (int e = 0; e < body_->num_tets(); ++e) {
-    const Mat12 M = (rho * body_->rest_volume(e)) * unit;
-    const Vec12 r = M * gather(*body_, ctx.a, e);
-    out.add<12>(stencil_[e], r, nullptr, nullptr, &M);
+    const Eigen::Matrix4d S = (rho * body_->rest_volume(e)) * unit;
+    const Eigen::Matrix<double, 3, 4> r = body_->element_positions(ctx.a, e) * S;
+    out.add_isotropic_a<4>(stencil_[e], Eigen::Map<const Vec12>(r.data()), S);
   }
 }
 
 void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pr = body_->params().density;
   if (!sink.wants(pr)) return;
-  const Mat12 unit = unit_mass(kind_);
+  const Eigen::Matrix4d unit = unit_node_mass(kind_);
   for (int e = 0; e < body_->num_tets(); ++e) {
-    const Vec12 col = body_->rest_volume(e) * (unit * gather(*body_, ctx.a, e));
-    sink.add(stencil_[e], std::span<const int>(&pr, 1), col);
+    const Eigen::Matrix<double, 3, 4> col = body_->rest_volume(e) * (body_->element_positions(ctx.a, e) * unit);
+    sink.add(stencil_[e], std::span<const int>(&pr, 1), Eigen::Map<const Vec12>(col.data()));
   }
 }
 
@@ -100,15 +88,15 @@ void FemElasticTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
     // Inverted elements are reported by admissible(); skipping keeps r finite.
-    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, tangent, nh)) continue;
-    const Mat9x12 G = deformation_gradient_operator(body_->shape_gradients(e));
+    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
+    const Mat43& grad = body_->shape_gradients(e);
     const double V = body_->rest_volume(e);
-    const Vec12 r = V * (G.transpose() * Eigen::Map<const Vec9>(nh.P.data()));
+    const Vec12 r = V * element_forces(nh.P, grad);
     if (!tangent) {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 K = V * sandwich(G, nh.dP_dF);
+    const Mat12 K = V * neo_hookean_stiffness(nh, grad, lame.mu);
     out.add<12>(stencil_[e], r, &K, nullptr, nullptr);
   }
 }
@@ -121,15 +109,15 @@ void FemElasticTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
   NeoHookeanResult nh;
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, true, nh)) continue;
-    const Mat9x12 G = deformation_gradient_operator(body_->shape_gradients(e));
+    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
+    const Mat43& grad = body_->shape_gradients(e);
     const double V = body_->rest_volume(e);
     // ∂P/∂E and ∂P/∂ν through the Lamé parameters.
     const Mat3 dP_dE = lame.dmu_dE * nh.dP_dmu + lame.dlambda_dE * nh.dP_dlambda;
     const Mat3 dP_dnu = lame.dmu_dnu * nh.dP_dmu + lame.dlambda_dnu * nh.dP_dlambda;
     Eigen::Matrix<double, 12, 2> block;
-    block.col(0) = V * (G.transpose() * Eigen::Map<const Vec9>(dP_dE.data()));
-    block.col(1) = V * (G.transpose() * Eigen::Map<const Vec9>(dP_dnu.data()));
+    block.col(0) = V * element_forces(dP_dE, grad);
+    block.col(1) = V * element_forces(dP_dnu, grad);
     sink.add(stencil_[e], std::span<const int>(idx, 2), block);
   }
 }
@@ -168,26 +156,26 @@ void FemViscosityTerm::declare(StencilSet& stencils) { declare_elements(*body_, 
 void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   if (model_ == ViscosityModel::kNone) return;
   const double nu = ctx.p[body_->params().viscosity];
+  // The stress and both tangents are linear in ν: at ν = 0 the term adds exactly nothing.
+  if (nu == 0.0) return;
   const bool tangent = out.wants_jacobians();
   ViscousResult vr;
+  Mat12 Kq, Kv;
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    const Mat3 Fdot = body_->element_positions(ctx.v, e) * body_->shape_gradients(e);
-    viscous_stress(F, Fdot, nu, model_, tangent, vr);
-    const Mat9x12 G = deformation_gradient_operator(body_->shape_gradients(e));
+    const Mat43& grad = body_->shape_gradients(e);
+    const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
+    viscous_stress(F, Fdot, nu, model_, false, vr);
     const double V = body_->rest_volume(e);
-    const Vec12 r = V * (G.transpose() * Eigen::Map<const Vec9>(vr.P.data()));
+    const Vec12 r = V * element_forces(vr.P, grad);
     if (!tangent) {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 Kv = V * sandwich(G, vr.dP_dFdot);
-    if (model_ == ViscosityModel::kLinear) {
-      out.add<12>(stencil_[e], r, nullptr, &Kv, nullptr);
-      continue;
-    }
-    const Mat12 Kq = V * sandwich(G, vr.dP_dF);
-    out.add<12>(stencil_[e], r, &Kq, &Kv, nullptr);
+    viscous_stiffness(F, Fdot, grad, nu, model_, Kq, Kv);
+    Kq *= V;
+    Kv *= V;
+    out.add<12>(stencil_[e], r, model_ == ViscosityModel::kLinear ? nullptr : &Kq, &Kv, nullptr);
   }
 }
 
@@ -200,8 +188,7 @@ void FemViscosityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
     const Mat3 Fdot = body_->element_positions(ctx.v, e) * body_->shape_gradients(e);
     // The stress is linear in ν: ∂P/∂ν is the stress at unit viscosity.
     viscous_stress(F, Fdot, 1.0, model_, false, vr);
-    const Mat9x12 G = deformation_gradient_operator(body_->shape_gradients(e));
-    const Vec12 col = body_->rest_volume(e) * (G.transpose() * Eigen::Map<const Vec9>(vr.P.data()));
+    const Vec12 col = body_->rest_volume(e) * element_forces(vr.P, body_->shape_gradients(e));
     sink.add(stencil_[e], std::span<const int>(&pv, 1), col);
   }
 }

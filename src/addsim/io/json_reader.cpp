@@ -188,6 +188,13 @@ void ObjectReader::fail(const std::string& key, const std::string& message) cons
   fail_at(source_, join_path(path_, key), message);
 }
 
+bool ObjectReader::boolean(const std::string& key, bool fallback) {
+  if (!has(key)) return fallback;
+  const nlohmann::json& v = raw(key);
+  if (!v.is_boolean()) fail(key, "must be true or false, got " + describe(v));
+  return v.get<bool>();
+}
+
 bool ObjectReader::has(const std::string& key) {
   known_.insert(key);
   return j_.contains(key);

@@ -45,6 +45,8 @@ class ObjectReader {
   double number(const std::string& key, std::optional<double> fallback, Bound bound = Bound::kAny);
   /// An integer ≥ min_value; `fallback` when absent.
   int integer(const std::string& key, std::optional<int> fallback, int min_value);
+  /// true or false; `fallback` when absent.
+  bool boolean(const std::string& key, bool fallback);
   /// A string; `fallback` when absent.
   std::string string(const std::string& key, std::optional<std::string> fallback);
   /// One of `choices`; `fallback` when absent.

@@ -35,9 +35,11 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   const Model& model = *scene.model;
   const TimeScheme& s = model.scheme();
   const int completed_steps = static_cast<int>(traj.q.size()) - 1;
-  int total_iterations = 0, max_iterations = 0, halvings = 0;
+  int total_iterations = 0, max_iterations = 0, halvings = 0, factorizations = 0, krylov = 0;
   for (const StepReport& r : traj.reports) {
     total_iterations += r.iterations;
+    factorizations += r.factorizations;
+    krylov += r.krylov_iterations;
     max_iterations = std::max(max_iterations, r.iterations);
     halvings += r.line_search_halvings;
   }
@@ -53,6 +55,8 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   j["newton_iterations_total"] = total_iterations;
   j["newton_iterations_max"] = max_iterations;
   j["line_search_halvings_total"] = halvings;
+  j["factorizations_total"] = factorizations;
+  j["krylov_iterations_total"] = krylov;
   j["completed"] = traj.completed();
   j["failure"] = traj.completed() ? json(nullptr) : json(traj.failure);
   j["failed_step"] = traj.completed() ? json(nullptr) : json(traj.failed_step);
@@ -119,11 +123,11 @@ json make_meta(const Scene& scene) {
 void write_steps_csv(const std::filesystem::path& file, const Trajectory& traj, double dt) {
   std::ofstream out(file);
   if (!out) throw InputError(file.string() + ": cannot open for writing");
-  out << "step,time,newton_iterations,residual_norm,line_search_halvings,wall_ms\n";
+  out << "step,time,newton_iterations,residual_norm,line_search_halvings,factorizations,krylov_iterations,wall_ms\n";
   char line[256];
   for (const StepReport& r : traj.reports) {
-    std::snprintf(line, sizeof line, "%d,%.17g,%d,%.17g,%d,%.6g\n", r.step, r.step * dt, r.iterations,
-                  r.residual_norm, r.line_search_halvings, r.wall_ms);
+    std::snprintf(line, sizeof line, "%d,%.17g,%d,%.17g,%d,%d,%d,%.6g\n", r.step, r.step * dt, r.iterations,
+                  r.residual_norm, r.line_search_halvings, r.factorizations, r.krylov_iterations, r.wall_ms);
     out << line;
   }
   if (!out) throw InputError(file.string() + ": write failed");

@@ -128,9 +128,7 @@ void parse_rigid_body(ObjectReader& r, int index, SceneBuilder& b) {
   init.orientation = r.vec3("orientation", Vec3::Zero());
   init.velocity = r.vec3("velocity", Vec3::Zero());
   init.angular_velocity = r.vec3("angular_velocity", Vec3::Zero());
-  const bool kinematic = r.has("kinematic") && r.raw("kinematic").is_boolean() && r.raw("kinematic").get<bool>();
-  if (r.has("kinematic") && !r.raw("kinematic").is_boolean())
-    r.fail("kinematic", "expected true or false, got " + describe(r.raw("kinematic")));
+  const bool kinematic = r.boolean("kinematic", false);
   if (kinematic) {
     // Poses per step: given, or p + v t and θ + θ̇ t (angular_velocity taken as θ̇).
     const TimeScheme& s = b.model->scheme();

@@ -70,6 +70,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                     : ls == "eigen"   ? LinearSolverKind::kEigenLu
                     : ls == "cholmod" ? LinearSolverKind::kCholmodBicgstab
                                       : LinearSolverKind::kAuto;
+  s.reuse_factorization = r.boolean("reuse_factorization", true);
   r.finish();
 }
 

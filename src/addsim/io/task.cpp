@@ -42,13 +42,6 @@ int integer_value(const json& v, const std::string& source, const std::string& p
   return v.get<int>();
 }
 
-bool boolean(ObjectReader& r, const std::string& key, bool fallback) {
-  if (!r.has(key)) return fallback;
-  const json& v = r.raw(key);
-  if (!v.is_boolean()) r.fail(key, "must be true or false, got " + describe(v));
-  return v.get<bool>();
-}
-
 // A body named by index or by its scene name.
 int body_ref(ObjectReader& r, const Task& t, const std::string& key = "body") {
   const auto& bodies = t.scene.bodies;
@@ -361,7 +354,7 @@ std::vector<ParameterSpec> parse_parameters(ObjectReader& top) {
     } else {
       ObjectReader r(list[k], path, top.source());
       s.path = r.string("path", std::nullopt);
-      s.log_scale = boolean(r, "log", false);
+      s.log_scale = r.boolean("log", false);
       s.lower = r.number("lower", -std::numeric_limits<double>::infinity());
       s.upper = r.number("upper", std::numeric_limits<double>::infinity());
       r.finish();

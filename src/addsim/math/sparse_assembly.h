@@ -94,6 +94,24 @@ class Assembly {
     if (dr_da) scatter<N>(m, *dr_da, ka);
   }
 
+  /// Adds a local residual of M nodes × 3 components (stencil order) and, when wanted, the
+  /// partial Jacobian ∂r/∂a = S ⊗ I₃ (block (k, l) = S(k, l) I₃, e.g. an element mass
+  /// matrix): 3M² scattered values instead of 9M².
+  template <int M>
+  void add_isotropic_a(int id, const Eigen::Matrix<double, 3 * M, 1>& r_local, const Eigen::Matrix<double, M, M>& S) {
+    constexpr int N = 3 * M;
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int k = 0; k < N; ++k) {
+      r[dofs[k]] += r_local[k];
+      r_abs[dofs[k]] += std::abs(r_local[k]);
+    }
+    if (!wants_jacobians()) return;
+    const int* m = pattern_->map(id);
+    for (int l = 0; l < M; ++l)
+      for (int k = 0; k < M; ++k)
+        for (int i = 0; i < 3; ++i) ka[m[(3 * k + i) + (3 * l + i) * N]] += S(k, l);
+  }
+
   /// Dynamic-size variant for stencils whose size is only known at run time.
   void add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da);
 

@@ -24,6 +24,9 @@ struct SolverSettings {
   int max_iterations = 50;       ///< Newton iteration cap per step
   int max_halvings = 30;         ///< line-search halvings per iteration
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+  /// Keep one LU across Newton iterations and steps, solving by GMRES preconditioned with
+  /// it while that is cheaper than refactorising (solver/reused_factorization.h).
+  bool reuse_factorization = true;
 };
 
 class Model {

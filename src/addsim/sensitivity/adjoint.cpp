@@ -6,6 +6,7 @@
 
 #include "addsim/sensitivity/step_linearization.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/solver/reused_factorization.h"
 
 namespace addsim {
 
@@ -28,9 +29,12 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
   std::vector<VecX> acc(K + 1, VecX::Zero(nq));
   VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
-  VecX rhs(nq), lambda(nq), neg_lambda(nq), sink_lambda(nq);
+  VecX rhs(nq), lambda(nq), lambda_prev(nq), neg_lambda(nq), sink_lambda(nq);
   StepLinearization lin(model);
-  const auto lu = make_linear_solver(model.solver().linear_solver, &pattern);
+  // Successive steps' Jacobians are close: one LU serves many steps as GMRES
+  // preconditioner (relative residual 1e-12 per solve, solver/reused_factorization.h).
+  ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
+                         model.solver().reuse_factorization);
 
   for (int i = n; i >= 1; --i) {
     lin.evaluate(traj, i);
@@ -40,9 +44,10 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     if (const VecX* g = og.find_dphi_dq(i)) rhs += *g;
     acc_i.setZero();
     // (dr^i/dq^i)ᵀ λ^i = rhs.
-    if (!lu->factorize(lin.step_jacobian()))
+    // GMRES starts from λ^{i+1}: adjoint states change little from step to step.
+    lambda_prev = lambda;
+    if (!lu.solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &lambda_prev : nullptr))
       throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
-    lu->solve(rhs, lambda, /*transpose=*/true);
     if (!lambda.allFinite())
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
     // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i.

@@ -272,7 +272,6 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   const TimeScheme& s = model_.scheme();
   const SolverSettings& opt = model_.solver();
   Assembly& assembly = sim.assembly();
-  LinearSolver& lu = sim.linear_solver();
   StepReport rep;
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
@@ -308,6 +307,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
                                              return r_;
                                            });
     rep.assembly_ms += ms_since(t0);
+    ++rep.assemblies;
     return norm;
   };
 
@@ -374,16 +374,10 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
           jac_damped_[k] += mu * std::abs(jac_[k]);
         }
       }
-      auto t0 = Clock::now();
-      const bool ok = lu.factorize(jac_damped_);
-      rep.factor_ms += ms_since(t0);
-      if (!ok) {
+      if (!sim.solve_linear(jac_damped_, rhs_, dq_, rep)) {
         singular = true;
         continue;
       }
-      t0 = Clock::now();
-      lu.solve(rhs_, dq_);
-      rep.solve_ms += ms_since(t0);
       if (!dq_.allFinite()) continue;
       alpha = 1.0;
       halvings = 0;

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 
@@ -51,6 +52,8 @@ class Umfpack final : public LinearSolver {
  public:
   explicit Umfpack(const SparsePattern* pattern) : pattern_(pattern), values_(VecX::Zero(pattern->nnz())) {
     umfpack_di_defaults(control_);
+    umfpack_di_defaults(control_plain_);
+    control_plain_[UMFPACK_IRSTEP] = 0;
     const int n = pattern->size();
     const int status = umfpack_di_symbolic(n, n, pattern->outer().data(), pattern->inner().data(), nullptr,
                                            &symbolic_, control_, info_);
@@ -65,15 +68,14 @@ class Umfpack final : public LinearSolver {
     if (numeric_) umfpack_di_free_numeric(&numeric_);
     const int status = umfpack_di_numeric(pattern_->outer().data(), pattern_->inner().data(), values_.data(),
                                           symbolic_, &numeric_, control_, info_);
+    factor_flops_ = info_[UMFPACK_FLOPS];
+    solve_flops_ = 2.0 * (info_[UMFPACK_LNZ] + info_[UMFPACK_UNZ]);
     return status == UMFPACK_OK;
   }
-  void solve(const VecX& b, VecX& x, bool transpose) override {
-    x.resize(b.size());
-    const int status = umfpack_di_solve(transpose ? UMFPACK_At : UMFPACK_A, pattern_->outer().data(),
-                                        pattern_->inner().data(), values_.data(), x.data(), b.data(), numeric_,
-                                        control_, info_);
-    ADDSIM_CHECK(status == UMFPACK_OK || status == UMFPACK_WARNING_singular_matrix, "UMFPACK solve failed");
-  }
+  double factor_flops() const override { return status_ok(factor_flops_); }
+  double solve_flops() const override { return status_ok(solve_flops_); }
+  void precondition(const VecX& b, VecX& x, bool transpose) override { solve_with(b, x, transpose, control_plain_); }
+  void solve(const VecX& b, VecX& x, bool transpose) override { solve_with(b, x, transpose, control_); }
   const char* name() const override { return "umfpack"; }
 
  private:
@@ -82,7 +84,19 @@ class Umfpack final : public LinearSolver {
   void* symbolic_ = nullptr;
   void* numeric_ = nullptr;
   double control_[UMFPACK_CONTROL];
+  double control_plain_[UMFPACK_CONTROL];  ///< no iterative refinement (preconditioner use)
   double info_[UMFPACK_INFO];
+  double factor_flops_ = 0.0, solve_flops_ = 0.0;
+
+  static double status_ok(double v) { return std::isfinite(v) && v > 0.0 ? v : 0.0; }
+  void solve_with(const VecX& b, VecX& x, bool transpose, double* control) {
+    x.resize(b.size());
+    double info[UMFPACK_INFO];
+    const int status = umfpack_di_solve(transpose ? UMFPACK_At : UMFPACK_A, pattern_->outer().data(),
+                                        pattern_->inner().data(), values_.data(), x.data(), b.data(), numeric_,
+                                        control, info);
+    ADDSIM_CHECK(status == UMFPACK_OK || status == UMFPACK_WARNING_singular_matrix, "UMFPACK solve failed");
+  }
 };
 #endif
 

@@ -19,6 +19,12 @@ class LinearSolver {
   virtual bool factorize(const VecX& values) = 0;
   /// x = A⁻¹ b (transpose = false) or A⁻ᵀ b; uses the last factorisation.
   virtual void solve(const VecX& b, VecX& x, bool transpose = false) = 0;
+  /// x ≈ A⁻¹ b as a preconditioner: like solve() but without refinement steps.
+  virtual void precondition(const VecX& b, VecX& x, bool transpose = false) { solve(b, x, transpose); }
+  /// Flops of the last numeric factorisation and of one solve with it (0 if unknown: then
+  /// ReusedFactorization never reuses the factorisation).
+  virtual double factor_flops() const { return 0.0; }
+  virtual double solve_flops() const { return 0.0; }
   virtual const char* name() const = 0;
 };
 

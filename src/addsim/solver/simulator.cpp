@@ -31,6 +31,13 @@ constexpr double kStepFloor = 1e-12;
 // Damping range of the fallback direction (relative to the Jacobian diagonal).
 constexpr double kFirstDamping = 1e-4;
 constexpr double kMaxDamping = 1e4;
+// Absolute linear-solve tolerance of a Newton direction, as a fraction of the Newton tolerance.
+constexpr double kLinearToleranceFraction = 1e-3;
+// Inexact-Newton forcing (see solve_step): fraction of the predicted next ‖r‖, the cap
+// relative to ‖r‖, and how far above the tolerance an iterate must be to estimate C.
+constexpr double kForcing = 0.1;
+constexpr double kMaxForcing = 1e-2;
+constexpr double kWellResolved = 1e3;
 }  // namespace
 
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
@@ -51,9 +58,26 @@ VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
 Simulator::Simulator(const Model& model) : model_(model) {
   ADDSIM_CHECK(model.finalized(), "the model must be finalised before simulating");
   assembly_ = Assembly(&model.pattern(), &model.stencils());
-  lu_ = make_linear_solver(model.solver().linear_solver, &model.pattern());
+  lu_ = std::make_unique<ReusedFactorization>(&model.pattern(),
+                                              make_linear_solver(model.solver().linear_solver, &model.pattern()),
+                                              model.solver().reuse_factorization);
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
+}
+
+bool Simulator::solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance) {
+  const ReusedFactorization::Stats before = lu_->stats();
+  // A Newton step solved to a linear residual of ε_lin leaves ‖r‖ ≈ ε_lin (+ the quadratic
+  // term) at the next iterate: kLinearToleranceFraction × tolerance keeps that far below the
+  // convergence test, so the converged state is unchanged to well within the tolerance.
+  const double floor = kLinearToleranceFraction * model_.solver().tolerance;
+  const bool ok = lu_->solve(values, b, x, false, std::max(tolerance, floor));
+  const ReusedFactorization::Stats& after = lu_->stats();
+  rep.factor_ms += after.factor_ms - before.factor_ms;
+  rep.solve_ms += after.solve_ms - before.solve_ms;
+  rep.factorizations += static_cast<int>(after.factorizations - before.factorizations);
+  rep.krylov_iterations += static_cast<int>(after.krylov_iterations - before.krylov_iterations);
+  return ok;
 }
 
 void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
@@ -96,9 +120,23 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   for (int i = 1; i <= s.steps; ++i) {
     // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}, in this step's chart.
     q = traj.q[i - 1] + s.h * traj.velocity(s, i - 1);
+    bool recharted = false;
     for (const ChartSwitch& c : traj.charts)
-      if (c.step == i - 1) c.body->rechart(q);
-    StepReport rep = solve_step(i, hist, p, q);
+      if (c.step == i - 1) {
+        c.body->rechart(q);
+        recharted = true;
+      }
+    // The plain Newton solver also tries constant-acceleration extrapolation: the q^i whose
+    // BDF acceleration equals a^{i-1}, q^i = h² (a^{i-1} − a_hist) / ca_i[0]. It follows
+    // gravity and the centripetal acceleration of spinning bodies, so free flight and steady
+    // contact start at a much smaller residual; solve_step keeps whichever guess has the
+    // smaller ‖r‖ (at impacts that is often the constant-velocity one).
+    const bool second_guess = !hybrid_ && !sqp_ && i >= 2 && !recharted;
+    if (second_guess) {
+      bdf_history_terms(s, hist, i, v_hist_, a_hist_);
+      guess_ca_ = (s.h * s.h / s.at(i).ca[0]) * (traj.acceleration(s, i - 1) - a_hist_);
+    }
+    StepReport rep = solve_step(i, hist, p, q, second_guess ? &guess_ca_ : nullptr);
     traj.reports.push_back(rep);
     if (progress) progress(rep);
     if (!rep.converged) {
@@ -122,7 +160,7 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   return traj;
 }
 
-StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q) {
+StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess) {
   if (hybrid_) return hybrid_->solve_step(*this, step, hist, p, q);
   if (sqp_) return sqp_->solve_step(*this, step, hist, p, q);
   const auto t_step = Clock::now();
@@ -139,11 +177,24 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     const auto t0 = Clock::now();
     const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
     rep.assembly_ms += ms_since(t0);
+    ++rep.assemblies;
     return norm;
   };
 
   std::string why;
-  double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+  double norm = std::numeric_limits<double>::infinity();
+  if (alt_guess) {
+    // Start from the alternative guess if its residual is smaller; the partials are
+    // evaluated once, at the chosen start.
+    const double norm_q = eval(q, EvalMode::kResidual, &why);
+    std::string why_alt;
+    const double norm_alt = eval(*alt_guess, EvalMode::kResidualAndJacobians, &why_alt);
+    if (norm_alt <= norm_q) {
+      q = *alt_guess;
+      norm = norm_alt;
+    }
+  }
+  if (!std::isfinite(norm)) norm = eval(q, EvalMode::kResidualAndJacobians, &why);
   if (!std::isfinite(norm)) {
     rep.failure = "initial guess is inadmissible: " + why;
     rep.residual_norm = norm;
@@ -170,7 +221,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const double tol = opt.tolerance;
 
   while (true) {
-    if (norm < tol || norm <= r_floor) {
+    // The round-off floor is only accepted once Newton has tried to go below it: a guess
+    // that merely starts at the floor (exact extrapolation, e.g. free fall) is still
+    // polished by one iteration, else its O(floor) error would be kept and compound.
+    if (norm < tol || (rep.iterations > 0 && norm <= r_floor)) {
       rep.converged = true;
       break;
     }
@@ -185,6 +239,16 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // style damping). The converged root is the same: damping only changes the path.
     const VecX r_now = assembly_.r;
     ++rep.iterations;
+    // Inexact Newton: the direction needs a linear residual well below the ‖r‖ the step
+    // will reach, not below round-off. With quadratic convergence ‖r_{k+1}‖ ≈ C ‖r_k‖²
+    // (C from the last two well-resolved iterates, of this or an earlier step), a linear
+    // residual of kForcing · C ‖r_k‖² changes ‖r_{k+1}‖ by at most that fraction; it is
+    // capped at 1e-2 ‖r_k‖ and floored by solve_linear at 1e-3 of the tolerance.
+    if (rep.residual_history.size() >= 2) {
+      const double prev = rep.residual_history[rep.residual_history.size() - 2];
+      if (norm >= kWellResolved * tol && prev > norm) newton_constant_ = norm / (prev * prev);
+    }
+    const double linear_tol = std::min(kMaxForcing * norm, kForcing * newton_constant_ * norm * norm);
     bool accepted = false, singular = false;
     double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
     int halvings = 0;
@@ -198,25 +262,23 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
           jac_damped_[k] += mu * std::abs(jac_[k]);
         }
       }
-      auto t0 = Clock::now();
-      const bool ok = lu_->factorize(jac_damped_);
-      rep.factor_ms += ms_since(t0);
-      if (!ok) {
+      r_ = -r_now;
+      if (!solve_linear(jac_damped_, r_, dq_, rep, mu == 0.0 ? linear_tol : 0.0)) {
         singular = true;
         continue;
       }
-      t0 = Clock::now();
-      r_ = -r_now;
-      lu_->solve(r_, dq_);
-      rep.solve_ms += ms_since(t0);
       if (!dq_.allFinite()) continue;
-      // Backtracking line search demanding a decrease of ‖r‖.
+      // Backtracking line search demanding a decrease of ‖r‖. The full step is usually
+      // accepted: from the second iteration of a step on, its partials are evaluated right
+      // away. The first iteration's full step usually converges the step (mildly nonlinear
+      // steps), when its partials would be wasted: it is evaluated without them, and they
+      // are added below only if another iteration follows.
       alpha = 1.0;
       halvings = 0;
       while (true) {
         q_trial_ = q + alpha * dq_;
-        // The full step is usually accepted: evaluate its partials right away.
-        trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
+        const bool eager = halvings == 0 && rep.iterations > 1;
+        trial = eval(q_trial_, eager ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
         if (trial <= (1.0 - kArmijo * alpha) * norm) break;
         if (halvings >= opt.max_halvings) break;
         alpha *= 0.5;
@@ -244,8 +306,13 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       break;
     }
     q = q_trial_;
-    norm = halvings == 0 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
-    rep.residual_history.push_back(norm);
+    rep.residual_history.push_back(trial);
+    if (trial < tol) {  // converged: the partials at q are not needed
+      norm = trial;
+      rep.converged = true;
+      break;
+    }
+    norm = halvings == 0 && rep.iterations > 1 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
     r_floor = jacobian_and_floor();
   }
   rep.residual_norm = norm;

@@ -4,14 +4,22 @@
 /// converge ends the run with a StepReport naming the step, residual and reason; the
 /// trajectory keeps only converged states (never a half-updated one).
 
+#include "addsim/solver/reused_factorization.h"
 #include <functional>
+#include "addsim/solver/reused_factorization.h"
 #include <memory>
+#include "addsim/solver/reused_factorization.h"
 #include <string>
+#include "addsim/solver/reused_factorization.h"
 #include <vector>
 
+#include "addsim/solver/reused_factorization.h"
 #include "addsim/integrators/bdf.h"
+#include "addsim/solver/reused_factorization.h"
 #include "addsim/model/model.h"
+#include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/solver/reused_factorization.h"
 #include "addsim/terms/stick_constraints.h"
 
 namespace addsim {
@@ -29,7 +37,10 @@ struct StepReport {
   double wall_ms = 0.0;
   double assembly_ms = 0.0;        ///< time in residual + Jacobian evaluation
   double factor_ms = 0.0;          ///< time in LU factorisation
-  double solve_ms = 0.0;           ///< time in triangular solves
+  double solve_ms = 0.0;           ///< time in triangular solves (and GMRES, with reuse)
+  int assemblies = 0;              ///< residual (+ partials) evaluations
+  int factorizations = 0;          ///< numeric LU factorisations
+  int krylov_iterations = 0;       ///< GMRES iterations on a reused factorisation
   std::string failure;             ///< empty when converged
   std::string note;                ///< e.g. "converged at the round-off floor of ‖r‖"
   ContactState contact;            ///< touching/sticking points (hybrid contact, paper §4.3)
@@ -80,18 +91,25 @@ class Simulator {
 
   const Model& model() const { return model_; }
   const char* linear_solver_name() const { return lu_->name(); }
-  LinearSolver& linear_solver() { return *lu_; }
+  /// Solves J x = b for the step Jacobian with nonzero `values` (reusing the last LU where
+  /// that is cheaper); adds factorisation/solve times and counts to `rep`. False if J had to
+  /// be factorised and is singular.
+  /// `tolerance` (absolute, on ‖b − J x‖) is raised to at least 1e-3 of the Newton tolerance.
+  bool solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance = 0.0);
   Assembly& assembly() { return assembly_; }
 
  private:
-  StepReport solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q);
+  // Solves step `step` from the guess q (and, for plain Newton, from alt_guess instead if
+  // its residual is smaller); q holds the result.
+  StepReport solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess = nullptr);
 
   const Model& model_;
   Assembly assembly_;
-  std::unique_ptr<LinearSolver> lu_;
+  std::unique_ptr<ReusedFactorization> lu_;
   std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
   std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
-  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_;
+  double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
+  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_, guess_ca_;
 };
 
 }  // namespace addsim

@@ -142,7 +142,6 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   const TimeScheme& s = model_.scheme();
   const SolverSettings& opt = model_.solver();
   Assembly& assembly = sim.assembly();
-  LinearSolver& lu = sim.linear_solver();
   StepReport rep;
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
@@ -158,6 +157,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
                                              return r_;
                                            });
     rep.assembly_ms += ms_since(t0);
+    ++rep.assemblies;
     return norm;
   };
 
@@ -203,16 +203,10 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     }
     rhs_ = -r_;
     ++rep.iterations;
-    auto t0 = Clock::now();
-    const bool ok = lu.factorize(jac_);
-    rep.factor_ms += ms_since(t0);
-    if (!ok) {
+    if (!sim.solve_linear(jac_, rhs_, dq_, rep)) {
       rep.failure = "KKT step Jacobian is singular";
       break;
     }
-    t0 = Clock::now();
-    lu.solve(rhs_, dq_);
-    rep.solve_ms += ms_since(t0);
     if (!dq_.allFinite()) {
       rep.failure = "KKT step is not finite";
       break;

@@ -1,0 +1,150 @@
+#include "addsim/solver/reused_factorization.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <Eigen/Dense>
+
+namespace addsim {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+// GMRES never runs longer than this (Krylov basis memory: this many vectors of |q|).
+constexpr int kMaxKrylov = 40;
+// Typical Krylov dimension, for the Gram–Schmidt part of the cost of one iteration.
+constexpr int kTypicalKrylov = 10;
+}  // namespace
+
+ReusedFactorization::ReusedFactorization(const SparsePattern* pattern, std::unique_ptr<LinearSolver> lu, bool enabled)
+    : pattern_(pattern), lu_(std::move(lu)), enabled_(enabled) {}
+
+bool ReusedFactorization::factorize(const VecX& values) {
+  const auto t0 = Clock::now();
+  const bool ok = lu_->factorize(values);
+  stats_.factor_ms += ms_since(t0);
+  ++stats_.factorizations;
+  have_lu_ = ok;
+  refactor_next_ = false;
+  excess_iterations_ = 0.0;
+  // One GMRES iteration: two triangular solves, one matrix product, and the Gram–Schmidt
+  // work against the basis.
+  const double n = pattern_->size();
+  const double iteration = lu_->solve_flops() + 2.0 * pattern_->nnz() + 4.0 * n * kTypicalKrylov;
+  factor_to_iteration_ = lu_->factor_flops() / iteration;
+  return ok;
+}
+
+void ReusedFactorization::multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const {
+  y.setZero(x.size());
+  if (transpose)
+    pattern_->transpose_multiply_add(values, x, y);
+  else
+    pattern_->multiply_add(values, x, y);
+}
+
+bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool transpose,
+                                double absolute_tolerance, const VecX* initial_guess) {
+  ++stats_.solves;
+  // A single solve gives up on the old LU once it has cost as much as a refactorisation.
+  const int budget = static_cast<int>(std::min<double>(kMaxKrylov, factor_to_iteration_));
+  if (enabled_ && have_lu_ && !refactor_next_ && budget >= 2) {
+    const auto t0 = Clock::now();
+    int iterations = 0;
+    const double target = std::max(kRelativeTolerance * b.norm(), absolute_tolerance);
+    bool converged;
+    if (initial_guess) {
+      // Solve for the correction d = x − x₀ from the residual of the guess.
+      multiply(values, *initial_guess, guess_residual_, transpose);
+      guess_residual_ = b - guess_residual_;
+      converged = gmres(values, guess_residual_, x, transpose, target, budget, iterations);
+      x += *initial_guess;
+    } else {
+      converged = gmres(values, b, x, transpose, target, budget, iterations);
+    }
+    stats_.krylov_iterations += iterations;
+    stats_.solve_ms += ms_since(t0);
+    if (converged) {
+      // Ski-rental rule: a fresh LU solves in one iteration; once the iterations beyond
+      // that, summed since the last factorisation, have cost a factorisation, the old LU
+      // has paid for itself and the next solve refactorises.
+      excess_iterations_ += iterations - 1;
+      refactor_next_ = excess_iterations_ >= factor_to_iteration_;
+      return true;
+    }
+  }
+  if (!factorize(values)) return false;
+  const auto t0 = Clock::now();
+  lu_->solve(b, x, transpose);
+  stats_.solve_ms += ms_since(t0);
+  return true;
+}
+
+bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target,
+                                int max_iterations, int& iterations) {
+  // Right-preconditioned GMRES with the preconditioned directions kept (as in flexible
+  // GMRES), so the solution needs no extra triangular solve: x = Σ y_j M⁻¹ v_j. The Arnoldi
+  // residual equals the true residual of A x = b, checked once more at the end.
+  const int n = static_cast<int>(b.size());
+  iterations = 0;
+  const double beta = b.norm();
+  if (beta == 0.0) {
+    x.setZero(n);
+    return true;
+  }
+  if (static_cast<int>(basis_.size()) < max_iterations + 1) basis_.resize(max_iterations + 1);
+  if (static_cast<int>(preconditioned_.size()) < max_iterations) preconditioned_.resize(max_iterations);
+  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(max_iterations + 1, max_iterations);
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(max_iterations + 1), cs(max_iterations), sn(max_iterations);
+  g[0] = beta;
+  basis_[0] = b / beta;
+  int k = 0;
+  bool reached = false;
+  while (k < max_iterations) {
+    lu_->precondition(basis_[k], preconditioned_[k], transpose);
+    if (!preconditioned_[k].allFinite()) return false;
+    multiply(values, preconditioned_[k], w_, transpose);
+    // Modified Gram–Schmidt.
+    for (int j = 0; j <= k; ++j) {
+      H(j, k) = basis_[j].dot(w_);
+      w_ -= H(j, k) * basis_[j];
+    }
+    H(k + 1, k) = w_.norm();
+    // Apply the earlier Givens rotations to the new column, then one more to zero H(k+1, k).
+    for (int j = 0; j < k; ++j) {
+      const double t = cs[j] * H(j, k) + sn[j] * H(j + 1, k);
+      H(j + 1, k) = -sn[j] * H(j, k) + cs[j] * H(j + 1, k);
+      H(j, k) = t;
+    }
+    const double rho = std::hypot(H(k, k), H(k + 1, k));
+    if (rho == 0.0) return false;
+    cs[k] = H(k, k) / rho;
+    sn[k] = H(k + 1, k) / rho;
+    const double hk1 = H(k + 1, k);
+    H(k, k) = rho;
+    H(k + 1, k) = 0.0;
+    g[k + 1] = -sn[k] * g[k];
+    g[k] = cs[k] * g[k];
+    ++k;
+    if (std::abs(g[k]) <= target) {
+      reached = true;
+      break;
+    }
+    if (hk1 == 0.0) break;  // happy breakdown: the Krylov space is invariant
+    if (k < max_iterations) basis_[k] = w_ / hk1;
+  }
+  iterations = k;
+  const Eigen::VectorXd y = H.topLeftCorner(k, k).triangularView<Eigen::Upper>().solve(g.head(k));
+  x.setZero(n);
+  for (int j = 0; j < k; ++j) x += y[j] * preconditioned_[j];
+  if (!x.allFinite()) return false;
+  // The recurrence's residual drifts from the true one near machine precision: check.
+  multiply(values, x, residual_, transpose);
+  residual_ = b - residual_;
+  return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
+}
+
+}  // namespace addsim

@@ -1,0 +1,74 @@
+#pragma once
+/// Solves a sequence of sparse systems on one pattern — the step Jacobians of successive
+/// Newton iterations and time steps (or of the adjoint's steps, backwards) — reusing one
+/// LU factorisation across them: A x = b is solved by GMRES on the *current* matrix,
+/// right-preconditioned with the LU of an earlier one, to a relative residual of
+/// kRelativeTolerance, so the solution is that of A (not of the old matrix) to about the
+/// accuracy of a direct solve, and Newton's iterates and converged states do not change
+/// beyond round-off. A new factorisation is made when the GMRES work beyond one
+/// iteration per solve has added up to the cost of one (or when a single solve would cost
+/// more than refactorising). The policy counts floating-point operations (from the factorisation's own
+/// statistics), not time, so runs are reproducible bit for bit. docs/solver.md has the
+/// measurements.
+
+#include <memory>
+#include <vector>
+
+#include "addsim/solver/linear_solver.h"
+
+namespace addsim {
+
+class ReusedFactorization {
+ public:
+  /// `lu` must be built on `pattern`. With `enabled` false every solve refactorises (the
+  /// plain direct path, for comparisons).
+  ReusedFactorization(const SparsePattern* pattern, std::unique_ptr<LinearSolver> lu, bool enabled = true);
+
+  /// Solves A x = b (transpose: Aᵀ x = b) for the matrix with nonzero `values` on the
+  /// pattern, to ‖b − A x‖ ≤ max(kRelativeTolerance ‖b‖, absolute_tolerance) when GMRES
+  /// runs. False if A had to be factorised and is singular (x is then unspecified).
+  /// `initial_guess` (optional) starts GMRES there (e.g. the previous system's solution).
+  bool solve(const VecX& values, const VecX& b, VecX& x, bool transpose = false, double absolute_tolerance = 0.0,
+             const VecX* initial_guess = nullptr);
+
+  /// Forgets the factorisation: the next solve factorises (e.g. after a discontinuous
+  /// change of the system such as a new contact active set).
+  void invalidate() { have_lu_ = false; }
+
+  const char* name() const { return lu_->name(); }
+  bool reuses() const { return enabled_; }
+
+  /// Counters since construction: factorisations, solves, GMRES iterations, and the time
+  /// (ms) spent factorising and solving (solve time includes GMRES).
+  struct Stats {
+    long factorizations = 0, solves = 0, krylov_iterations = 0;
+    double factor_ms = 0.0, solve_ms = 0.0;
+  };
+  const Stats& stats() const { return stats_; }
+
+  /// Relative residual ‖b − A x‖ / ‖b‖ at which GMRES stops.
+  static constexpr double kRelativeTolerance = 1e-12;
+
+ private:
+  bool factorize(const VecX& values);
+  // GMRES with the current LU as right preconditioner; true if it reached the tolerance
+  // within max_iterations (x set), and the iterations it took.
+  bool gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target, int max_iterations,
+             int& iterations);
+  void multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const;
+
+  const SparsePattern* pattern_;
+  std::unique_ptr<LinearSolver> lu_;
+  bool enabled_;
+  bool have_lu_ = false;
+  bool refactor_next_ = false;
+  // Cost of one factorisation in units of one GMRES iteration (flop ratio).
+  double factor_to_iteration_ = 0.0;
+  // GMRES iterations beyond one per solve since the last factorisation.
+  double excess_iterations_ = 0.0;
+  Stats stats_;
+  std::vector<VecX> basis_, preconditioned_;
+  VecX w_, residual_, guess_residual_;
+};
+
+}  // namespace addsim
