@@ -1,7 +1,7 @@
 #pragma once
 /// The gradient subcommands of addsim (docs/task-format.md, docs/gradients.md):
-/// `gradient` (Φ and dΦ/dp of a task as JSON), `gradcheck` (adjoint vs direct vs central
-/// finite differences per selected parameter) and `landscape` (Φ and its gradient on a
+/// `gradient` (Φ and dΦ/dp of a task as JSON), `gradcheck` (adjoint vs direct vs finite
+/// differences per selected parameter, skipping steps that change the contact signature) and `landscape` (Φ and its gradient on a
 /// 2-D parameter grid, in parallel, as CSV and PNG).
 
 #include <functional>

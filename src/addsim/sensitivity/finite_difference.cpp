@@ -6,8 +6,38 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/sensitivity/contact_signature.h"
 
 namespace addsim {
+
+const char* to_string(FdKind kind) {
+  switch (kind) {
+    case FdKind::kCentral: return "central";
+    case FdKind::kForward: return "forward";
+    case FdKind::kBackward: return "backward";
+    case FdKind::kStraddling: return "straddling";
+  }
+  return "?";
+}
+
+FdKind FdSample::usable() const {
+  const bool plus = events_plus > 0, minus = events_minus > 0;
+  if (plus && minus) return FdKind::kStraddling;
+  if (plus) return FdKind::kBackward;
+  if (minus) return FdKind::kForward;
+  return FdKind::kCentral;
+}
+
+double FdSample::value(FdKind kind) const {
+  switch (kind) {
+    case FdKind::kCentral: return central;
+    case FdKind::kForward: return forward;
+    case FdKind::kBackward: return backward;
+    case FdKind::kStraddling: break;
+  }
+  ADDSIM_CHECK(false, "a straddling sample has no usable quotient");
+  return 0.0;
+}
 
 std::string FdSweep::report() const {
   std::ostringstream out;
@@ -18,8 +48,13 @@ std::string FdSweep::report() const {
       out << "  rollout failed: " << s.failure << "\n";
       continue;
     }
-    out << "  central = " << s.central << "  forward = " << s.forward << "  backward = " << s.backward
-        << (s.step == step ? "  <- chosen" : "") << "\n";
+    out << "  central = " << s.central << "  forward = " << s.forward << "  backward = " << s.backward;
+    if (s.events_plus >= 0)
+      out << "  changed steps +t/-t = " << s.events_plus << "/" << s.events_minus
+          << "  usable: " << to_string(s.usable());
+    if (s.step == step && kind != FdKind::kStraddling) out << "  <- chosen (" << to_string(kind) << ")";
+    if (!s.first_event.empty()) out << "\n    first change: " << s.first_event;
+    out << "\n";
   }
   return out.str();
 }
@@ -77,6 +112,112 @@ FdSweep directional_derivative_fd_sweep(Simulator& sim, const ObjectiveFunction&
                               out.report(),
                           -1);
   return out;
+}
+
+bool choose_fd_value(FdSweep& sweep) {
+  // Central differences when any sample allows one, otherwise one-sided ones.
+  std::vector<const FdSample*> picked;
+  for (FdKind kind : {FdKind::kCentral, FdKind::kForward}) {
+    picked.clear();
+    for (const FdSample& s : sweep.samples) {
+      if (!s.failure.empty()) continue;
+      const FdKind u = s.usable();
+      if (kind == FdKind::kCentral ? u == FdKind::kCentral : u == FdKind::kForward || u == FdKind::kBackward)
+        picked.push_back(&s);
+    }
+    if (!picked.empty()) break;
+  }
+  if (picked.empty()) {
+    sweep.kind = FdKind::kStraddling;
+    sweep.derivative = 0.0;
+    sweep.step = 0.0;
+    return false;
+  }
+  // Plateau among the usable samples in sweep order: the consecutive pair whose values agree
+  // best, taking its smaller step; a single usable sample is taken as it is.
+  const FdSample* chosen = picked.front();
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k + 1 < picked.size(); ++k) {
+    const FdSample& a = *picked[k];
+    const FdSample& b = *picked[k + 1];
+    const double change = std::abs(a.value(a.usable()) - b.value(b.usable()));
+    if (change < best) {
+      best = change;
+      chosen = picked[k + 1];
+    }
+  }
+  sweep.kind = chosen->usable();
+  sweep.derivative = chosen->value(sweep.kind);
+  sweep.step = chosen->step;
+  return true;
+}
+
+FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, double central_tolerance) {
+  FdCheck out;
+  out.kind = sweep.kind;
+  out.tolerance = fd_tolerance(sweep.kind, central_tolerance);
+  if (sweep.kind == FdKind::kStraddling) {
+    out.rel_error = std::numeric_limits<double>::infinity();
+    out.pass = true;
+    return out;
+  }
+  out.compared = true;
+  out.rel_error = std::abs(analytic - sweep.derivative) / std::max(std::abs(sweep.derivative), std::max(floor, 1e-300));
+  out.pass = out.rel_error <= out.tolerance;
+  return out;
+}
+
+FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
+                                               const VecX& direction, std::span<const double> steps) {
+  ADDSIM_CHECK(direction.size() == p.size(), "direction must have |p| entries");
+  ADDSIM_CHECK(!steps.empty(), "a finite-difference sweep needs at least one step");
+  const Model& model = sim.model();
+  // Φ and the contact signature of one rollout; a failed rollout throws.
+  auto rollout = [&](const VecX& at, ContactSignature& signature) {
+    const Trajectory traj = sim.run(at);
+    if (!traj.completed()) throw SimulationError("finite differences: " + traj.failure, traj.failed_step);
+    signature = contact_signature(model, traj);
+    return objective.evaluate(model, traj, nullptr);
+  };
+  FdSweep out;
+  ContactSignature nominal, plus_sig, minus_sig;
+  const double base = rollout(p, nominal);
+  for (double t : steps) {
+    FdSample sample;
+    sample.step = t;
+    try {
+      const double plus = rollout(p + t * direction, plus_sig);
+      const double minus = rollout(p - t * direction, minus_sig);
+      sample.central = (plus - minus) / (2.0 * t);
+      sample.forward = (plus - base) / t;
+      sample.backward = (base - minus) / t;
+      const SignatureDifference dp = compare(nominal, plus_sig), dm = compare(nominal, minus_sig);
+      sample.events_plus = dp.steps;
+      sample.events_minus = dm.steps;
+      if (!dp.same()) sample.first_event = "+t " + dp.first;
+      else if (!dm.same()) sample.first_event = "-t " + dm.first;
+    } catch (const SimulationError& e) {
+      sample.failure = e.what();
+    }
+    out.samples.push_back(sample);
+  }
+  const bool any_success = std::any_of(out.samples.begin(), out.samples.end(),
+                                       [](const FdSample& s) { return s.failure.empty(); });
+  if (!any_success)
+    throw SimulationError("finite differences: every step of the sweep failed:\n" + out.report(), -1);
+  choose_fd_value(out);
+  return out;
+}
+
+FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
+                                 std::span<const double> steps) {
+  ADDSIM_CHECK(j >= 0 && j < p.size(), "parameter index out of range");
+  VecX e = VecX::Zero(p.size());
+  e[j] = 1.0;
+  const double scale = std::max(1.0, std::abs(p[j]));
+  std::vector<double> absolute(steps.begin(), steps.end());
+  for (double& t : absolute) t *= scale;
+  return directional_derivative_fd_sweep_events(sim, objective, p, e, absolute);
 }
 
 double gradient_fd(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j, double step) {

@@ -12,6 +12,16 @@
 
 namespace addsim {
 
+/// Which difference quotient a finite-difference value is.
+enum class FdKind {
+  kCentral,     ///< (Φ(p + t d) − Φ(p − t d)) / 2t, second order
+  kForward,     ///< (Φ(p + t d) − Φ(p)) / t, first order
+  kBackward,    ///< (Φ(p) − Φ(p − t d)) / t, first order
+  kStraddling,  ///< none: both perturbed rollouts changed their contact signature
+};
+/// "central", "forward", "backward" or "straddling".
+const char* to_string(FdKind kind);
+
 /// One finite-difference step t and the three difference quotients of Φ along a direction.
 struct FdSample {
   double step = 0.0;      ///< t (units of the direction's scale)
@@ -19,14 +29,27 @@ struct FdSample {
   double forward = 0.0;   ///< (Φ(p + t d) − Φ(p)) / t
   double backward = 0.0;  ///< (Φ(p) − Φ(p − t d)) / t
   std::string failure;    ///< non-empty if a perturbed rollout failed (the sample is then unused)
+  /// Event-aware sweeps: steps whose contact signature (sensitivity/contact_signature.h) in
+  /// the rollout at p + t d (p − t d) differs from the one at p; −1 if not checked.
+  int events_plus = -1;
+  int events_minus = -1;
+  std::string first_event;  ///< the first difference (the + side's if it has one), for reports
+  /// The quotient whose rollouts keep the signature of p: central if neither side changed it
+  /// (or it was not checked), forward / backward if only the other side changed it,
+  /// kStraddling if both did.
+  FdKind usable() const;
+  /// The quotient of `kind` (kCentral, kForward or kBackward).
+  double value(FdKind kind) const;
 };
 
 /// A sweep over several steps and the chosen value.
 struct FdSweep {
-  double derivative = 0.0;  ///< central difference of the chosen step
-  double step = 0.0;        ///< the chosen step
+  double derivative = 0.0;          ///< the chosen quotient (meaningless if kind is kStraddling)
+  double step = 0.0;                ///< the chosen step
+  FdKind kind = FdKind::kCentral;   ///< which quotient was chosen
   std::vector<FdSample> samples;
-  /// One line per sample ("t = …  central … forward … backward …"), for failure messages.
+  /// One line per sample ("t = …  central … forward … backward …", and with events the
+  /// changed steps per side and the quotient the sample allows), for failure messages.
   std::string report() const;
 };
 
@@ -44,6 +67,49 @@ double directional_derivative_fd(Simulator& sim, const ObjectiveFunction& object
 /// SimulationError if the unperturbed run fails or fewer than two steps succeed.
 FdSweep directional_derivative_fd_sweep(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
                                         const VecX& direction, std::span<const double> steps);
+
+/// Event-aware sweep (docs/gradients.md §4): as directional_derivative_fd_sweep, but every
+/// perturbed rollout's contact signature is compared with the unperturbed one, and a sample
+/// offers only the quotient whose rollouts stay on the unperturbed branch (FdSample::usable).
+/// The choice takes the plateau (as above) among the samples allowing a central difference;
+/// if none does, among those allowing a one-sided one (first order: compare with a looser
+/// tolerance, fd_tolerance()); if every successful sample straddles, kind is kStraddling and
+/// no value is chosen. Throws SimulationError if the unperturbed run or every sample fails.
+FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
+                                               const VecX& direction, std::span<const double> steps);
+
+/// gradient_fd_sweep with the event-aware choice of directional_derivative_fd_sweep_events.
+FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
+                                 std::span<const double> steps);
+
+/// The event-aware choice on recorded samples (sets derivative, step and kind); exposed for
+/// tests. Returns false (kind kStraddling) if no sample offers a usable quotient.
+bool choose_fd_value(FdSweep& sweep);
+
+/// A one-sided difference is first order (error ≈ ½ t |Φ''|), so it is compared with this
+/// multiple of the central tolerance: at a touchdown on g = 0 its error is 6e-6 at the step the
+/// sweep picks (1e-8; ≈ 600 t, docs/gradients.md §4), while a 1 % error in the adjoint stays
+/// 10× beyond the contact-rich one-sided tolerance 1e-3.
+constexpr double kOneSidedToleranceFactor = 10.0;
+
+/// Tolerance for comparing with the quotient `kind` given the central tolerance.
+inline double fd_tolerance(FdKind kind, double central_tolerance) {
+  return kind == FdKind::kCentral ? central_tolerance : kOneSidedToleranceFactor * central_tolerance;
+}
+
+/// An analytic derivative compared with an event-aware sweep.
+struct FdCheck {
+  FdKind kind = FdKind::kCentral;  ///< the sweep's chosen quotient
+  double rel_error = 0.0;          ///< |a − fd| / max(|fd|, floor); +∞ when straddling
+  double tolerance = 0.0;          ///< fd_tolerance(kind, central tolerance)
+  bool compared = false;           ///< false when every sample straddles (nothing to compare with)
+  bool pass = false;               ///< compared and within the tolerance, or not compared
+};
+
+/// Compares `analytic` with the sweep's chosen value: relative error with the absolute floor
+/// `floor`, against fd_tolerance(kind, central_tolerance). A straddling sweep is not compared
+/// and passes (callers report it); any compared value beyond its tolerance fails.
+FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, double central_tolerance);
 
 /// Central difference ≈ dΦ/dp_j with the step t·max(1, |p_j|).
 double gradient_fd(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j, double step);

@@ -58,6 +58,7 @@ HybridContact::HybridContact(const Model& model) : model_(model) {
   released_on_.assign(points_.size(), -1);
   lagged_.assign(points_.size(), Vec3::Zero());
   changes_.assign(points_.size(), 0);
+  on_penalty_.assign(points_.size(), 0);
 }
 
 void HybridContact::rebuild_sticks() {
@@ -98,9 +99,15 @@ int HybridContact::update_labels(const TermContext& ctx, const VecX& r, ContactS
       const double limit = cf * f.normal_force;
       if (f.regime == ContactRegime::kSeparated || fc.norm() > limit) {
         stuck_on_[j] = -1;
+        // Final paper: the point returns to the clamped penalty friction (it may stick
+        // again below). Draft: it gets the sliding force along the constraint force.
         if (f.regime != ContactRegime::kSeparated) {
-          released_on_[j] = o;
-          lagged_[j] = fc / fc.norm();
+          if (pt.term->settings().hybrid_release == HybridRelease::kCoulomb) {
+            released_on_[j] = o;
+            lagged_[j] = fc / fc.norm();
+          } else {
+            on_penalty_[j] = 1;
+          }
         }
         ++changes_[j];
         ++changed;
@@ -128,7 +135,7 @@ int HybridContact::update_labels(const TermContext& ctx, const VecX& r, ContactS
       } else if (record) {
         record->sliding.push_back({pt.term, pt.k, released_on_[j]});
       }
-    } else if (changes_[j] < kMaxLabelChanges) {
+    } else if (changes_[j] < kMaxLabelChanges && !on_penalty_[j]) {
       for (int o = 0; o < no; ++o) {
         if (pt.term->force(ctx, pt.k, o).regime == ContactRegime::kStick) {
           stuck_on_[j] = o;
@@ -276,16 +283,22 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
   const JacobianWeights w0 = bdf_weights(s, step, 0);
-  std::fill(stuck_on_.begin(), stuck_on_.end(), -1);
-  std::fill(released_on_.begin(), released_on_.end(), -1);
+  // Each step starts from the labels the previous step ended with (a resting body stays
+  // stuck, a sliding one slides): most steps then need no label change and converge like
+  // a penalty step. The first step of a run starts from all-penalty labels, so a run does
+  // not depend on what the simulator ran before.
+  if (step == 1) {
+    std::fill(stuck_on_.begin(), stuck_on_.end(), -1);
+    std::fill(released_on_.begin(), released_on_.end(), -1);
+    std::fill(rstuck_on_.begin(), rstuck_on_.end(), -1);
+  }
   std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
   std::fill(changes_.begin(), changes_.end(), 0);
-  std::fill(rstuck_on_.begin(), rstuck_on_.end(), -1);
+  std::fill(on_penalty_.begin(), on_penalty_.end(), 0);
   std::fill(rchanges_.begin(), rchanges_.end(), 0);
   for (RigidBodyLabels& b : rbodies_) b.rank = -1;
   bodies_.clear();
-  sticks_.clear();
-  slips_.clear();
+  rebuild_sticks();
   bool lagged = false;  // some released point still uses its lagged direction
 
   // Constrained residual r_c at q_eval into r_ (unconstrained one stays in assembly.r);
@@ -361,6 +374,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
     rows_.constrain_body_matrix(bodies_, w0.wv, true, jac_);
     rhs_ = -r_;
     ++rep.iterations;
+    const double linear_tol = sim.newton_forcing(rep.residual_history, norm, tol);
     bool accepted = false, singular = false;
     double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
     int halvings = 0;
@@ -374,7 +388,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
           jac_damped_[k] += mu * std::abs(jac_[k]);
         }
       }
-      if (!sim.solve_linear(jac_damped_, rhs_, dq_, rep)) {
+      if (!sim.solve_linear(jac_damped_, rhs_, dq_, rep, mu == 0.0 ? linear_tol : 0.0)) {
         singular = true;
         continue;
       }

@@ -10,10 +10,17 @@
 ///     penalty friction is below the limit (k_t ‖Tẋ‖ ≤ c_f f_n) is labelled sticking and
 ///     its tangential rows are replaced by the constraint (terms/stick_constraints.h);
 ///     a sticking point whose constraint force f_c = T (r_point + f_t) exceeds c_f f_n is
-///     released to the sliding force −c_f f_n t, t = Tẋ/(‖Tẋ‖ + 1e-8) (eq. slip; for the
-///     first iteration after the release t is the direction of the constraint force, as Tẋ
-///     is still zero); a released point whose penalty friction would be under the limit
-///     again (it stopped) sticks again; a separated point is released to the penalty.
+///     released: with HybridRelease::kPenalty (the final paper) back to the clamped linear
+///     penalty friction for the rest of the step (it may stick again from the next step
+///     on: re-sticking within the step makes points at the edge of the friction cone flip
+///     between the labels until the change limit); with kCoulomb (the earlier draft, the
+///     default) to the sliding force −c_f f_n t,
+///     t = Tẋ/(‖Tẋ‖ + 1e-8) (eq. slip; for the first iteration after the release t is the
+///     direction of the constraint force, as Tẋ is still zero), and such a point whose
+///     penalty friction would be under the limit again (it stopped) sticks again; a
+///     separated point is released to the penalty.
+///  Each step starts from the previous step's final labels (the first step of a run from
+///  all-penalty labels).
 ///  3. Newton on the constrained residual r_c, with the same line search and LM-damped
 ///     fallback as the penalty solver.
 /// At most 5 label changes per point and step turn a point to sticking (paper draft §4.3);
@@ -91,6 +98,7 @@ class HybridContact {
   std::vector<int> released_on_;  ///< obstacle index per point on the sliding force, else −1
   std::vector<Vec3> lagged_;      ///< sliding direction for the first iteration after release (or 0)
   std::vector<int> changes_;
+  std::vector<char> on_penalty_;  ///< released to the penalty friction in this step (kPenalty): no re-stick until the next
   std::vector<SlipPoint> slips_;
   std::vector<StickPoint> sticks_;
   std::vector<RigidPoint> rpoints_;

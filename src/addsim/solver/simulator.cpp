@@ -65,6 +65,19 @@ Simulator::Simulator(const Model& model) : model_(model) {
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
 
+double Simulator::newton_forcing(const std::vector<double>& history, double norm, double tol) {
+  // Inexact Newton: the direction needs a linear residual well below the ‖r‖ the step
+  // will reach, not below round-off. With quadratic convergence ‖r_{k+1}‖ ≈ C ‖r_k‖²
+  // (C from the last two well-resolved, decreasing iterates, of this or an earlier step), a
+  // linear residual of kForcing · C ‖r_k‖² changes ‖r_{k+1}‖ by at most that fraction; it
+  // is capped at 1e-2 ‖r_k‖ and floored by solve_linear at 1e-3 of the tolerance.
+  if (history.size() >= 2) {
+    const double prev = history[history.size() - 2];
+    if (norm >= kWellResolved * tol && prev > norm) newton_constant_ = norm / (prev * prev);
+  }
+  return std::min(kMaxForcing * norm, kForcing * newton_constant_ * norm * norm);
+}
+
 bool Simulator::solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance) {
   const ReusedFactorization::Stats before = lu_->stats();
   // A Newton step solved to a linear residual of ε_lin leaves ‖r‖ ≈ ε_lin (+ the quadratic
@@ -239,16 +252,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // style damping). The converged root is the same: damping only changes the path.
     const VecX r_now = assembly_.r;
     ++rep.iterations;
-    // Inexact Newton: the direction needs a linear residual well below the ‖r‖ the step
-    // will reach, not below round-off. With quadratic convergence ‖r_{k+1}‖ ≈ C ‖r_k‖²
-    // (C from the last two well-resolved iterates, of this or an earlier step), a linear
-    // residual of kForcing · C ‖r_k‖² changes ‖r_{k+1}‖ by at most that fraction; it is
-    // capped at 1e-2 ‖r_k‖ and floored by solve_linear at 1e-3 of the tolerance.
-    if (rep.residual_history.size() >= 2) {
-      const double prev = rep.residual_history[rep.residual_history.size() - 2];
-      if (norm >= kWellResolved * tol && prev > norm) newton_constant_ = norm / (prev * prev);
-    }
-    const double linear_tol = std::min(kMaxForcing * norm, kForcing * newton_constant_ * norm * norm);
+    const double linear_tol = newton_forcing(rep.residual_history, norm, tol);
     bool accepted = false, singular = false;
     double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
     int halvings = 0;

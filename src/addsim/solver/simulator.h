@@ -91,10 +91,13 @@ class Simulator {
 
   const Model& model() const { return model_; }
   const char* linear_solver_name() const { return lu_->name(); }
+  /// Linear tolerance for the next Newton direction at residual `norm` (inexact Newton),
+  /// given the step's residual history (ending with norm) and the convergence tolerance.
+  double newton_forcing(const std::vector<double>& history, double norm, double tol);
   /// Solves J x = b for the step Jacobian with nonzero `values` (reusing the last LU where
   /// that is cheaper); adds factorisation/solve times and counts to `rep`. False if J had to
-  /// be factorised and is singular.
-  /// `tolerance` (absolute, on ‖b − J x‖) is raised to at least 1e-3 of the Newton tolerance.
+  /// be factorised and is singular. `tolerance` (absolute, on ‖b − J x‖) is raised to at
+  /// least 1e-3 of the Newton tolerance.
   bool solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance = 0.0);
   Assembly& assembly() { return assembly_; }
 
