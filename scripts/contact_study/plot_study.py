@@ -1,10 +1,15 @@
-"""Plots of the contact-model study (paper Fig. CylinderDrop b, c) from contact_study's CSVs.
+"""Plots of a contact-model study (paper Fig. CylinderDrop b, c; Fig. ToriBall) from the CSVs
+of build/benchmarks/contact_study.
 
 Usage: /usr/bin/python3 plot_study.py <out_dir>
-Writes tangential_speed.png and convergence.png into <out_dir>.
+Writes tangential_speed.png (mean tangential speed of the contact points over time, per
+model) and convergence.png (residual norm per evaluation of every recorded step) into
+<out_dir>.
 """
 import csv
+import glob
 import os
+import re
 import sys
 
 import matplotlib
@@ -13,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 MODELS = [("linear", "tab:green"), ("tanh", "tab:blue"), ("hybrid", "goldenrod"), ("sqp", "tab:red")]
+STYLES = ["-", "--", ":", "-."]
 
 
 def read(path):
@@ -38,15 +44,14 @@ def main(out):
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name, color in MODELS:
-        for step, style in ((60, "-"), (150, "--")):
-            path = os.path.join(out, "%s_convergence_%d.csv" % (name, step))
-            if not os.path.exists(path):
-                continue
-            rows = read(path)
-            ax.semilogy([int(r["iteration"]) for r in rows], [max(float(r["residual"]), 1e-16) for r in rows],
-                        style, color=color, label="%s, step %d" % (name, step))
-    ax.set_xlabel("solver iteration (residual evaluations)")
-    ax.set_ylabel("residual norm")
+        files = glob.glob(os.path.join(out, name + "_convergence_*.csv"))
+        steps = sorted(int(re.search(r"_(\d+)\.csv$", f).group(1)) for f in files)
+        for k, step in enumerate(steps):
+            rows = read(os.path.join(out, "%s_convergence_%d.csv" % (name, step)))
+            ax.semilogy([int(r["evaluation"]) for r in rows], [max(float(r["residual"]), 1e-16) for r in rows],
+                        STYLES[k % len(STYLES)], color=color, label="%s, step %d" % (name, step))
+    ax.set_xlabel("residual evaluation")
+    ax.set_ylabel("residual norm (N)")
     ax.legend(fontsize=7, ncol=2)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

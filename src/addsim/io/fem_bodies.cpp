@@ -1,4 +1,6 @@
+#include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "addsim/core/error.h"
 #include "addsim/fem/fem_builder.h"
@@ -15,6 +17,9 @@ namespace {
 
 // Largest element count a generator may be asked for (a guard against typos such as 1e7).
 constexpr int kMaxTargetTets = 2000000;
+
+// Slack of given barycentric coordinates: each ≥ −tol, |Σ b − 1| ≤ tol.
+constexpr double kBarycentricTolerance = 1e-9;
 
 // Runs a mesher or loader and prefixes its InputError with the scene file and key path.
 template <class F>
@@ -150,6 +155,63 @@ void parse_fem_body(ObjectReader& r, int index, SceneBuilder& b) {
     pts.initial.push_back(q0.segment<3>(fem.dof(k)));
   }
   b.points.push_back(std::move(pts));
+}
+
+bool has_embedded_keys(ObjectReader& r) { return r.has("embedded") || r.has("tet") || r.has("barycentric"); }
+
+EmbeddedPoint parse_embedded_point(ObjectReader& r, int body, const SceneBuilder& b) {
+  const std::string key = r.has("embedded") ? "embedded" : r.has("tet") ? "tet" : "barycentric";
+  const Body& target = *b.model->bodies()[body];
+  if (target.kind() != BodyKind::kFem)
+    r.fail(key, "embedded anchors need a \"fem\" body, but " + b.scene->bodies[body].path + " is \"" +
+                    b.scene->bodies[body].type + "\"");
+  if (r.has("point")) r.fail("point", "give either a node \"point\" or an embedded point, not both");
+  const FemBody& fem = fem_body(*b.model, body);
+  const BodyPoints& pts = b.points[body];  // initial node positions
+  const auto& tets = fem.mesh().tets;
+  EmbeddedPoint e;
+  int tet = -1;
+  if (r.has("embedded")) {
+    // A point of the body's initial placement (the frame of its nodes at t = 0), located in
+    // the tet that contains it; the barycentric coordinates make it a material point.
+    if (r.has("tet") || r.has("barycentric"))
+      r.fail("embedded", "give either \"embedded\" or \"tet\" and \"barycentric\", not both");
+    const Vec3 x = r.vec3("embedded", std::nullopt);
+    const TetLocation loc = locate_point(pts.initial, tets, x);
+    if (loc.tet < 0) {
+      std::ostringstream msg;
+      msg << "the point [" << x.x() << ", " << x.y() << ", " << x.z() << "] lies outside every tet of "
+          << b.scene->bodies[body].path << " (in its initial placement)";
+      r.fail("embedded", msg.str());
+    }
+    tet = loc.tet;
+    e.weights = loc.barycentric;
+  } else {
+    if (!r.has("tet")) r.fail("tet", "an anchor with \"barycentric\" needs \"tet\"");
+    if (!r.has("barycentric")) r.fail("barycentric", "an anchor with \"tet\" needs \"barycentric\"");
+    const json& tv = r.raw("tet");
+    if (!tv.is_number_integer() || tv.get<long long>() < 0 || tv.get<long long>() >= fem.num_tets())
+      r.fail("tet", "expected a tet index in [0, " + std::to_string(fem.num_tets()) + "), got " + describe(tv));
+    tet = tv.get<int>();
+    const json& bv = r.raw("barycentric");
+    const std::string bpath = join_path(r.path(), "barycentric");
+    if (!bv.is_array() || bv.size() != 4) r.fail("barycentric", "expected [b0, b1, b2, b3], got " + describe(bv));
+    double sum = 0.0;
+    for (int m = 0; m < 4; ++m) {
+      e.weights[m] = to_number(bv[m], r.source(), bpath + "." + std::to_string(m), Bound::kAny);
+      if (e.weights[m] < -kBarycentricTolerance)
+        fail_at(r.source(), bpath + "." + std::to_string(m), "must be >= 0 (the point must lie in the tet), got " +
+                                                              describe(bv[m]));
+      sum += e.weights[m];
+    }
+    if (std::abs(sum - 1.0) > kBarycentricTolerance)
+      r.fail("barycentric", "must sum to 1 (within 1e-9), got " + describe(json(sum)));
+  }
+  for (int m = 0; m < 4; ++m) {
+    e.dofs[m] = fem.dof(tets[tet][m]);
+    e.initial += e.weights[m] * pts.initial[tets[tet][m]];
+  }
+  return e;
 }
 
 }  // namespace addsim

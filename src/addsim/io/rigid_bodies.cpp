@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include "addsim/io/scene_builder.h"
 #include "addsim/rigid/rigid_builder.h"
@@ -182,6 +183,7 @@ namespace {
 struct JointEnd {
   const RigidBody* rigid = nullptr;
   int particle_dof = -1;
+  std::optional<EmbeddedPoint> embedded;  ///< a point embedded in an FEM tet
   int handle = -1;
   Vec3 point = Vec3::Zero();    ///< body frame (rigid) or world (world point), m
   Vec3 initial = Vec3::Zero();  ///< initial world position, m
@@ -210,7 +212,10 @@ JointEnd parse_end(const json& v, const std::string& path, SceneBuilder& b, cons
     std::vector<std::string> names;
     for (const SceneBody& sb : b.scene->bodies) names.push_back(sb.name);
     const int body = resolve(r.raw("body"), names, "body", b.source, join_path(path, "body"));
-    if (b.model->bodies()[body]->kind() == BodyKind::kRigid) {
+    if (has_embedded_keys(r)) {
+      e.embedded = parse_embedded_point(r, body, b);
+      e.initial = e.embedded->initial;
+    } else if (b.model->bodies()[body]->kind() == BodyKind::kRigid) {
       e.rigid = &rigid_body(*b.model, body);
       e.has_point = r.has("point");
       e.point = r.vec3("point", Vec3::Zero());
@@ -280,8 +285,8 @@ void parse_joints(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& h
     const bool swapped = !ea.rigid;
     if (swapped) std::swap(ea, eb);
     if (!ea.rigid) r.fail("anchors", "at least one anchor must be on a rigid body");
-    // A rigid anchor without "point" coupled to a particle, node, handle or world point sits
-    // where that anchor starts, so the joint starts unstretched.
+    // A rigid anchor without "point" coupled to a particle, node, embedded, handle or world point
+    // sits where that anchor starts, so the joint starts unstretched.
     if (!ea.has_point && !eb.rigid && type != "motor_damping") {
       ea.point = ea.R0.transpose() * (eb.initial - ea.p0);
       ea.initial = eb.initial;
@@ -291,6 +296,10 @@ void parse_joints(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& h
     j.body_a = ea.rigid;
     j.body_b = eb.rigid;
     j.particle_b = eb.particle_dof;
+    if (eb.embedded) {
+      j.tet_b = eb.embedded->dofs;
+      j.bary_b = eb.embedded->weights;
+    }
     j.handle_b = eb.handle;
     j.point_a = ea.point;
     j.point_b = eb.point;
@@ -343,9 +352,10 @@ void parse_joints(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& h
         }
       }
     }
-    if (j.kind == K::kMotorDamping && (j.particle_b >= 0 || j.handle_b >= 0))
+    const bool point_b = j.particle_b >= 0 || eb.embedded || j.handle_b >= 0;
+    if (j.kind == K::kMotorDamping && point_b)
       r.fail("anchors", "motor damping couples a rigid body to a rigid body or the world");
-    if ((j.kind == K::kHinge || j.kind == K::kMotor) && (j.particle_b >= 0 || j.handle_b >= 0))
+    if ((j.kind == K::kHinge || j.kind == K::kMotor) && point_b)
       r.fail("anchors", "hinges and motors couple a rigid body to a rigid body or the world");
     r.finish();
     joints.push_back(j);

@@ -48,6 +48,9 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
   const double kn = r.number("kn", 1e3, Bound::kPositive);
   const double kd = r.number("kd", 0.0, Bound::kNonNegative);
   b.contact.damping_ramp = r.number("damping_ramp", kDefaultDampingRamp, Bound::kNonNegative);
+  b.contact.hybrid_release =
+      r.choice("hybrid_release", "coulomb", {"coulomb", "penalty"}) == "penalty" ? HybridRelease::kPenalty
+                                                                              : HybridRelease::kCoulomb;
   ParameterTable& params = b.model->params();
   const double inf = std::numeric_limits<double>::infinity();
   b.contact.kn_param = params.add("contact.kn", "", ParamKind::kContact, VecX::Constant(1, kn), 1, 1, 0.0, inf, true);
@@ -170,6 +173,11 @@ std::pair<Anchor, Vec3> parse_anchor(const json& v, const std::string& path, Sce
     std::vector<std::string> names;
     for (const SceneBody& sb : b.scene->bodies) names.push_back(sb.name);
     const int body = resolve_ref(r.raw("body"), names, "body", b.source, join_path(path, "body"));
+    if (has_embedded_keys(r)) {
+      const EmbeddedPoint e = parse_embedded_point(r, body, b);
+      r.finish();
+      return {Anchor::embedded(e.dofs, e.weights, path), e.initial};
+    }
     const BodyPoints& pts = b.points[body];
     const json& pv = r.raw("point");
     if (!pv.is_number_integer() || pv.get<long long>() < 0 ||
@@ -205,8 +213,7 @@ void parse_springs(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& 
     const std::string apath = join_path(r.path(), "anchors");
     const auto [a, xa] = parse_anchor(anchors[0], apath + ".0", b, handle_initial);
     const auto [bb, xb] = parse_anchor(anchors[1], apath + ".1", b, handle_initial);
-    if (a.kind != Anchor::Kind::kParticle && bb.kind != Anchor::Kind::kParticle)
-      r.fail("anchors", "at least one anchor must be a body point");
+    if (a.num_nodes() == 0 && bb.num_nodes() == 0) r.fail("anchors", "at least one anchor must be a body point");
     if (a.kind == Anchor::Kind::kParticle && bb.kind == Anchor::Kind::kParticle && a.dof == bb.dof)
       r.fail("anchors", "both anchors are the same point");
     const double stiffness = r.number("stiffness", std::nullopt, Bound::kNonNegative);

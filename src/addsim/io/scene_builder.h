@@ -3,6 +3,7 @@
 /// A body type is one entry of the table returned by body_parsers() (type name → parse
 /// function); new types (fem, rigid) add an entry and their own .cpp file.
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +22,13 @@ namespace addsim {
 struct BodyPoints {
   std::vector<DofIndex> dofs;  ///< global DOF of the x coordinate of each point
   std::vector<Vec3> initial;   ///< initial position of each point, m
+};
+
+/// A point embedded in a tet of an FEM body (an anchor): x = Σ_m weights[m] x_{dofs[m]}.
+struct EmbeddedPoint {
+  std::array<DofIndex, 4> dofs{};   ///< global DOF of the x coordinate of each tet node
+  std::array<double, 4> weights{};  ///< barycentric coordinates b_m (Σ b_m = 1)
+  Vec3 initial = Vec3::Zero();      ///< initial position, m
 };
 
 /// Everything a body parser may read or add to while a scene is being built.
@@ -54,5 +62,11 @@ void parse_rigid_body(ObjectReader& reader, int index, SceneBuilder& builder);
 void parse_joints(ObjectReader& top, SceneBuilder& builder, const std::vector<Vec3>& handle_initial);
 /// Parser of the FEM soft-body type (fem_bodies.cpp, docs/scene-format.md).
 void parse_fem_body(ObjectReader& reader, int index, SceneBuilder& builder);
+/// True if the anchor object uses an embedded form ("embedded", "tet" or "barycentric").
+bool has_embedded_keys(ObjectReader& anchor);
+/// Parses the embedded forms of an anchor on body `body` (fem_bodies.cpp, docs/scene-format.md):
+/// {"embedded": [x, y, z]}, a point in the body's initial placement located in its tets, or
+/// {"tet": e, "barycentric": [b0, b1, b2, b3]}. InputError naming the key path otherwise.
+EmbeddedPoint parse_embedded_point(ObjectReader& anchor, int body, const SceneBuilder& builder);
 
 }  // namespace addsim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <Eigen/Dense>
@@ -17,6 +18,39 @@ double signed_volume(const TetMesh& mesh, int t) {
   D.col(1) = mesh.nodes[e[2]] - mesh.nodes[e[0]];
   D.col(2) = mesh.nodes[e[3]] - mesh.nodes[e[0]];
   return D.determinant() / 6.0;
+}
+
+std::array<double, 4> barycentric_coordinates(const std::array<Vec3, 4>& corners, const Vec3& x) {
+  Mat3 D;
+  for (int c = 0; c < 3; ++c) D.col(c) = corners[c + 1] - corners[0];
+  const Vec3 l = D.partialPivLu().solve(x - corners[0]);
+  return {1.0 - l.sum(), l[0], l[1], l[2]};
+}
+
+TetLocation locate_point(const std::vector<Vec3>& nodes, const std::vector<std::array<int, 4>>& tets, const Vec3& x,
+                         double tolerance) {
+  TetLocation best;
+  double best_min = -tolerance;
+  for (int t = 0; t < static_cast<int>(tets.size()); ++t) {
+    std::array<Vec3, 4> c;
+    Vec3 lo = Vec3::Constant(std::numeric_limits<double>::infinity()), hi = -lo;
+    for (int k = 0; k < 4; ++k) {
+      c[k] = nodes[tets[t][k]];
+      lo = lo.cwiseMin(c[k]);
+      hi = hi.cwiseMax(c[k]);
+    }
+    // Cheap rejection: x outside the tet's bounding box, enlarged well beyond what b_k ≥ −tol allows.
+    const double pad = std::max(1e-6, 4.0 * tolerance) * (hi - lo).maxCoeff();
+    if ((x.array() < lo.array() - pad).any() || (x.array() > hi.array() + pad).any()) continue;
+    const std::array<double, 4> b = barycentric_coordinates(c, x);
+    const double m = std::min(std::min(b[0], b[1]), std::min(b[2], b[3]));
+    if (m > best_min || (best.tet < 0 && m >= best_min)) {
+      best_min = m;
+      best.tet = t;
+      best.barycentric = b;
+    }
+  }
+  return best;
 }
 
 void validate(const TetMesh& mesh, const std::string& what) {

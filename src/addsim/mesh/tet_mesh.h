@@ -42,6 +42,23 @@ std::vector<std::array<int, 3>> boundary_faces(const TetMesh& mesh);
 /// Sorted ids of the nodes on the boundary faces.
 std::vector<int> boundary_nodes(const TetMesh& mesh);
 
+/// A point located in a tet mesh: the tet and the point's barycentric coordinates there,
+/// x = Σ_k b_k x_{tets[tet][k]} with Σ_k b_k = 1; tet = −1 if no tet contains the point.
+struct TetLocation {
+  int tet = -1;
+  std::array<double, 4> barycentric{};
+};
+
+/// Barycentric coordinates of x in the non-degenerate tet with the given corners.
+std::array<double, 4> barycentric_coordinates(const std::array<Vec3, 4>& corners, const Vec3& x);
+
+/// The tet (node ids `tets`, positions `nodes`) that contains x, i.e. every b_k ≥ −tolerance.
+/// Where several do (x on a shared face, edge or node), the one in which x lies deepest
+/// (largest smallest b_k) wins and ties go to the lowest tet index, so the choice is
+/// deterministic. Linear in the number of tets.
+TetLocation locate_point(const std::vector<Vec3>& nodes, const std::vector<std::array<int, 4>>& tets, const Vec3& x,
+                         double tolerance = 1e-10);
+
 /// Total signed volume of the mesh (m³).
 double mesh_volume(const TetMesh& mesh);
 /// Volume-weighted centroid of the mesh (m); the rest centre X_c of a soft body.

@@ -1,5 +1,7 @@
 #include "addsim/rigid/rigid_joints.h"
 
+#include <cmath>
+
 #include "addsim/core/error.h"
 #include "addsim/model/handle.h"
 #include "addsim/rigid/so3.h"
@@ -34,7 +36,7 @@ WorldVector world_vector(const RigidBody& b, const VecX& q, const Vec3& u_B, boo
 }
 
 // Local contributions of one joint over its stencil (N = 6: a alone, 9: a + particle,
-// 12: a + rigid b).
+// 12: a + rigid b, 18: a + the 4 nodes of an embedded point).
 template <int N>
 struct JointLocal {
   using Col = Eigen::Matrix<double, N, 1>;
@@ -76,16 +78,18 @@ SeparationEnergy separation_energy(RigidJoint::Kind kind, const Vec3& d, double 
   return out;
 }
 
-// Adds k·E(d) with d = y_a − y_b; b is rigid (wb), a particle (nb = 3) or fixed (nb = 0).
+// Adds k·E(d) with d = y_a − y_b; b is rigid (N = 12, wb), linear in 1 or 4 nodes
+// (N = 9: a particle, 18: an embedded point, x_b = Σ_m wn[m] x_m) or fixed (N = 6).
 // Returns ∂d/∂(stencil DOFs) (3 × N).
 template <int N>
 Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, const WorldVector& wa,
-                                          const WorldVector* wb, bool jacobians,
+                                          const WorldVector* wb, const std::array<double, 4>& wn, bool jacobians,
                                           Eigen::Matrix<double, N, 1>& dr_dk, JointLocal<N>& L) {
   Eigen::Matrix<double, 3, N> Jd = Eigen::Matrix<double, 3, N>::Zero();
   Jd.template leftCols<6>() = wa.dy;
   if constexpr (N == 12) Jd.template rightCols<6>() = -wb->dy;
-  if constexpr (N == 9) Jd.template rightCols<3>() = -Mat3::Identity();
+  if constexpr (N == 9 || N == 18)
+    for (int m = 0; m < (N - 6) / 3; ++m) Jd.template block<3, 3>(0, 6 + 3 * m) = -wn[m] * Mat3::Identity();
   dr_dk += Jd.transpose() * se.g;
   L.r += k * Jd.transpose() * se.g;
   L.energy += k * se.e;
@@ -130,6 +134,11 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const TermCo
       L.dq.col(6 * slot + 3 + j) += kd * (dD.transpose() * w_rel + D.transpose() * (dD * v));
     }
   }
+}
+
+// Weights of b's nodes in x_b: a particle is one node of weight 1.
+std::array<double, 4> node_weights(const RigidJoint& jt) {
+  return jt.tet_b[0] >= 0 ? jt.bary_b : std::array<double, 4>{1.0, 0.0, 0.0, 0.0};
 }
 
 // Motor reference of a at angle α: u(α) = R(α, â_a) b̂_a (a's frame).
@@ -180,10 +189,15 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     Vec3 xb = jt.point_b;
     if (b) xb = wb.y;
     if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
+    if (jt.tet_b[0] >= 0) {
+      xb.setZero();
+      for (int m = 0; m < 4; ++m) xb += jt.bary_b[m] * ctx.q.segment<3>(jt.tet_b[m]);
+    }
     if (jt.handle_b >= 0) xb = sample_handle(model->handles()[jt.handle_b], ctx.p, ctx.step, ctx.scheme).x;
     const double k = ctx.p[jt.stiffness_param];
     const SeparationEnergy se = separation_energy(jt.kind, wa.y - xb, jt.rest_length);
-    const Eigen::Matrix<double, 3, N> Jd = add_potential<N>(k, se, wa, b ? &wb : nullptr, jacobians, L.dr_dk, L);
+    const Eigen::Matrix<double, 3, N> Jd =
+        add_potential<N>(k, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dk, L);
     if (jt.handle_b >= 0) L.dr_dxb = -k * Jd.transpose() * se.H;
   }
   if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
@@ -192,7 +206,8 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     WorldVector wb;
     if (b) wb = world_vector(*b, ctx.q, jt.axis_b, false, jacobians);
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
-    add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, jacobians, L.dr_dkaxis, L);
+    add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, node_weights(jt), jacobians,
+                     L.dr_dkaxis, L);
   }
   if (jt.kind == RigidJoint::Kind::kMotor) {
     // Motor: d = w_a(u(α)) − w_b(b̂_b); ∂u/∂α = â_a × u.
@@ -205,7 +220,8 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
     const double km = ctx.p[jt.motor_stiffness_param];
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
-    const Eigen::Matrix<double, 3, N> Jd = add_potential<N>(km, se, wa, b ? &wb : nullptr, jacobians, L.dr_dkm, L);
+    const Eigen::Matrix<double, 3, N> Jd =
+        add_potential<N>(km, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dkm, L);
     // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
     const WorldVector dwa = world_vector(a, ctx.q, du, false, false);
     Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
@@ -215,7 +231,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
   return L;
 }
 
-int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : 0; }
+int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : j.tet_b[0] >= 0 ? 12 : 0; }
 
 }  // namespace
 
@@ -225,14 +241,20 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
   for (const RigidJoint& j : joints_) {
     if (!j.body_a) throw InputError(j.label + ": a rigid joint needs body a");
     if (j.body_b == j.body_a) throw InputError(j.label + ": a rigid joint needs two different bodies");
-    if (j.body_a->kinematic() && (j.body_b ? j.body_b->kinematic() : j.particle_b < 0))
+    const bool embedded = j.tet_b[0] >= 0;
+    if (j.body_a->kinematic() && (j.body_b ? j.body_b->kinematic() : j.particle_b < 0 && !embedded))
       throw InputError(j.label + ": a joint needs at least one non-kinematic rigid body or a particle");
-    if (int(j.body_b != nullptr) + int(j.particle_b >= 0) + int(j.handle_b >= 0) > 1)
-      throw InputError(j.label + ": anchor b must be one of a rigid body, a particle, a handle or the world");
+    if (int(j.body_b != nullptr) + int(j.particle_b >= 0) + int(embedded) + int(j.handle_b >= 0) > 1)
+      throw InputError(j.label +
+                       ": anchor b must be one of a rigid body, a particle, an embedded point, a handle or the world");
+    if (embedded)
+      for (int m = 0; m < 4; ++m)
+        if (j.tet_b[m] < 0 || !std::isfinite(j.bary_b[m]))
+          throw InputError(j.label + ": an embedded anchor needs 4 node DOFs and finite barycentric coordinates");
     if (j.handle_b >= 0 && (!model_ || j.handle_b >= static_cast<int>(model_->handles().size())))
       throw InputError(j.label + ": unknown handle " + std::to_string(j.handle_b));
     const bool point_only = j.kind == K::kZeroLength || j.kind == K::kDistance || j.kind == K::kUnilateral;
-    if (!point_only && (j.particle_b >= 0 || j.handle_b >= 0))
+    if (!point_only && (j.particle_b >= 0 || embedded || j.handle_b >= 0))
       throw InputError(j.label + ": hinges, motors and motor damping couple a rigid body to a rigid body or the world");
     if (j.kind != K::kMotorDamping && j.stiffness_param < 0) throw InputError(j.label + ": missing stiffness");
     if ((j.kind == K::kHinge || j.kind == K::kMotor) && j.axis_stiffness_param < 0)
@@ -252,6 +274,9 @@ void RigidJointTerm::declare(StencilSet& stencils) {
         for (int c = 0; c < 6; ++c) dofs.push_back(b->dof() + c);
     if (j.particle_b >= 0)
       for (int c = 0; c < 3; ++c) dofs.push_back(j.particle_b + c);
+    if (j.tet_b[0] >= 0)
+      for (int m = 0; m < 4; ++m)
+        for (int c = 0; c < 3; ++c) dofs.push_back(j.tet_b[m] + c);
     stencil_.push_back(stencils.add(dofs));
   }
 }
@@ -264,6 +289,7 @@ void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   };
   for (size_t k = 0; k < joints_.size(); ++k) {
     switch (b_dofs(joints_[k])) {
+      case 12: one.template operator()<18>(k); break;
       case 6: one.template operator()<12>(k); break;
       case 3: one.template operator()<9>(k); break;
       default: one.template operator()<6>(k); break;
@@ -302,6 +328,7 @@ void RigidJointTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
   };
   for (size_t k = 0; k < joints_.size(); ++k) {
     switch (b_dofs(joints_[k])) {
+      case 12: one.template operator()<18>(k); break;
       case 6: one.template operator()<12>(k); break;
       case 3: one.template operator()<9>(k); break;
       default: one.template operator()<6>(k); break;
@@ -313,6 +340,7 @@ double RigidJointTerm::energy(const TermContext& ctx) const {
   double e = 0.0;
   for (const RigidJoint& j : joints_) {
     switch (b_dofs(j)) {
+      case 12: e += joint_local<18>(j, ctx, model_, false).energy; break;
       case 6: e += joint_local<12>(j, ctx, model_, false).energy; break;
       case 3: e += joint_local<9>(j, ctx, model_, false).energy; break;
       default: e += joint_local<6>(j, ctx, model_, false).energy; break;

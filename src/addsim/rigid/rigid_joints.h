@@ -1,6 +1,7 @@
 #pragma once
-/// Couplings between a rigid body and another rigid body, a particle / FEM node, a handle
-/// or the world (paper §5.3), as potentials (k/2)|c(q)|² and a damping torque:
+/// Couplings between a rigid body and another rigid body, a particle / FEM node, a point
+/// embedded in an FEM tet, a handle or the world (paper §5.3), as potentials (k/2)|c(q)|²
+/// and a damping torque:
 ///   zero-length (ball joint):  c = x_a − x_b,  x = p_WB + R p̂ (or a fixed world point for b)
 ///   distance / unilateral:     c = |x_a − x_b| − l₀ (unilateral: only while c > 0)
 ///   hinge:                     zero-length, plus c_h = w(â_b) − w(â_a) with weight k_axis
@@ -11,6 +12,7 @@
 ///                              to b through eq. rbMf (r_θa += J_aᵀ τ_md, r_θb −= J_bᵀ τ_md).
 /// Residual r = ∂E/∂q = k Jcᵀ c with the exact Hessian k (Jcᵀ Jc + Σ_i c_i ∇²c_i) as ∂r/∂q.
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -27,8 +29,12 @@ struct RigidJoint {
   enum class Kind { kZeroLength, kHinge, kMotorDamping, kDistance, kUnilateral, kMotor };
   Kind kind = Kind::kZeroLength;
   const RigidBody* body_a = nullptr;  ///< required
-  const RigidBody* body_b = nullptr;  ///< null: b is a particle, a handle or the world
+  const RigidBody* body_b = nullptr;  ///< null: b is a particle, an embedded point, a handle or the world
   int particle_b = -1;                ///< global DOF (x) of a particle / FEM node b, or −1
+  /// A point b embedded in an FEM tet: global DOFs (x) of the tet's 4 nodes (−1: none) and
+  /// its barycentric coordinates, x_b = Σ_m bary_b[m] x_{tet_b[m]}.
+  std::array<int, 4> tet_b{-1, -1, -1, -1};
+  std::array<double, 4> bary_b{};
   int handle_b = -1;                  ///< index into Model::handles() for a handle b, or −1
   Vec3 point_a = Vec3::Zero();        ///< anchor p̂_a in a's body frame, m
   Vec3 point_b = Vec3::Zero();        ///< anchor p̂_b in b's body frame (or world), m
@@ -46,7 +52,7 @@ struct RigidJoint {
   std::string label;                  ///< "joints.3", for errors
 };
 
-/// All rigid couplings of a model; one stencil (6, 9 or 12 DOFs) per joint.
+/// All rigid couplings of a model; one stencil (6, 9, 12 or 18 DOFs) per joint.
 class RigidJointTerm final : public Term {
  public:
   /// Throws InputError naming the label for a missing body or parameter. `model` is needed

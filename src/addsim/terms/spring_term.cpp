@@ -40,8 +40,33 @@ AnchorState anchor_state(const Model& model, const Anchor& an, const TermContext
     case Anchor::Kind::kWorld:
       s.x = an.world;
       break;
+    case Anchor::Kind::kEmbedded:
+      // x = Σ_k b_k x_k: linear in the tet's node positions, so ẋ = Σ_k b_k ẋ_k.
+      for (int m = 0; m < 4; ++m) {
+        s.x += an.weights[m] * ctx.q.segment<3>(an.nodes[m]);
+        s.v += an.weights[m] * ctx.v.segment<3>(an.nodes[m]);
+      }
+      break;
   }
   return s;
+}
+
+// Adds the residual w_m r_a of every stencil node m (M of them, 3 DOFs each) and the
+// blocks w_m w_l kx, w_m w_l kv: d = x_a − x_b = Σ_m w_m x_m + const.
+template <int M>
+void add_weighted(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra, const Mat3& kx,
+                  const Mat3& kv) {
+  constexpr int N = 3 * M;
+  Eigen::Matrix<double, N, 1> r;
+  Eigen::Matrix<double, N, N> jx, jv;
+  for (int m = 0; m < M; ++m) {
+    r.template segment<3>(3 * m) = w[m] * ra;
+    for (int l = 0; l < M; ++l) {
+      jx.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kx;
+      jv.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kv;
+    }
+  }
+  out.add<N>(stencil, r, &jx, &jv, nullptr);
 }
 }  // namespace
 
@@ -60,12 +85,21 @@ SpringTerm::SpringTerm(const Model* model, std::vector<Spring> springs) : model_
 
 void SpringTerm::declare(StencilSet& stencils) {
   stencil_.clear();
+  node_weights_.clear();
   for (const Spring& s : springs_) {
+    // The nodes of a (weights +w_m), then those of b (−w_m); a node shared by both ends
+    // appears twice, which the assembly sums.
     std::vector<DofIndex> dofs;
-    for (const Anchor* an : {&s.a, &s.b})
-      if (an->kind == Anchor::Kind::kParticle)
-        for (int c = 0; c < 3; ++c) dofs.push_back(an->dof + c);
+    NodeWeights nw;
+    for (const Anchor* an : {&s.a, &s.b}) {
+      const double sign = an == &s.a ? 1.0 : -1.0;
+      for (int m = 0; m < an->num_nodes(); ++m) {
+        for (int c = 0; c < 3; ++c) dofs.push_back(an->node_dof(m) + c);
+        nw.w[nw.count++] = sign * an->node_weight(m);
+      }
+    }
     stencil_.push_back(dofs.empty() ? -1 : stencils.add(dofs));
+    node_weights_.push_back(nw);
   }
 }
 
@@ -120,20 +154,14 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
     if (stencil_[k] < 0) continue;
     const Local L = local(ctx, k);
     if (!L.active) continue;
-    const Spring& s = springs_[k];
-    const bool pa = s.a.kind == Anchor::Kind::kParticle;
-    const bool pb = s.b.kind == Anchor::Kind::kParticle;
-    if (pa && pb) {
-      Eigen::Matrix<double, 6, 1> r;
-      r << L.r, -L.r;
-      Eigen::Matrix<double, 6, 6> jx, jv;
-      jx << L.kx, -L.kx, -L.kx, L.kx;
-      jv << L.kv, -L.kv, -L.kv, L.kv;
-      out.add<6>(stencil_[k], r, &jx, &jv, nullptr);
-    } else {
-      // One particle end: its residual row is r_a (if a) or −r_a (if b); ∂/∂x of that end is kx either way.
-      const Vec3 r = pa ? L.r : Vec3(-L.r);
-      out.add<3>(stencil_[k], r, &L.kx, &L.kv, nullptr);
+    const NodeWeights& nw = node_weights_[k];
+    switch (nw.count) {
+      case 1: add_weighted<1>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
+      case 2: add_weighted<2>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
+      case 4: add_weighted<4>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
+      case 5: add_weighted<5>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
+      case 8: add_weighted<8>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
+      default: ADDSIM_CHECK(false, "spring stencil of 1, 2, 4, 5 or 8 nodes");
     }
   }
 }
@@ -142,8 +170,6 @@ void SpringTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) cons
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
     const Spring& s = springs_[k];
-    const bool pa = s.a.kind == Anchor::Kind::kParticle;
-    const bool pb = s.b.kind == Anchor::Kind::kParticle;
     const bool handle_a = s.a.kind == Anchor::Kind::kHandle;
     const bool handle_b = s.b.kind == Anchor::Kind::kHandle;
     const bool want_k = sink.wants(s.stiffness_param);
@@ -151,13 +177,12 @@ void SpringTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) cons
     if (!want_k && !want_kd && !handle_a && !handle_b) continue;
     const Local L = local(ctx, k);
     if (!L.active) continue;
-    const int rows = (pa ? 3 : 0) + (pb ? 3 : 0);
-    // Rows of the stencil: ±r_a blocks for the particle ends, in stencil order.
+    const NodeWeights& nw = node_weights_[k];
+    const int rows = 3 * nw.count;
+    // Rows of the stencil: w_m times a block of r_a for each node, in stencil order.
     auto rows_of = [&](const Vec3& block_a) {
       VecX col(rows);
-      int o = 0;
-      if (pa) col.segment<3>(o) = block_a, o += 3;
-      if (pb) col.segment<3>(o) = -block_a;
+      for (int m = 0; m < nw.count; ++m) col.segment<3>(3 * m) = nw.w[m] * block_a;
       return col;
     };
     if (want_k) {
@@ -176,9 +201,7 @@ void SpringTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) cons
       for (int c = 0; c < hs.count; ++c) {
         const Mat3 dra = sign * (hs.wx[c] * L.kx + hs.wv[c] * L.kv);
         MatX block(rows, 3);
-        int o = 0;
-        if (pa) block.middleRows<3>(o) = dra, o += 3;
-        if (pb) block.middleRows<3>(o) = -dra;
+        for (int m = 0; m < nw.count; ++m) block.middleRows<3>(3 * m) = nw.w[m] * dra;
         const int idx[3] = {hs.param[c], hs.param[c] + 1, hs.param[c] + 2};
         sink.add(stencil_[k], std::span<const int>(idx, 3), block);
       }

@@ -6,7 +6,10 @@
 /// with optional damping along the spring, f_a = −k_d (u·(ẋ_a − ẋ_b)) u for the distance
 /// kinds (u = unit direction a − b) and f_a = −k_d (ẋ_a − ẋ_b) for zero length. A
 /// unilateral spring is slack (no force, no damping) when ‖x_a − x_b‖ ≤ l₀.
+/// An end on a particle adds its 3 DOFs; an end embedded in an FEM tet (x = Σ_m b_m x_m)
+/// adds the tet's 12, with residual rows b_m r_a and Jacobian blocks b_m b_l ∂r_a/∂x.
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -48,9 +51,17 @@ class SpringTerm final : public Term {
   struct Local;  // force on a and its partials at one state
   Local local(const TermContext& ctx, int k) const;
 
+  // Per spring: the weight of each stencil node in d = x_a − x_b (+b_m for a's nodes,
+  // −b_m for b's; a particle is one node of weight 1).
+  struct NodeWeights {
+    std::array<double, 8> w{};
+    int count = 0;
+  };
+
   const Model* model_;
   std::vector<Spring> springs_;
   std::vector<int> stencil_;
+  std::vector<NodeWeights> node_weights_;
 };
 
 }  // namespace addsim
