@@ -51,6 +51,7 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
   b.contact.hybrid_release =
       r.choice("hybrid_release", "coulomb", {"coulomb", "penalty"}) == "penalty" ? HybridRelease::kPenalty
                                                                               : HybridRelease::kCoulomb;
+  b.contact.slip_regularization = r.number("slip_regularization", kDefaultSlipRegularization, Bound::kPositive);
   ParameterTable& params = b.model->params();
   const double inf = std::numeric_limits<double>::infinity();
   b.contact.kn_param = params.add("contact.kn", "", ParamKind::kContact, VecX::Constant(1, kn), 1, 1, 0.0, inf, true);

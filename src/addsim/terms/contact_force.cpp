@@ -150,7 +150,7 @@ ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, 
     return out;
   }
   if (mode == FrictionMode::kCoulomb) {
-    const double d = s + kSlipDirectionEps;
+    const double d = s + c.slip_eps;
     const Vec3 t = u / d;
     const Mat3 P = s > 0.0 ? Mat3(I / d - u * u.transpose() / (s * d * d)) : Mat3(I / d);  // ∂t/∂u
     out.f = -F * t;

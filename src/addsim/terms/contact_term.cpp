@@ -8,6 +8,7 @@ ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, co
   c.kn = p[s.kn_param];
   c.kd = s.kd_param >= 0 ? p[s.kd_param] : 0.0;
   c.damping_ramp = s.damping_ramp;
+  c.slip_eps = s.slip_regularization;
   c.kt = s.kt_param >= 0 ? p[s.kt_param] : c.kn * h;
   c.cf = p[o.friction_param()];
   return c;

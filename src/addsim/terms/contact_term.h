@@ -26,6 +26,7 @@ enum class HybridRelease { kCoulomb, kPenalty };
 struct ContactSettings {
   ContactModel model = ContactModel::kLinear;
   HybridRelease hybrid_release = HybridRelease::kCoulomb;
+  double slip_regularization = kDefaultSlipRegularization;  ///< ε, m/s (hybrid sliding direction)
   int kn_param = -1;
   int kd_param = -1;
   int kt_param = -1;  ///< −1: k_t = k_n h (paper: "we always choose k_t = k_n Δt")
