@@ -82,11 +82,7 @@ class Assembly {
   template <int N>
   void add(int id, const Eigen::Matrix<double, N, 1>& r_local, const Eigen::Matrix<double, N, N>* dr_dq,
            const Eigen::Matrix<double, N, N>* dr_dv, const Eigen::Matrix<double, N, N>* dr_da) {
-    const std::span<const DofIndex> dofs = stencils_->dofs(id);
-    for (int k = 0; k < N; ++k) {
-      r[dofs[k]] += r_local[k];
-      r_abs[dofs[k]] += std::abs(r_local[k]);
-    }
+    add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
     const int* m = pattern_->map(id);
     if (dr_dq) scatter<N>(m, *dr_dq, kq);
@@ -100,11 +96,7 @@ class Assembly {
   template <int M>
   void add_isotropic_a(int id, const Eigen::Matrix<double, 3 * M, 1>& r_local, const Eigen::Matrix<double, M, M>& S) {
     constexpr int N = 3 * M;
-    const std::span<const DofIndex> dofs = stencils_->dofs(id);
-    for (int k = 0; k < N; ++k) {
-      r[dofs[k]] += r_local[k];
-      r_abs[dofs[k]] += std::abs(r_local[k]);
-    }
+    add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
     const int* m = pattern_->map(id);
     for (int l = 0; l < M; ++l)
@@ -120,6 +112,16 @@ class Assembly {
   VecX kq, kv, ka;
 
  private:
+  // r and r_abs += the local residual of stencil `id`.
+  template <int N>
+  void add_residual(int id, const Eigen::Matrix<double, N, 1>& r_local) {
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int k = 0; k < N; ++k) {
+      r[dofs[k]] += r_local[k];
+      r_abs[dofs[k]] += std::abs(r_local[k]);
+    }
+  }
+
   template <int N>
   static void scatter(const int* m, const Eigen::Matrix<double, N, N>& local, VecX& values) {
     for (int c = 0; c < N; ++c)

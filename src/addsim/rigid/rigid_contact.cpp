@@ -68,15 +68,11 @@ RigidContactTerm::RigidContactTerm(const RigidBody* body, RigidProxy proxy,
                                    std::vector<std::shared_ptr<const Obstacle>> obstacles, ContactSettings settings)
     : body_(body), proxy_(std::move(proxy)), obstacles_(std::move(obstacles)), settings_(settings) {
   validate(body_->name(), proxy_, obstacles_);
-  if (settings_.model == ContactModel::kSqp)
-    throw InputError("rigid body " + body_->name() +
-                     ": contact model 'sqp' is implemented for particles and FEM nodes only (docs/contact.md); "
-                     "use linear, tanh or hybrid");
-  if (settings_.model == ContactModel::kHybrid)
+  if (settings_.model == ContactModel::kHybrid || settings_.model == ContactModel::kSqp)
     for (const auto& o : obstacles_)
       if (dynamic_cast<const PlaneObstacle*>(o.get()) == nullptr)
-        throw InputError("rigid body " + body_->name() + ": hybrid contact supports planar obstacles only, not '" +
-                         o->name() + "'");
+        throw InputError("rigid body " + body_->name() + ": " + to_string(settings_.model) +
+                         " contact supports planar obstacles only, not '" + o->name() + "'");
 }
 
 void RigidContactTerm::validate(const std::string& body_name, const RigidProxy& proxy,
@@ -126,7 +122,22 @@ void RigidContactTerm::stick_jacobian(const TermContext& ctx, int k, int o, cons
   }
 }
 
+double RigidContactTerm::point_jacobian(const TermContext& ctx, int k, int o, Mat36& Pv,
+                                        std::array<Mat36, 3>& dPv) const {
+  const BodyKinematics b = body_kinematics(*body_, ctx);
+  const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+  Pv << Mat3::Identity(), pk.Xv;
+  for (int j = 0; j < 3; ++j) {
+    dPv[j].leftCols<3>().setZero();
+    dPv[j].rightCols<3>() = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+  }
+  Vec3 n;
+  Mat3 H;
+  return obstacles_[o]->gap(pk.x, n, H);
+}
+
 void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  if (settings_.model == ContactModel::kSqp) return;  // forces are multipliers of solver/sqp_solver.h
   const BodyKinematics b = body_kinematics(*body_, ctx);
   const bool want_jac = out.wants_jacobians();
   Vec6 r = Vec6::Zero();
@@ -165,6 +176,7 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
 }
 
 void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+  if (settings_.model == ContactModel::kSqp) return;
   const BodyKinematics b = body_kinematics(*body_, ctx);
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);

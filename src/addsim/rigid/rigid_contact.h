@@ -51,6 +51,11 @@ class RigidContactTerm final : public Term {
   /// C = T̄ [I X_v] (2 × 6, rows t₁ᵀ, t₂ᵀ) and dC[j] = ∂C/∂θ_j (1/rad).
   void stick_jacobian(const TermContext& ctx, int k, int o, const Vec3& t1, const Vec3& t2,
                       Eigen::Matrix<double, 2, 6>& C, std::array<Eigen::Matrix<double, 2, 6>, 3>& dC) const;
+  /// SQP model: proxy point k against plane o at ctx. Returns the gap g (m); Pv = ∂ẋ/∂v =
+  /// [I X_v] (3 × 6: ẋ = Pv v, the generalised force of a point force f is Pvᵀ f, eq. rbMf,
+  /// and for a plane ∂g/∂q = nᵀ Pv) and dPv[j] = ∂Pv/∂θ_j (1/rad).
+  double point_jacobian(const TermContext& ctx, int k, int o, Eigen::Matrix<double, 3, 6>& Pv,
+                        std::array<Eigen::Matrix<double, 3, 6>, 3>& dPv) const;
   const RigidBody& body() const { return *body_; }
   const std::vector<std::shared_ptr<const Obstacle>>& obstacles() const { return obstacles_; }
   const ContactSettings& settings() const { return settings_; }

@@ -209,14 +209,23 @@ FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFu
   return out;
 }
 
-FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
-                                 std::span<const double> steps) {
+namespace {
+// Unit direction e_j and the sweep's relative steps scaled by max(1, |p_j|) (absolute steps).
+void coordinate_sweep(const VecX& p, int j, std::span<const double> steps, VecX& e, std::vector<double>& absolute) {
   ADDSIM_CHECK(j >= 0 && j < p.size(), "parameter index out of range");
-  VecX e = VecX::Zero(p.size());
+  e = VecX::Zero(p.size());
   e[j] = 1.0;
   const double scale = std::max(1.0, std::abs(p[j]));
-  std::vector<double> absolute(steps.begin(), steps.end());
+  absolute.assign(steps.begin(), steps.end());
   for (double& t : absolute) t *= scale;
+}
+}  // namespace
+
+FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
+                                 std::span<const double> steps) {
+  VecX e;
+  std::vector<double> absolute;
+  coordinate_sweep(p, j, steps, e, absolute);
   return directional_derivative_fd_sweep_events(sim, objective, p, e, absolute);
 }
 
@@ -229,12 +238,9 @@ double gradient_fd(Simulator& sim, const ObjectiveFunction& objective, const Vec
 
 FdSweep gradient_fd_sweep(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
                           std::span<const double> steps) {
-  ADDSIM_CHECK(j >= 0 && j < p.size(), "parameter index out of range");
-  VecX e = VecX::Zero(p.size());
-  e[j] = 1.0;
-  const double scale = std::max(1.0, std::abs(p[j]));
-  std::vector<double> absolute(steps.begin(), steps.end());
-  for (double& t : absolute) t *= scale;
+  VecX e;
+  std::vector<double> absolute;
+  coordinate_sweep(p, j, steps, e, absolute);
   return directional_derivative_fd_sweep(sim, objective, p, e, absolute);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/Geometry>
 
 #include "addsim/core/error.h"
@@ -20,10 +21,24 @@ double ms_since(Clock::time_point t0) {
 constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
 constexpr double kArmijo = 1e-4;
 constexpr double kStepFloor = 1e-12;
+constexpr double kRoundoffStep = 4.0 * std::numeric_limits<double>::epsilon();
 // The lagged friction magnitude converges linearly: allow many more iterations than Newton.
 constexpr int kMaxSqpIterations = 400;
+// Eigenvalues of BᵀB below this fraction of the largest are not enforced: redundant
+// constraint directions of a rigid body (4 coplanar corners: 4 normal rows of rank 3), as
+// the hybrid model's stick projector.
+constexpr double kRankTolerance = 1e-8;
+// A rigid body's lagged sliding magnitudes count as settled once they change by less than
+// this fraction of the body's total normal force in a check (normal releases wait for it).
+constexpr double kLagTolerance = 1e-3;
+using Vec6 = Eigen::Matrix<double, 6, 1>;
+using Mat6 = Eigen::Matrix<double, 6, 6>;
+using Mat36 = Eigen::Matrix<double, 3, 6>;
 
 const PlaneObstacle& plane(const PointContactTerm& term, int o) {
+  return static_cast<const PlaneObstacle&>(*term.obstacles()[o]);
+}
+const PlaneObstacle& plane(const RigidContactTerm& term, int o) {
   return static_cast<const PlaneObstacle&>(*term.obstacles()[o]);
 }
 }  // namespace
@@ -37,8 +52,21 @@ SqpContact::SqpContact(const Model& model) : model_(model) {
         throw InputError("sqp contact supports planar obstacles only (obstacle '" + o->name() + "')");
     for (int k = 0; k < term->num_points(); ++k) points_.push_back({term, k, term->dofs()[k]});
   }
-  if (!points_.empty()) rows_ = StickRows(model.pattern());
+  for (const auto& t : model.terms()) {
+    const auto* term = dynamic_cast<const RigidContactTerm*>(t.get());
+    if (!term || term->settings().model != ContactModel::kSqp) continue;
+    const DofIndex dof = term->body().dof();
+    int b = 0;
+    while (b < static_cast<int>(rbodies_.size()) && rbodies_[b].dof != dof) ++b;
+    if (b == static_cast<int>(rbodies_.size())) rbodies_.push_back({dof, {}, -1});
+    for (int k = 0; k < term->num_points(); ++k) {
+      rbodies_[b].points.push_back(static_cast<int>(rpoints_.size()));
+      rpoints_.push_back({term, k, b});
+    }
+  }
+  if (active()) rows_ = StickRows(model.pattern());
   states_.assign(points_.size(), State{});
+  rstates_.assign(rpoints_.size(), State{});
 }
 
 Mat3 SqpContact::frame(const Point& pt, const State& st) const {
@@ -76,6 +104,206 @@ void SqpContact::constrain(const VecX& q, const VecX& v, VecX& r) const {
     }
     r[pt.dof + 2] = g;
   }
+}
+
+bool SqpContact::body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows& b, Vec6& rc, StickBody* sb,
+                           std::vector<Vec3>* forces) const {
+  if (forces) forces->assign(b.points.size(), Vec3::Zero());
+  rc = r.segment<6>(b.dof);
+  int m = 0;
+  for (int j : b.points) m += rstates_[j].label == Label::kStick ? 3 : rstates_[j].label == Label::kSlip ? 1 : 0;
+  if (m == 0) return false;
+  // Constraint rows, one per multiplier: B (m × 6) maps the multipliers to generalised forces
+  // (Bᵀλ; eq. rbMf), h̃ the constraint values (w_v g_k: normal, m/s; T̄ₖ ẋ_k: stick, m/s).
+  // For a plane ∂g/∂q = nᵀPv, so ∂h̃/∂q^i = w_v B + E e_θᵀ with E = T̄ (∂Pv/∂θ_j) v on stick rows.
+  const Vec6 vb = ctx.v.segment<6>(b.dof);
+  MatX B(m, 6), E = MatX::Zero(m, 3);
+  std::array<MatX, 3> dB;
+  for (MatX& d : dB) d.resize(m, 6);
+  VecX h(m);
+  Vec6 fslide = Vec6::Zero();  // generalised lagged sliding forces Σ Pvᵀ c_f λ t
+  Eigen::Matrix<double, 6, 3> dfslide = Eigen::Matrix<double, 6, 3>::Zero();
+  std::vector<int> first_row(b.points.size(), -1);
+  int row = 0;
+  for (size_t slot = 0; slot < b.points.size(); ++slot) {
+    const State& st = rstates_[b.points[slot]];
+    if (st.label == Label::kFree) continue;
+    const RigidPoint& pt = rpoints_[b.points[slot]];
+    Mat36 Pv;
+    std::array<Mat36, 3> dPv;
+    const double g = pt.term->point_jacobian(ctx, pt.k, st.obstacle, Pv, dPv);
+    const Vec3 n = plane(*pt.term, st.obstacle).normal();
+    first_row[slot] = row;
+    Vec3 dirs[3] = {n, Vec3::Zero(), Vec3::Zero()};
+    int nd = 1;
+    if (st.label == Label::kStick) {
+      tangent_basis(n, dirs[1], dirs[2]);
+      nd = 3;
+    } else {
+      const Vec3 f = st.cf * st.fn * st.t;
+      fslide += Pv.transpose() * f;
+      for (int j = 0; j < 3; ++j) dfslide.col(j) += dPv[j].transpose() * f;
+    }
+    for (int d = 0; d < nd; ++d, ++row) {
+      B.row(row) = dirs[d].transpose() * Pv;
+      for (int j = 0; j < 3; ++j) dB[j].row(row) = dirs[d].transpose() * dPv[j];
+      if (d == 0) {
+        h[row] = wv_ * g;
+      } else {
+        h[row] = B.row(row).dot(vb);
+        for (int j = 0; j < 3; ++j) E(row, j) = dB[j].row(row).dot(vb);
+      }
+    }
+  }
+  // Enforced directions: the top-`rank` eigenvectors U of G = BᵀB; P = U Uᵀ, G⁺ = U Λ⁻¹ Uᵀ,
+  // B⁺ = G⁺Bᵀ (minimum-norm pseudo-inverse; redundant rows give zero eigenvalues).
+  const Mat6 G = B.transpose() * B;
+  const Eigen::SelfAdjointEigenSolver<Mat6> eig(G);
+  const Vec6& lam = eig.eigenvalues();  // ascending
+  if (b.rank < 0) {
+    b.rank = 0;
+    for (int i = 0; i < 6; ++i)
+      if (lam[i] > kRankTolerance * lam[5]) ++b.rank;
+  }
+  const int rk = b.rank;
+  const MatX U = eig.eigenvectors().rightCols(rk);
+  const Mat6 P = U * U.transpose();
+  const Mat6 Q = Mat6::Identity() - P;
+  const Mat6 Gp = U * lam.tail(rk).cwiseInverse().asDiagonal() * U.transpose();
+  const MatX Bp = Gp * B.transpose();
+  const Vec6 F = r.segment<6>(b.dof) - fslide;  // = Bᵀλ at a KKT point
+  const VecX lambda = Bp.transpose() * F;       // minimum-norm multipliers
+  const Vec6 Bph = Bp * h;
+  rc = Q * F + Bph;
+  if (forces)
+    for (size_t slot = 0; slot < b.points.size(); ++slot) {
+      if (first_row[slot] < 0) continue;
+      const State& st = rstates_[b.points[slot]];
+      const int i = first_row[slot];
+      const Vec3 n = plane(*rpoints_[b.points[slot]].term, st.obstacle).normal();
+      Vec3& f = (*forces)[slot];
+      f = lambda[i] * n;
+      if (st.label == Label::kStick) {
+        Vec3 t1, t2;
+        tangent_basis(n, t1, t2);
+        f += lambda[i + 1] * t1 + lambda[i + 2] * t2;
+      }
+    }
+  if (sb) {
+    // ∂r_c/∂θ_j beyond (I − P) ∂r/∂q^i + w_v P, for constant rank (Golub–Pereyra):
+    //   ∂B⁺ = −B⁺ ∂B B⁺ + G⁺ ∂Bᵀ (I − B B⁺) + (I − P) ∂Bᵀ B⁺ᵀ B⁺,
+    //   ∂P = B⁺ ∂B (I − P) + (I − P) ∂Bᵀ B⁺ᵀ,
+    // so D_j = −(I − P) ∂f_slide/∂θ_j − ∂P F + B⁺ E_j + ∂B⁺ h̃. ∂P F carries the multiplier
+    // (Lagrangian Hessian) term (I − P) ∂Bᵀ λ; the terms in (I − P)F and h̃ vanish at the solution.
+    const Vec6 QF = Q * F;
+    const VecX h_off = h - B * Bph;
+    const VecX BpTBph = Bp.transpose() * Bph;
+    sb->dof = b.dof;
+    sb->rank = rk;
+    sb->P = P;
+    for (int j = 0; j < 3; ++j) {
+      const Vec6 dPF = Bp * (dB[j] * QF) + Q * (dB[j].transpose() * lambda);
+      const Vec6 dBph = -Bp * (dB[j] * Bph) + Gp * (dB[j].transpose() * h_off) + Q * (dB[j].transpose() * BpTBph);
+      sb->D.col(j) = -Q * dfslide.col(j) - dPF + Bp * E.col(j) + dBph;
+    }
+  }
+  return true;
+}
+
+int SqpContact::update_rigid_labels(const TermContext& ctx, const VecX& r, ContactState* record) {
+  int changed = 0;
+  std::vector<Vec3> forces;
+  Vec6 rc;
+  for (RigidBodyRows& b : rbodies_) {
+    body_rows(ctx, r, b, rc, nullptr, &forces);
+    // The normal multipliers of a body are not yet physical while a sticking point's
+    // multiplier is outside its Coulomb cone or a lagged sliding magnitude is stale (excess
+    // friction at the base tilts the body onto its leading points, so trailing points show
+    // λ < 0 and would be released and re-activated until the change limit): such a check
+    // only updates the friction (stick → slide, lagged magnitudes) and defers λ < 0 → free.
+    std::vector<double> fns(b.points.size(), 0.0);  // normal multipliers λ_k, N
+    double fn_scale = 0.0;
+    for (size_t slot = 0; slot < b.points.size(); ++slot) {
+      const State& st = rstates_[b.points[slot]];
+      if (st.label == Label::kFree) continue;
+      fns[slot] = plane(*rpoints_[b.points[slot]].term, st.obstacle).normal().dot(forces[slot]);
+      fn_scale += std::abs(fns[slot]);
+    }
+    bool defer_release = false;
+    for (size_t slot = 0; slot < b.points.size(); ++slot) {
+      const State& st = rstates_[b.points[slot]];
+      const double fn = std::max(fns[slot], 0.0);
+      if (st.label == Label::kStick) {
+        const Vec3 n = plane(*rpoints_[b.points[slot]].term, st.obstacle).normal();
+        if ((forces[slot] - n * fns[slot]).norm() > st.cf * fn) defer_release = true;
+      } else if (st.label == Label::kSlip && std::abs(fn - st.fn) > kLagTolerance * fn_scale) {
+        defer_release = true;
+      }
+    }
+    int body_changes = 0, pending = 0;
+    for (size_t slot = 0; slot < b.points.size(); ++slot) {
+      const int j = b.points[slot];
+      State& st = rstates_[j];
+      const RigidPoint& pt = rpoints_[j];
+      Mat36 Pv;
+      std::array<Mat36, 3> dPv;
+      if (st.label == Label::kFree) {
+        if (st.changes >= kMaxLabelChanges) continue;
+        for (int o = 0; o < pt.term->num_obstacles(); ++o) {
+          if (pt.term->point_jacobian(ctx, pt.k, o, Pv, dPv) < 0.0) {
+            st.label = Label::kStick;
+            st.obstacle = o;
+            st.cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
+            ++st.changes;
+            ++body_changes;
+            break;
+          }
+        }
+        continue;
+      }
+      const Vec3 n = plane(*pt.term, st.obstacle).normal();
+      const double fn = n.dot(forces[slot]);
+      if (fn < 0.0) {
+        if (!defer_release) {
+          st.label = Label::kFree;
+          ++body_changes;
+          continue;
+        }
+        ++pending;  // a deferred release: the step cannot end before it is decided
+      }
+      if (st.label == Label::kStick) {
+        const Vec3 ft = forces[slot] - n * fn;
+        if (ft.norm() > st.cf * std::max(fn, 0.0)) {
+          st.label = Label::kSlip;
+          st.t = ft / ft.norm();
+          st.fn = std::max(fn, 0.0);
+          ++body_changes;
+        } else if (record) {
+          StickPoint s;
+          s.dof = b.dof;
+          s.point = pt.k;
+          s.obstacle = st.obstacle;
+          s.n = n;
+          tangent_basis(n, s.t1, s.t2);
+          s.force = ft;
+          s.limit = st.cf * fn;
+          record->rigid_sticking.push_back(s);
+        }
+        continue;
+      }
+      pt.term->point_jacobian(ctx, pt.k, st.obstacle, Pv, dPv);
+      if (st.t.dot(Pv * ctx.v.segment<6>(b.dof)) > 0.0 && st.changes < kMaxLabelChanges) {
+        st.label = Label::kStick;
+        ++st.changes;
+        ++body_changes;
+      } else {
+        st.fn = std::max(fn, 0.0);  // lagged magnitude: Coulomb limit of the current normal force
+      }
+    }
+    if (body_changes > 0) b.rank = -1;  // the constraint set changed: determine the rank anew
+    changed += body_changes + pending;
+  }
+  return changed;
 }
 
 int SqpContact::update_labels(const VecX& q, const VecX& v, const VecX& r, const VecX& p, double h,
@@ -146,14 +374,27 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
   const JacobianWeights w0 = bdf_weights(s, step, 0);
+  wv_ = w0.wv;
   for (State& st : states_) st = State{};
+  for (State& st : rstates_) st = State{};
+  for (RigidBodyRows& b : rbodies_) b.rank = -1;
 
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
+    const bool jac = mode == EvalMode::kResidualAndJacobians;
     const double norm = sim.evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly, why,
-                                           [&](const TermContext&) -> const VecX& {
+                                           [&](const TermContext& ctx) -> const VecX& {
                                              r_ = assembly.r;
                                              constrain(q_eval, v_, r_);
+                                             if (jac) bodies_.clear();
+                                             for (RigidBodyRows& b : rbodies_) {
+                                               Vec6 rc;
+                                               StickBody sb;
+                                               if (!body_rows(ctx, assembly.r, b, rc, jac ? &sb : nullptr, nullptr))
+                                                 continue;
+                                               r_.segment<6>(b.dof) = rc;
+                                               if (jac) bodies_.push_back(sb);
+                                             }
                                              return r_;
                                            });
     rep.assembly_ms += ms_since(t0);
@@ -179,7 +420,9 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     if (norm < std::max(switch_tol, tol) || floor_reached) {
       floor_reached = false;
       bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
-      const int changed = update_labels(q, v_, assembly.r, p, s.h, nullptr);
+      const TermContext ctx{q, v_, a_, p, step, s};
+      const int changed =
+          update_labels(q, v_, assembly.r, p, s.h, nullptr) + update_rigid_labels(ctx, assembly.r, nullptr);
       rep.contact.label_changes += changed;
       norm = eval(q, EvalMode::kResidualAndJacobians, &why);
       rep.residual_history.push_back(norm);
@@ -201,6 +444,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
       const bool constrained[3] = {stick, stick, true};
       rows_.replace_point_rows(points_[j].dof, frame(points_[j], st), Vec3(w0.wv, w0.wv, 1.0), constrained, jac_);
     }
+    rows_.constrain_body_matrix(bodies_, w0.wv, true, jac_);
     rhs_ = -r_;
     ++rep.iterations;
     if (!sim.solve_linear(jac_, rhs_, dq_, rep)) {
@@ -210,6 +454,15 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     if (!dq_.allFinite()) {
       rep.failure = "KKT step is not finite";
       break;
+    }
+    // A Newton step at the round-off level of q cannot reduce ‖r_c‖ further (a rigid body's
+    // inertia rows resolve q only to ≈ ε |q| m w_a, above a tight tolerance, and each check's
+    // lagged-magnitude update moves r_c at that level): accept the round-off floor.
+    if (norm < switch_tol && dq_.lpNorm<Eigen::Infinity>() <= kRoundoffStep * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+      floor_reached = true;
+      floor_tol = 2.0 * norm;
+      rep.note = "converged at the round-off floor of ‖r‖";
+      continue;
     }
     // Plain backtracking on ‖r_c‖ (the paper notes SQP is hard to stabilise this way; the
     // full step is taken if no decrease is found, so the active set can still move).
@@ -245,6 +498,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   if (rep.converged) {
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
     update_labels(q, v_, assembly.r, p, s.h, &rep.contact);
+    update_rigid_labels(TermContext{q, v_, a_, p, step, s}, assembly.r, &rep.contact);
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;

@@ -1,6 +1,6 @@
 #pragma once
 /// Forward step with hard contact constraints, the SQP comparison of paper §4.1 (forward
-/// only, for particles and FEM nodes against planar obstacles). KKT system
+/// only; particles, FEM nodes and rigid proxy points against planar obstacles). KKT system
 ///   r + n λ + T̄ᵀ μ = 0,  g(x) ≥ 0 (active set: g = 0),  T̄ ẋ = 0 (stick)
 /// for the points of every PointContactTerm whose model is ContactModel::kSqp (the term
 /// itself then adds no force). Both constraints are linear in one point's DOFs, so the
@@ -18,10 +18,26 @@
 /// constant within a Newton solve, so convergence is linear in the sliding phase); a
 /// sliding point whose tangential velocity turns along t sticks again. At most 5 changes
 /// into a constrained state per point and step. The step ends when ‖r_c‖ < ε right after
-/// a check that changed no label.
+/// a check that changed no label, or within 2× the ‖r_c‖ at which the Newton step has
+/// shrunk to a few ulps of q (round-off floor).
+///
+/// Rigid proxy points (RigidContactTerm with ContactModel::kSqp) obey the same constraints
+/// on the point's gap g_k(q) and material velocity ẋ_k = Pv_k(θ) v, which are nonlinear in
+/// the body's 6 DOFs and shared by all its points, so they are solved per body in null-space
+/// form (docs/contact.md, "SQP model"): with B(θ) the stacked force maps of the active
+/// points' multipliers (nᵀPv_k, and T̄ₖ Pv_k when sticking) and h̃ = (w_v g_k, T̄ₖ ẋ_k), the
+/// body's six rows become r_c = (I − P)(r_body − f_slide) + B⁺ h̃, P = B⁺B, with the rank of B
+/// fixed between label changes; r_c = 0 is the KKT system r_body = Bᵀλ + f_slide, h̃ = 0
+/// (redundant constraints included), the multipliers are the minimum-norm λ = B⁺ᵀ(r_body − f_slide).
+/// The same label rules apply per point, except that a body's λ < 0 releases wait while one
+/// of its sticking points is outside the Coulomb cone or a lagged magnitude is still moving
+/// (then the normal multipliers are not physical yet). Rigid sticking points are recorded in
+/// ContactState::rigid_sticking (force: the minimum-norm tangential multiplier).
 
+#include <array>
 #include <vector>
 
+#include "addsim/rigid/rigid_contact.h"
 #include "addsim/solver/simulator.h"
 #include "addsim/terms/contact_term.h"
 #include "addsim/terms/stick_constraints.h"
@@ -34,7 +50,7 @@ class SqpContact {
   /// non-planar obstacle of an SQP term.
   explicit SqpContact(const Model& model);
   /// True if the model has any SQP contact point.
-  bool active() const { return !points_.empty(); }
+  bool active() const { return !points_.empty() || !rpoints_.empty(); }
   /// Solves step `step` from the initial guess q (updated in place).
   StepReport solve_step(Simulator& sim, int step, const StateHistory& hist, const VecX& p, VecX& q);
 
@@ -63,9 +79,33 @@ class SqpContact {
   // Active-set update at (q, v) with unconstrained residual r; returns label changes.
   int update_labels(const VecX& q, const VecX& v, const VecX& r, const VecX& p, double h, ContactState* record);
 
+  struct RigidPoint {
+    const RigidContactTerm* term;
+    int k;
+    int body;  ///< index into rbodies_
+  };
+  struct RigidBodyRows {
+    DofIndex dof;
+    std::vector<int> points;  ///< indices into rpoints_
+    int rank = -1;            ///< rank of B kept between label changes; −1: determine at the next evaluation
+  };
+  // KKT rows of body b at ctx from the unconstrained residual r: the constrained rows r_c
+  // (6), with `sb` its P and the θ-column Jacobian D (∂r_c/∂q^i = (I − P) ∂r/∂q^i + w_v P + D e_θᵀ),
+  // with `forces` each point's multiplier force n λ + T̄ᵀμ (world, N; zero when free).
+  // False (and r_c = r_body) if no point of the body is active.
+  bool body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows& b, Eigen::Matrix<double, 6, 1>& rc,
+                 StickBody* sb, std::vector<Vec3>* forces) const;
+  // Active-set update of the rigid points (same rules as update_labels); returns label changes.
+  int update_rigid_labels(const TermContext& ctx, const VecX& r, ContactState* record);
+
   const Model& model_;
   std::vector<Point> points_;
   std::vector<State> states_;
+  std::vector<RigidPoint> rpoints_;
+  std::vector<State> rstates_;
+  std::vector<RigidBodyRows> rbodies_;
+  std::vector<StickBody> bodies_;  ///< P, D of the constrained bodies at the last Jacobian evaluation
+  double wv_ = 0.0;                ///< ∂ẋ^i/∂q^i of the current step
   StickRows rows_;
   VecX v_hist_, a_hist_, v_, a_, r_, jac_, jac_damped_, dq_, q_trial_, rhs_;
 };
