@@ -25,6 +25,9 @@ constexpr double kMaxDamping = 1e4;
 // Eigenvalues of CᵀC below this fraction of the largest are not enforced (redundant or
 // nearly redundant constraint directions of a rigid body, e.g. 4 coplanar corners: rank 3).
 constexpr double kRankTolerance = 1e-8;
+// Floor of a sticking point's squared Coulomb limit in the force split (N²): a point with
+// no normal force then takes (almost) no static friction, and is released by the check.
+constexpr double kMinLimitSquared = 1e-24;
 using Mat26 = Eigen::Matrix<double, 2, 6>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
 using Vec6 = Eigen::Matrix<double, 6, 1>;
@@ -161,6 +164,7 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
   std::array<MatX, 3> dC;
   for (auto& d : dC) d.resize(2 * m, 6);
   std::vector<Vec3> t1(m), t2(m);
+  std::vector<double> limit2(m, 1.0);  // squared Coulomb limits L_k² of the sticking points
   Vec6 rp = r.segment<6>(b.dof);  // residual with the sticking points' penalty friction added back
   for (int i = 0; i < m; ++i) {
     const RigidPoint& pt = rpoints_[stuck[i]];
@@ -173,8 +177,10 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
     C.middleRows<2>(2 * i) = Ci;
     for (int j = 0; j < 3; ++j) dC[j].middleRows<2>(2 * i) = dCi[j];
     if (forces) {
-      const Vec3 f = pt.term->force(ctx, pt.k, o).f;
-      rp += Ci.transpose() * Eigen::Vector2d(t1[i].dot(f), t2[i].dot(f));
+      const ContactForce f = pt.term->force(ctx, pt.k, o);
+      rp += Ci.transpose() * Eigen::Vector2d(t1[i].dot(f.f), t2[i].dot(f.f));
+      const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
+      limit2[i] = std::max(cf * f.normal_force * cf * f.normal_force, kMinLimitSquared);
     }
   }
   const Mat6 G = C.transpose() * C;
@@ -204,10 +210,24 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
     out.D.col(j) = col;
   }
   if (forces) {
-    // Minimum-norm multipliers of Cᵀ f = P r': f = C G⁺ P r'.
+    // Static friction over several sticking points is statically indeterminate; the label
+    // check uses the distribution that loads each point in proportion to its Coulomb limit
+    // L_k = c_f f_n,k: the multipliers of least Σ ‖f_k‖²/L_k² with Cᵀ f = P r', i.e.
+    // f = W⁻¹ C (Cᵀ W⁻¹ C)⁺ P r' with W⁻¹ = diag(L_k²). The plain minimum-norm split (equal
+    // shares) overloads the lightly pressed points — on an incline the uphill corners of a
+    // box — and releases them although the body as a whole is well inside its friction
+    // cone. Cᵀ W⁻¹ C has the range of G, so the enforced subspace is unchanged.
+    VecX winv(2 * m);
+    for (int i = 0; i < m; ++i) winv[2 * i] = winv[2 * i + 1] = limit2[i];
+    const MatX WC = winv.asDiagonal() * C;
+    const Mat6 Gw = C.transpose() * WC;
+    const Eigen::SelfAdjointEigenSolver<Mat6> eig_w(Gw);
+    const Vec6& lw = eig_w.eigenvalues();
+    const Mat6& Uw = eig_w.eigenvectors();
+    const Vec6 b_proj = out.P * rp;
     Vec6 y = Vec6::Zero();
-    for (int i = lo; i < 6; ++i) y += U.col(i) * (U.col(i).dot(rp) / lam[i]);
-    const VecX f = C * y;
+    for (int i = lo; i < 6; ++i) y += Uw.col(i) * (Uw.col(i).dot(b_proj) / lw[i]);
+    const VecX f = WC * y;
     forces->assign(b.points.size(), Vec3::Zero());
     for (int i = 0; i < m; ++i) {
       size_t slot = 0;

@@ -32,7 +32,8 @@
 /// Rigid proxy points (RigidContactTerm with ContactModel::kHybrid) use the same labels on
 /// the material velocity ẋ = ṗ + X_v(θ) θ̇; a body's sticking points are enforced together
 /// through the projector P(θ) of terms/stick_constraints.h (StickBody), whose rank is fixed
-/// with the labels; the per-point static friction is the minimum-norm multiplier. A released
+/// with the labels; the per-point static friction is the multiplier of least Σ‖f_k‖²/L_k²
+/// (L_k the point's Coulomb limit: each point loaded in proportion to its limit). A released
 /// rigid point returns to the penalty friction (docs/contact.md, "Rigid bodies").
 
 #include <memory>
@@ -81,7 +82,7 @@ class HybridContact {
     int rank = -1;            ///< enforced constraint directions; −1: determine at the next evaluation
   };
   /// Stick projector of body b at (ctx, unconstrained r): fills `out` (P, D) and, if
-  /// `forces`, the minimum-norm static friction force of each of its sticking points (world,
+  /// `forces`, the limit-weighted static friction force of each of its sticking points (world,
   /// N; indexed like RigidBodyLabels::points, zero for non-sticking ones). Returns false
   /// when the body has no sticking point.
   bool body_projector(const TermContext& ctx, const VecX& r, RigidBodyLabels& b, StickBody& out,

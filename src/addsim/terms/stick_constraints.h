@@ -62,7 +62,7 @@ struct ContactState {
   std::vector<DofIndex> touching;   ///< x-DOFs of the points with g < 0 (any obstacle)
   std::vector<StickPoint> sticking; ///< points held by the stick constraint (hybrid model)
   std::vector<SlipPoint> sliding;   ///< released points on the sliding force (hybrid model)
-  std::vector<StickPoint> rigid_sticking;  ///< sticking rigid proxy points (force: minimum-norm multiplier)
+  std::vector<StickPoint> rigid_sticking;  ///< sticking rigid proxy points (force: limit-weighted multiplier)
   std::vector<StickBody> bodies;    ///< constrained rigid bodies (hybrid model)
   int label_changes = 0;            ///< stick/slip label changes made in the step
 };
