@@ -17,22 +17,36 @@ namespace {
 // derivative is at most n²/(2n + 1)!; at n = 14 that is < 1e-25 (vs values ≥ 1e-3).
 constexpr int kSeriesTerms = 14;
 
-// f(s) = Σ_n (−1)^n s^n / (2n + k)!, with f'(s) and f''(s), for s in [0, 1).
-void series(double s, int k, double& f, double& df, double& ddf) {
-  f = df = ddf = 0.0;
+// Coefficients (−1)^n / (2n + k)! of f(s) = Σ_n (−1)^n s^n / (2n + k)!, n < kSeriesTerms.
+struct SeriesTable {
+  double c[kSeriesTerms];
+};
+
+constexpr SeriesTable make_table(int k) {
+  SeriesTable t{};
   double fact = 1.0;  // (2n + k)!
   for (int i = 2; i <= k; ++i) fact *= i;
-  // Powers s^n, s^(n−1), s^(n−2), kept as running products.
-  double sn = 1.0, sn1 = 0.0, sn2 = 0.0;
   for (int n = 0; n < kSeriesTerms; ++n) {
-    const double coef = (n % 2 == 0 ? 1.0 : -1.0) / fact;
-    f += coef * sn;
-    df += coef * n * sn1;
-    ddf += coef * n * (n - 1) * sn2;
-    sn2 = sn1;
-    sn1 = sn;
-    sn *= s;
+    t.c[n] = (n % 2 == 0 ? 1.0 : -1.0) / fact;
     fact *= (2 * n + k + 1) * (2 * n + k + 2);
+  }
+  return t;
+}
+
+constexpr SeriesTable kSeries[4] = {make_table(0), make_table(1), make_table(2), make_table(3)};
+
+// f(s), f'(s) and f''(s) for s in [0, 1), by Horner's rule on the tabulated coefficients
+// (f' = Σ n c_n s^(n−1), f'' = Σ n (n − 1) c_n s^(n−2)).
+void series(double s, int k, double& f, double& df, double& ddf) {
+  const double* c = kSeries[k].c;
+  constexpr int N = kSeriesTerms;
+  f = c[N - 1];
+  df = (N - 1) * c[N - 1];
+  ddf = (N - 1) * (N - 2) * c[N - 1];
+  for (int n = N - 2; n >= 0; --n) {
+    f = f * s + c[n];
+    if (n >= 1) df = df * s + n * c[n];
+    if (n >= 2) ddf = ddf * s + n * (n - 1) * c[n];
   }
 }
 
