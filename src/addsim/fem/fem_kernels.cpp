@@ -149,7 +149,12 @@ void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, doubl
   const Eigen::Matrix4d geg = grad * Edot * grad.transpose();
   for (int l = 0; l < 4; ++l)
     for (int k = 0; k < 4; ++k) {
-      Kv.block<3, 3>(3 * k, 3 * l) = (0.5 * s) * (gg(k, l) * FFt + f.col(l) * f.col(k).transpose());
+      // Kv is symmetric (Kv_lk = Kv_klᵀ): fill the lower block triangle, mirror the rest.
+      if (k >= l) {
+        const Mat3 V = (0.5 * s) * (gg(k, l) * FFt + f.col(l) * f.col(k).transpose());
+        Kv.block<3, 3>(3 * k, 3 * l) = V;
+        if (k != l) Kv.block<3, 3>(3 * l, 3 * k) = V.transpose();
+      }
       Mat3 B = (0.5 * s) * (f.col(l) * d.col(k).transpose() + gg(k, l) * FFdt);
       B.diagonal().array() += s * geg(l, k);
       Kq.block<3, 3>(3 * k, 3 * l) = B;

@@ -19,13 +19,31 @@ struct WorldVector {
   std::array<std::array<Vec3, 3>, 3> d2y{};
 };
 
-WorldVector world_vector(const RigidBody& b, const VecX& q, const Vec3& u_B, bool point, bool second) {
-  WorldVector w;
-  const Vec3 theta = q.segment<3>(b.dof() + 3);
+// A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ if `second`),
+// computed once per joint evaluation and shared by all of its world vectors.
+struct BodyFrame {
+  Vec3 x = Vec3::Zero();
+  Mat3 R = Mat3::Identity();
   ExpJacobian jac;
-  exp_jacobian(theta, second ? 1 : 0, jac);
-  const Vec3 yR = rotation_from_vector(theta) * u_B;
-  w.y = point ? Vec3(q.segment<3>(b.dof()) + yR) : yR;
+  bool second = false;
+};
+
+BodyFrame body_frame(const RigidBody& b, const VecX& q, bool second) {
+  BodyFrame f;
+  const Vec3 theta = q.segment<3>(b.dof() + 3);
+  exp_jacobian(theta, second ? 1 : 0, f.jac);
+  f.R = rotation_from_vector(theta);
+  f.x = q.segment<3>(b.dof());
+  f.second = second;
+  return f;
+}
+
+WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool second) {
+  ADDSIM_CHECK(!second || f.second, "world_vector: second derivatives need a frame built with them");
+  WorldVector w;
+  const ExpJacobian& jac = f.jac;
+  const Vec3 yR = f.R * u_B;
+  w.y = point ? Vec3(f.x + yR) : yR;
   if (point) w.dy.leftCols<3>() = Mat3::Identity();
   w.dy.rightCols<3>() = -skew(yR) * jac.J;
   if (!second) return w;
@@ -181,11 +199,14 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     add_damping<N>(ctx.p[jt.damping_param], a, b, ctx, jacobians, L);
     return L;
   }
+  const BodyFrame fa = body_frame(a, ctx.q, jacobians);
+  BodyFrame fb;
+  if (b) fb = body_frame(*b, ctx.q, jacobians);
   // Anchor points: d = x_a − x_b.
   {
-    const WorldVector wa = world_vector(a, ctx.q, jt.point_a, true, jacobians);
+    const WorldVector wa = world_vector(fa, jt.point_a, true, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(*b, ctx.q, jt.point_b, true, jacobians);
+    if (b) wb = world_vector(fb, jt.point_b, true, jacobians);
     Vec3 xb = jt.point_b;
     if (b) xb = wb.y;
     if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
@@ -202,9 +223,9 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
   }
   if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
     // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
-    const WorldVector wa = world_vector(a, ctx.q, jt.axis_a, false, jacobians);
+    const WorldVector wa = world_vector(fa, jt.axis_a, false, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(*b, ctx.q, jt.axis_b, false, jacobians);
+    if (b) wb = world_vector(fb, jt.axis_b, false, jacobians);
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
     add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, node_weights(jt), jacobians,
                      L.dr_dkaxis, L);
@@ -214,16 +235,16 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     const double alpha = ctx.p[jt.target_param + (jt.per_step_target ? ctx.step : 0)];
     const Vec3 u = motor_reference(jt, alpha);
     const Vec3 du = jt.axis_a.normalized().cross(u);
-    const WorldVector wa = world_vector(a, ctx.q, u, false, jacobians);
+    const WorldVector wa = world_vector(fa, u, false, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(*b, ctx.q, jt.ref_b, false, jacobians);
+    if (b) wb = world_vector(fb, jt.ref_b, false, jacobians);
     const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
     const double km = ctx.p[jt.motor_stiffness_param];
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
     const Eigen::Matrix<double, 3, N> Jd =
         add_potential<N>(km, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dkm, L);
     // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
-    const WorldVector dwa = world_vector(a, ctx.q, du, false, false);
+    const WorldVector dwa = world_vector(fa, du, false, false);
     Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
     dJd.template leftCols<6>() = dwa.dy;
     L.dr_dalpha = km * (dJd.transpose() * d + Jd.transpose() * dwa.y);

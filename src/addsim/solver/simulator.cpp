@@ -75,7 +75,11 @@ double Simulator::newton_forcing(const std::vector<double>& history, double norm
     const double prev = history[history.size() - 2];
     if (norm >= kWellResolved * tol && prev > norm) newton_constant_ = norm / (prev * prev);
   }
-  return std::min(kMaxForcing * norm, kForcing * newton_constant_ * norm * norm);
+  // Near convergence the linear error must stay below the tolerance itself, or it alone
+  // could cost one more iteration: solve to the floor when the next ‖r‖ should be < 10 tol.
+  const double predicted = newton_constant_ * norm * norm;
+  if (predicted < 10.0 * tol) return 0.0;
+  return std::min(kMaxForcing * norm, kForcing * predicted);
 }
 
 bool Simulator::solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance) {
