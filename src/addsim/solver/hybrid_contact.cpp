@@ -12,16 +12,7 @@
 namespace addsim {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-// Same constants as the penalty solver (solver/simulator.cpp).
-constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
-constexpr double kArmijo = 1e-4;
-constexpr double kStepFloor = 1e-12;
-constexpr double kFirstDamping = 1e-4;
-constexpr double kMaxDamping = 1e4;
+using namespace step;
 // Eigenvalues of CᵀC below this fraction of the largest are not enforced (redundant or
 // nearly redundant constraint directions of a rigid body, e.g. 4 coplanar corners: rank 3).
 constexpr double kRankTolerance = 1e-8;
@@ -34,26 +25,10 @@ using Vec6 = Eigen::Matrix<double, 6, 1>;
 }  // namespace
 
 HybridContact::HybridContact(const Model& model) : model_(model) {
-  for (const auto& t : model.terms()) {
-    const auto* term = dynamic_cast<const PointContactTerm*>(t.get());
-    if (!term || term->settings().model != ContactModel::kHybrid) continue;
-    for (const auto& o : term->obstacles())
-      if (!dynamic_cast<const PlaneObstacle*>(o.get()))
-        throw InputError("hybrid contact supports planar obstacles only (obstacle '" + o->name() + "')");
-    for (int k = 0; k < term->num_points(); ++k) points_.push_back({term, k, term->dofs()[k]});
-  }
-  for (const auto& t : model.terms()) {
-    const auto* term = dynamic_cast<const RigidContactTerm*>(t.get());
-    if (!term || term->settings().model != ContactModel::kHybrid) continue;
-    const DofIndex dof = term->body().dof();
-    int b = 0;
-    while (b < static_cast<int>(rbodies_.size()) && rbodies_[b].dof != dof) ++b;
-    if (b == static_cast<int>(rbodies_.size())) rbodies_.push_back({dof, {}, -1});
-    for (int k = 0; k < term->num_points(); ++k) {
-      rbodies_[b].points.push_back(static_cast<int>(rpoints_.size()));
-      rpoints_.push_back({term, k, b});
-    }
-  }
+  step::ActiveSetPoints c = step::collect_active_set_points(model, ContactModel::kHybrid, "hybrid");
+  points_ = std::move(c.points);
+  rpoints_ = std::move(c.rigid_points);
+  rbodies_ = std::move(c.bodies);
   rstuck_on_.assign(rpoints_.size(), -1);
   rchanges_.assign(rpoints_.size(), 0);
   if (!points_.empty() || !rpoints_.empty()) rows_ = StickRows(model.pattern());
@@ -346,13 +321,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
 
   std::string why;
   double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
-  if (!std::isfinite(norm)) {
-    rep.failure = "initial guess is inadmissible: " + why;
-    rep.residual_norm = norm;
-    rep.wall_ms = ms_since(t_step);
-    return rep;
-  }
-  rep.residual_history.push_back(norm);
+  if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
   // Label changes restart the Newton solve and the regularised sliding force is stiff near

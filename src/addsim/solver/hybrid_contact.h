@@ -41,6 +41,7 @@
 
 #include "addsim/rigid/rigid_contact.h"
 #include "addsim/solver/simulator.h"
+#include "addsim/solver/step_common.h"
 #include "addsim/terms/contact_term.h"
 #include "addsim/terms/stick_constraints.h"
 
@@ -60,27 +61,15 @@ class HybridContact {
   static constexpr int kMaxLabelChanges = 5;
 
  private:
-  struct Point {
-    const PointContactTerm* term;
-    int k;
-    DofIndex dof;
-  };
+  using Point = step::ContactPoint;
   /// Applies the label rules at a state with unconstrained residual r; returns the number
   /// of changes. With `record`, also writes the touching points and the sticking points'
   /// constraint forces and limits.
   int update_labels(const TermContext& ctx, const VecX& r, ContactState* record);
   void rebuild_sticks();
 
-  struct RigidPoint {
-    const RigidContactTerm* term;
-    int k;
-    int body;  ///< index into rbodies_
-  };
-  struct RigidBodyLabels {
-    DofIndex dof;
-    std::vector<int> points;  ///< indices into rpoints_
-    int rank = -1;            ///< enforced constraint directions; −1: determine at the next evaluation
-  };
+  using RigidPoint = step::RigidContactPoint;
+  using RigidBodyLabels = step::ContactBody;
   /// Stick projector of body b at (ctx, unconstrained r): fills `out` (P, D) and, if
   /// `forces`, the limit-weighted static friction force of each of its sticking points (world,
   /// N; indexed like RigidBodyLabels::points, zero for non-sticking ones). Returns false

@@ -1,5 +1,7 @@
 #include "addsim/solver/reused_factorization.h"
 
+#include "addsim/solver/step_common.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,10 +11,7 @@
 namespace addsim {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using namespace step;
 // GMRES never runs longer than this (Krylov basis memory: this many vectors of |q|).
 constexpr int kMaxKrylov = 40;
 // Typical Krylov dimension, for the Gram–Schmidt part of the cost of one iteration.
@@ -97,8 +96,13 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   }
   if (static_cast<int>(basis_.size()) < max_iterations + 1) basis_.resize(max_iterations + 1);
   if (static_cast<int>(preconditioned_.size()) < max_iterations) preconditioned_.resize(max_iterations);
-  Eigen::MatrixXd H = Eigen::MatrixXd::Zero(max_iterations + 1, max_iterations);
-  Eigen::VectorXd g = Eigen::VectorXd::Zero(max_iterations + 1), cs(max_iterations), sn(max_iterations);
+  // Work arrays are members: sized once for kMaxKrylov, no allocation per solve.
+  Eigen::MatrixXd& H = hessenberg_;
+  Eigen::VectorXd &g = rhs_, &cs = cos_, &sn = sin_;
+  H.setZero(kMaxKrylov + 1, kMaxKrylov);
+  g.setZero(kMaxKrylov + 1);
+  cs.resize(kMaxKrylov);
+  sn.resize(kMaxKrylov);
   g[0] = beta;
   basis_[0] = b / beta;
   int k = 0;

@@ -69,6 +69,8 @@ class ReusedFactorization {
   Stats stats_;
   std::vector<VecX> basis_, preconditioned_;
   VecX w_, residual_, guess_residual_;
+  Eigen::MatrixXd hessenberg_;             ///< GMRES Hessenberg matrix (with Givens rotations applied)
+  Eigen::VectorXd rhs_, cos_, sin_;        ///< GMRES rotated right-hand side and rotations
 };
 
 }  // namespace addsim

@@ -8,29 +8,12 @@
 #include "addsim/core/error.h"
 #include "addsim/solver/hybrid_contact.h"
 #include "addsim/solver/sqp_solver.h"
+#include "addsim/solver/step_common.h"
 
 namespace addsim {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-// Round-off floor of ‖r‖: the residual is a sum of contributions whose magnitudes add up
-// to r_abs, evaluated at a q known to ε_mach·|q|; in double precision it cannot be resolved
-// below ≈ ε_mach (‖r_abs‖ + ‖|J||q|‖). With 64 ulps of margin, a residual at that floor that
-// no step can decrease counts as converged.
-constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
-// Sufficient-decrease constant of the backtracking line search on ‖r‖.
-constexpr double kArmijo = 1e-4;
-// When no step decreases ‖r‖ any more although ‖r‖ ≥ tolerance, the residual sits at its
-// round-off floor (e.g. m·a with a = Σ ca q/h² cancels digits at small h). The step is then
-// accepted as converged if the Newton correction no longer moves q: ‖Δq‖∞ ≤ this ×
-// (1 + ‖q‖∞), i.e. q is resolved to about 12 significant digits.
-constexpr double kStepFloor = 1e-12;
-// Damping range of the fallback direction (relative to the Jacobian diagonal).
-constexpr double kFirstDamping = 1e-4;
-constexpr double kMaxDamping = 1e4;
+using namespace step;
 // Absolute linear-solve tolerance of a Newton direction, as a fraction of the Newton tolerance.
 constexpr double kLinearToleranceFraction = 1e-3;
 // Inexact-Newton forcing (see solve_step): fraction of the predicted next ‖r‖, the cap
@@ -212,13 +195,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     }
   }
   if (!std::isfinite(norm)) norm = eval(q, EvalMode::kResidualAndJacobians, &why);
-  if (!std::isfinite(norm)) {
-    rep.failure = "initial guess is inadmissible: " + why;
-    rep.residual_norm = norm;
-    rep.wall_ms = ms_since(t_step);
-    return rep;
-  }
-  rep.residual_history.push_back(norm);
+  if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   // Step Jacobian at q and the round-off floor of ‖r‖: rounding q (|q| large, stiff
   // couplings) or the summed contributions perturbs r by about ε (|J||q| + Σ|contributions|).
   auto jacobian_and_floor = [&]() {
@@ -254,7 +231,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // or strongly indefinite Jacobians, e.g. buckling springs — μ grows tenfold from 1e-4,
     // turning the direction towards a diagonally scaled residual step (Levenberg–Marquardt
     // style damping). The converged root is the same: damping only changes the path.
-    const VecX r_now = assembly_.r;
+    r_now_ = assembly_.r;  // the line search overwrites assembly_
     ++rep.iterations;
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol);
     bool accepted = false, singular = false;
@@ -270,7 +247,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
           jac_damped_[k] += mu * std::abs(jac_[k]);
         }
       }
-      r_ = -r_now;
+      r_ = -r_now_;
       if (!solve_linear(jac_damped_, r_, dq_, rep, mu == 0.0 ? linear_tol : 0.0)) {
         singular = true;
         continue;

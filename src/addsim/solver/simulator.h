@@ -112,7 +112,7 @@ class Simulator {
   std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
   std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
-  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_, guess_ca_;
+  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_, guess_ca_, r_now_;
 };
 
 }  // namespace addsim

@@ -14,13 +14,7 @@
 namespace addsim {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-constexpr double kRoundoffFactor = 64.0 * std::numeric_limits<double>::epsilon();
-constexpr double kArmijo = 1e-4;
-constexpr double kStepFloor = 1e-12;
+using namespace step;
 constexpr double kRoundoffStep = 4.0 * std::numeric_limits<double>::epsilon();
 // The lagged friction magnitude converges linearly: allow many more iterations than Newton.
 constexpr int kMaxSqpIterations = 400;
@@ -44,26 +38,10 @@ const PlaneObstacle& plane(const RigidContactTerm& term, int o) {
 }  // namespace
 
 SqpContact::SqpContact(const Model& model) : model_(model) {
-  for (const auto& t : model.terms()) {
-    const auto* term = dynamic_cast<const PointContactTerm*>(t.get());
-    if (!term || term->settings().model != ContactModel::kSqp) continue;
-    for (const auto& o : term->obstacles())
-      if (!dynamic_cast<const PlaneObstacle*>(o.get()))
-        throw InputError("sqp contact supports planar obstacles only (obstacle '" + o->name() + "')");
-    for (int k = 0; k < term->num_points(); ++k) points_.push_back({term, k, term->dofs()[k]});
-  }
-  for (const auto& t : model.terms()) {
-    const auto* term = dynamic_cast<const RigidContactTerm*>(t.get());
-    if (!term || term->settings().model != ContactModel::kSqp) continue;
-    const DofIndex dof = term->body().dof();
-    int b = 0;
-    while (b < static_cast<int>(rbodies_.size()) && rbodies_[b].dof != dof) ++b;
-    if (b == static_cast<int>(rbodies_.size())) rbodies_.push_back({dof, {}, -1});
-    for (int k = 0; k < term->num_points(); ++k) {
-      rbodies_[b].points.push_back(static_cast<int>(rpoints_.size()));
-      rpoints_.push_back({term, k, b});
-    }
-  }
+  step::ActiveSetPoints c = step::collect_active_set_points(model, ContactModel::kSqp, "sqp");
+  points_ = std::move(c.points);
+  rpoints_ = std::move(c.rigid_points);
+  rbodies_ = std::move(c.bodies);
   if (active()) rows_ = StickRows(model.pattern());
   states_.assign(points_.size(), State{});
   rstates_.assign(rpoints_.size(), State{});
@@ -404,13 +382,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
 
   std::string why;
   double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
-  if (!std::isfinite(norm)) {
-    rep.failure = "initial guess is inadmissible: " + why;
-    rep.residual_norm = norm;
-    rep.wall_ms = ms_since(t_step);
-    return rep;
-  }
-  rep.residual_history.push_back(norm);
+  if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
   bool floor_reached = false;

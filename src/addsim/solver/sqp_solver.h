@@ -39,6 +39,7 @@
 
 #include "addsim/rigid/rigid_contact.h"
 #include "addsim/solver/simulator.h"
+#include "addsim/solver/step_common.h"
 #include "addsim/terms/contact_term.h"
 #include "addsim/terms/stick_constraints.h"
 
@@ -59,11 +60,7 @@ class SqpContact {
 
  private:
   enum class Label { kFree, kStick, kSlip };
-  struct Point {
-    const PointContactTerm* term;
-    int k;
-    DofIndex dof;
-  };
+  using Point = step::ContactPoint;
   struct State {
     Label label = Label::kFree;
     int obstacle = 0;
@@ -79,16 +76,8 @@ class SqpContact {
   // Active-set update at (q, v) with unconstrained residual r; returns label changes.
   int update_labels(const VecX& q, const VecX& v, const VecX& r, const VecX& p, double h, ContactState* record);
 
-  struct RigidPoint {
-    const RigidContactTerm* term;
-    int k;
-    int body;  ///< index into rbodies_
-  };
-  struct RigidBodyRows {
-    DofIndex dof;
-    std::vector<int> points;  ///< indices into rpoints_
-    int rank = -1;            ///< rank of B kept between label changes; −1: determine at the next evaluation
-  };
+  using RigidPoint = step::RigidContactPoint;
+  using RigidBodyRows = step::ContactBody;  ///< rank: of B, kept between label changes
   // KKT rows of body b at ctx from the unconstrained residual r: the constrained rows r_c
   // (6), with `sb` its P and the θ-column Jacobian D (∂r_c/∂q^i = (I − P) ∂r/∂q^i + w_v P + D e_θᵀ),
   // with `forces` each point's multiplier force n λ + T̄ᵀμ (world, N; zero when free).
