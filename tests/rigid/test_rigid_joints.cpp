@@ -1,5 +1,6 @@
 // Rigid couplings (paper §5.3): zero-length springs, hinges and motor damping between two
 // rigid bodies or a body and the world, through the derivative harness at several angles.
+#include <array>
 #include <numbers>
 #include <random>
 
@@ -64,6 +65,87 @@ TEST(RigidJointTerm, DerivativesForAllKindsAndAngles) {
       }
     }
   }
+}
+
+// The term builds one frame per body and evaluation, shared by every joint on that body:
+// several joints on shared bodies in one term must give what one term per joint gives
+// (each building its own frames), and pass the derivative harness together.
+TEST(RigidJointTerm, JointsSharingBodiesMatchOneTermPerJoint) {
+  using K = RigidJoint::Kind;
+  const std::vector<std::pair<K, std::array<int, 2>>> layout = {
+      {K::kHinge, {0, 1}}, {K::kMotorDamping, {0, 1}}, {K::kZeroLength, {1, 2}}, {K::kMotorDamping, {2, -1}},
+      {K::kHinge, {2, -1}}, {K::kDistance, {0, 2}}};
+  std::mt19937 rng(5);
+  std::normal_distribution<double> nd;
+  auto rnd3 = [&](double s) { return Vec3(s * nd(rng), s * nd(rng), s * nd(rng)); };
+  auto build = [&](RigidScene& s, bool one_term) {
+    ParameterTable& pt = s.model->params();
+    for (int b = 0; b < 3; ++b) s.add_body(RigidShape::box(Vec3(0.3, 0.2, 0.1 + 0.05 * b)), 1.0 + b, {}, {}, Vec3::Zero());
+    std::vector<RigidJoint> joints;
+    for (size_t i = 0; i < layout.size(); ++i) {
+      const std::string label = "couplings." + std::to_string(i);
+      RigidJoint j;
+      j.kind = layout[i].first;
+      j.label = label;
+      j.stiffness_param = pt.add(label + ".stiffness", "", ParamKind::kCoupling, VecX::Constant(1, 300.0 + i), 1, 1);
+      j.axis_stiffness_param = pt.add(label + ".axis_stiffness", "", ParamKind::kCoupling, VecX::Constant(1, 20.0), 1, 1);
+      j.damping_param = pt.add(label + ".damping", "", ParamKind::kCoupling, VecX::Constant(1, 0.7), 1, 1);
+      j.body_a = &rigid_body(*s.model, layout[i].second[0]);
+      j.body_b = layout[i].second[1] >= 0 ? &rigid_body(*s.model, layout[i].second[1]) : nullptr;
+      j.point_a = Vec3(0.15, 0.05, -0.02);
+      j.point_b = Vec3(-0.05, 0.1, 0.03);
+      j.axis_a = Vec3(0.0, 0.6, 0.8);
+      j.axis_b = Vec3(1.0, 0.0, 0.0);
+      j.rest_length = 0.2;
+      joints.push_back(j);
+    }
+    if (one_term) {
+      s.model->add_term(std::make_unique<RigidJointTerm>(joints));
+    } else {
+      for (const RigidJoint& j : joints) s.model->add_term(std::make_unique<RigidJointTerm>(std::vector<RigidJoint>{j}));
+    }
+    s.model->finalize();
+  };
+  RigidScene shared, separate;
+  build(shared, true);
+  build(separate, false);
+  const int n = shared.model->num_dofs();
+  VecX q(n), v(n), a = VecX::Zero(n);
+  for (int b = 0; b < n / 6; ++b) {
+    q.segment<6>(6 * b) << rnd3(0.1), rnd3(0.8);
+    v.segment<6>(6 * b) << rnd3(1.0), rnd3(2.0);
+  }
+  const VecX p = shared.model->params().defaults();
+  auto assemble = [&](const RigidScene& s, EvalMode mode, double& energy) {
+    const TermContext ctx{q, v, a, p, 1, s.model->scheme()};
+    Assembly out(&s.model->pattern(), &s.model->stencils());
+    out.reset(mode);
+    energy = 0.0;
+    for (const auto& t : s.model->terms())
+      if (t->name() == "rigid_joints") {
+        t->evaluate(ctx, out);
+        energy += t->energy(ctx);
+      }
+    return out;
+  };
+  for (EvalMode mode : {EvalMode::kResidual, EvalMode::kResidualAndJacobians}) {
+    double e1, e2;
+    const Assembly x = assemble(shared, mode, e1), y = assemble(separate, mode, e2);
+    ASSERT_EQ(x.kq.size(), y.kq.size());  // same stencils in the same order: same pattern
+    EXPECT_GT(x.r.norm(), 1.0);           // non-vacuous: the joints are loaded
+    EXPECT_LE((x.r - y.r).norm(), 1e-13 * x.r.norm());
+    EXPECT_NEAR(e1, e2, 1e-13 * std::abs(e1));
+    if (mode == EvalMode::kResidualAndJacobians) {
+      EXPECT_GT(x.kv.norm(), 0.0);
+      EXPECT_LE((x.kq - y.kq).norm(), 1e-13 * x.kq.norm());
+      EXPECT_LE((x.kv - y.kv).norm(), 1e-13 * x.kv.norm());
+    }
+  }
+  DerivativeCheckOptions opt;
+  opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+  const DerivativeCheckResult res =
+      check_term_derivatives(*shared.model, shared.term("rigid_joints"), q, v, a, p, 1, opt);
+  EXPECT_TRUE(res.ok) << res.report;
 }
 
 TEST(RigidJointTerm, AlignedHingeHasNoForce) {

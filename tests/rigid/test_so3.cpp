@@ -88,6 +88,30 @@ TEST(So3, JacobianDerivativesMatchFiniteDifferences) {
   }
 }
 
+TEST(So3, SharedCoefficientsGiveTheSameRotationAndJacobians) {
+  // exp_rotation_and_jacobian() (one coefficient evaluation, used once per body and term
+  // evaluation) must reproduce rotation_from_vector() and exp_jacobian() exactly, and a
+  // lower order (which skips the second-derivative coefficients) the same J and ∂J/∂θ.
+  for (const Vec3& th : sample_thetas()) {
+    ExpJacobian j2;
+    exp_jacobian(th, 2, j2);
+    for (int order = 0; order <= 2; ++order) {
+      Mat3 R;
+      ExpJacobian shared, alone;
+      exp_rotation_and_jacobian(th, order, R, shared);
+      exp_jacobian(th, order, alone);
+      EXPECT_EQ(R, rotation_from_vector(th)) << th.transpose();
+      EXPECT_EQ(shared.J, alone.J) << th.transpose();
+      EXPECT_EQ(alone.J, j2.J) << th.transpose();
+      for (int k = 0; order >= 1 && k < 3; ++k) {
+        EXPECT_EQ(shared.dJ[k], alone.dJ[k]) << th.transpose();
+        EXPECT_EQ(alone.dJ[k], j2.dJ[k]) << th.transpose();
+        for (int j = 0; order == 2 && j < 3; ++j) EXPECT_EQ(shared.ddJ[k][j], j2.ddJ[k][j]) << th.transpose();
+      }
+    }
+  }
+}
+
 TEST(So3, ReparametrizationKeepsRotationAndHasExactJacobian) {
   std::mt19937 rng(3);
   std::normal_distribution<double> nd;

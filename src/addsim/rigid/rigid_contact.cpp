@@ -24,9 +24,7 @@ BodyKinematics body_kinematics(const RigidBody& b, const TermContext& ctx) {
   k.p = ctx.q.segment<3>(d);
   k.pdot = ctx.v.segment<3>(d);
   k.thetadot = ctx.v.segment<3>(d + 3);
-  const Vec3 theta = ctx.q.segment<3>(d + 3);
-  k.R = rotation_from_vector(theta);
-  exp_jacobian(theta, 1, k.jac);
+  exp_rotation_and_jacobian(ctx.q.segment<3>(d + 3), 1, k.R, k.jac);
   return k;
 }
 
@@ -101,14 +99,7 @@ ContactForce RigidContactTerm::force(const TermContext& ctx, int k, int o) const
 void RigidContactTerm::stick_jacobian(const TermContext& ctx, int k, int o, const Vec3& t1, const Vec3& t2,
                                       Eigen::Matrix<double, 2, 6>& C,
                                       std::array<Eigen::Matrix<double, 2, 6>, 3>& dC) const {
-  BodyKinematics b;
-  const int d = body_->dof();
-  const Vec3 theta = ctx.q.segment<3>(d + 3);
-  b.R = rotation_from_vector(theta);
-  exp_jacobian(theta, 1, b.jac);
-  b.p = ctx.q.segment<3>(d);
-  b.pdot = ctx.v.segment<3>(d);
-  b.thetadot = ctx.v.segment<3>(d + 3);
+  const BodyKinematics b = body_kinematics(*body_, ctx);
   const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
   Eigen::Matrix<double, 2, 3> Tb;
   Tb.row(0) = t1.transpose();

@@ -20,7 +20,8 @@ struct WorldVector {
 };
 
 // A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ if `second`),
-// computed once per joint evaluation and shared by all of its world vectors.
+// computed once per body and evaluation of the term and shared by all joints and world
+// vectors on that body.
 struct BodyFrame {
   Vec3 x = Vec3::Zero();
   Mat3 R = Mat3::Identity();
@@ -30,9 +31,7 @@ struct BodyFrame {
 
 BodyFrame body_frame(const RigidBody& b, const VecX& q, bool second) {
   BodyFrame f;
-  const Vec3 theta = q.segment<3>(b.dof() + 3);
-  exp_jacobian(theta, second ? 1 : 0, f.jac);
-  f.R = rotation_from_vector(theta);
+  exp_rotation_and_jacobian(q.segment<3>(b.dof() + 3), second ? 1 : 0, f.R, f.jac);
   f.x = q.segment<3>(b.dof());
   f.second = second;
   return f;
@@ -47,9 +46,10 @@ WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool s
   if (point) w.dy.leftCols<3>() = Mat3::Identity();
   w.dy.rightCols<3>() = -skew(yR) * jac.J;
   if (!second) return w;
-  for (int j = 0; j < 3; ++j)
-    for (int k = 0; k < 3; ++k)
-      w.d2y[j][k] = (jac.dJ[j].col(k)).cross(yR) + jac.J.col(k).cross(jac.J.col(j).cross(yR));
+  for (int j = 0; j < 3; ++j) {
+    const Vec3 Jj_y = jac.J.col(j).cross(yR);
+    for (int k = 0; k < 3; ++k) w.d2y[j][k] = (jac.dJ[j].col(k)).cross(yR) + jac.J.col(k).cross(Jj_y);
+  }
   return w;
 }
 
@@ -66,6 +66,41 @@ struct JointLocal {
   Eigen::Matrix<double, N, 3> dr_dxb = Eigen::Matrix<double, N, 3>::Zero();  ///< handle b: ∂r/∂x_b
   double energy = 0.0;
 };
+
+// dq += k Jdᵀ H Jd (N × N). Written out because Eigen sends a 12 × 3 × 12 product to its
+// general (packed, blocked) matrix product, whose overhead dominates at this size; the
+// sums run in the same order as there (T = (k Jdᵀ) H, then Σ_r T(i, r) Jd(r, j) for
+// r = 0, 1, 2), so the result is the same. (Skipping the exactly zero columns of Jd, e.g.
+// the position DOFs of an axis, measured slower: the branches stop the vectorisation.)
+template <int N>
+void add_gram(double k, const Eigen::Matrix<double, 3, N>& Jd, const Mat3& H, Eigen::Matrix<double, N, N>& dq) {
+  if constexpr (N < 9) {
+    dq += k * Jd.transpose() * H * Jd;  // small enough for Eigen's coefficient-wise product
+    return;
+  }
+  const Eigen::Matrix<double, N, 3> T = (k * Jd.transpose()).lazyProduct(H);
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < N; ++i) {
+      double acc = 0.0;
+      for (int r = 0; r < 3; ++r) acc += T(i, r) * Jd(r, j);
+      dq(i, j) += acc;
+    }
+}
+
+// dv += k Dᵀ D (N × N), as Eigen's general product evaluates it: k (Σ_r D(r, i) D(r, j)).
+template <int N>
+void add_scaled_gram(double k, const Eigen::Matrix<double, 3, N>& D, Eigen::Matrix<double, N, N>& dv) {
+  if constexpr (N < 9) {
+    dv += k * D.transpose() * D;
+    return;
+  }
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < N; ++i) {
+      double acc = 0.0;
+      for (int r = 0; r < 3; ++r) acc += D(r, i) * D(r, j);
+      dv(i, j) += k * acc;
+    }
+}
 
 // Energy per unit stiffness of d = y_a − y_b and its first two derivatives in d.
 struct SeparationEnergy {
@@ -112,7 +147,7 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   L.r += k * Jd.transpose() * se.g;
   L.energy += k * se.e;
   if (!jacobians) return Jd;
-  L.dq += k * Jd.transpose() * se.H * Jd;
+  add_gram<N>(k, Jd, se.H, L.dq);
   // Curvature term Σ_i g_i ∇²d_i, non-zero in the θθ blocks of rigid sides only.
   for (int j = 0; j < 3; ++j)
     for (int m = 0; m < 3; ++m) {
@@ -122,29 +157,28 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   return Jd;
 }
 
-// Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v.
+// Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v (J_a, J_b from the frames
+// fa, fb, built with ∂J/∂θ when `jacobians`).
 template <int N>
-void add_damping(double kd, const RigidBody& a, const RigidBody* b, const TermContext& ctx, bool jacobians,
-                 JointLocal<N>& L) {
-  ExpJacobian ja, jb;
-  exp_jacobian(ctx.q.segment<3>(a.dof() + 3), 1, ja);
+void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFrame& fa, const BodyFrame* fb,
+                 const TermContext& ctx, bool jacobians, JointLocal<N>& L) {
+  const ExpJacobian& ja = fa.jac;
   Eigen::Matrix<double, 3, N> D = Eigen::Matrix<double, 3, N>::Zero();
   Eigen::Matrix<double, N, 1> v = Eigen::Matrix<double, N, 1>::Zero();
   D.template block<3, 3>(0, 3) = ja.J;
   v.template head<6>() = ctx.v.segment<6>(a.dof());
   if constexpr (N == 12) {
-    exp_jacobian(ctx.q.segment<3>(b->dof() + 3), 1, jb);
-    D.template block<3, 3>(0, 9) = -jb.J;
+    D.template block<3, 3>(0, 9) = -fb->jac.J;
     v.template tail<6>() = ctx.v.segment<6>(b->dof());
   }
   const Vec3 w_rel = D * v;
   L.dr_dkd += D.transpose() * w_rel;
   L.r += kd * D.transpose() * w_rel;
   if (!jacobians) return;
-  L.dv += kd * D.transpose() * D;
+  add_scaled_gram<N>(kd, D, L.dv);
   // ∂D/∂θ_j has ±∂J/∂θ_j in the θ columns of its body.
   for (int slot = 0; slot < (N == 12 ? 2 : 1); ++slot) {
-    const ExpJacobian& jac = slot == 0 ? ja : jb;
+    const ExpJacobian& jac = slot == 0 ? ja : fb->jac;
     const double sign = slot == 0 ? 1.0 : -1.0;
     for (int j = 0; j < 3; ++j) {
       Eigen::Matrix<double, 3, N> dD = Eigen::Matrix<double, 3, N>::Zero();
@@ -181,32 +215,34 @@ void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
 }
 
 template <int N>
-JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians);
+JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
+                                   const TermContext& ctx, const Model* model, bool jacobians);
 
+// fa, fb: frames of jt.body_a and jt.body_b (fb null without a body b), built with ∂J/∂θ
+// when `jacobians`.
 template <int N>
-JointLocal<N> joint_local(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians) {
-  JointLocal<N> L = joint_local_unmasked<N>(jt, ctx, model, jacobians);
+JointLocal<N> joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
+                          const Model* model, bool jacobians) {
+  JointLocal<N> L = joint_local_unmasked<N>(jt, fa, fb, ctx, model, jacobians);
   mask_kinematic_rows<N>(jt, L);
   return L;
 }
 
 template <int N>
-JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx, const Model* model, bool jacobians) {
+JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
+                                   const TermContext& ctx, const Model* model, bool jacobians) {
   JointLocal<N> L;
   const RigidBody& a = *jt.body_a;
   const RigidBody* b = jt.body_b;
   if (jt.kind == RigidJoint::Kind::kMotorDamping) {
-    add_damping<N>(ctx.p[jt.damping_param], a, b, ctx, jacobians, L);
+    add_damping<N>(ctx.p[jt.damping_param], a, b, fa, fb, ctx, jacobians, L);
     return L;
   }
-  const BodyFrame fa = body_frame(a, ctx.q, jacobians);
-  BodyFrame fb;
-  if (b) fb = body_frame(*b, ctx.q, jacobians);
   // Anchor points: d = x_a − x_b.
   {
     const WorldVector wa = world_vector(fa, jt.point_a, true, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(fb, jt.point_b, true, jacobians);
+    if (b) wb = world_vector(*fb, jt.point_b, true, jacobians);
     Vec3 xb = jt.point_b;
     if (b) xb = wb.y;
     if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
@@ -225,7 +261,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
     const WorldVector wa = world_vector(fa, jt.axis_a, false, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(fb, jt.axis_b, false, jacobians);
+    if (b) wb = world_vector(*fb, jt.axis_b, false, jacobians);
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
     add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, node_weights(jt), jacobians,
                      L.dr_dkaxis, L);
@@ -237,7 +273,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
     const Vec3 du = jt.axis_a.normalized().cross(u);
     const WorldVector wa = world_vector(fa, u, false, jacobians);
     WorldVector wb;
-    if (b) wb = world_vector(fb, jt.ref_b, false, jacobians);
+    if (b) wb = world_vector(*fb, jt.ref_b, false, jacobians);
     const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
     const double km = ctx.p[jt.motor_stiffness_param];
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
@@ -253,6 +289,27 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const TermContext& ctx,
 }
 
 int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : j.tet_b[0] >= 0 ? 12 : 0; }
+
+// Frames of `bodies` at q, one per body (with ∂J/∂θ if `second`).
+std::vector<BodyFrame> body_frames(const std::vector<const RigidBody*>& bodies, const VecX& q, bool second) {
+  std::vector<BodyFrame> frames;
+  frames.reserve(bodies.size());
+  for (const RigidBody* b : bodies) frames.push_back(body_frame(*b, q, second));
+  return frames;
+}
+
+// Calls f.template operator()<N>(k) for each joint k with the stencil size N of its kind.
+template <class F>
+void for_each_joint(const std::vector<RigidJoint>& joints, F&& f) {
+  for (size_t k = 0; k < joints.size(); ++k) {
+    switch (b_dofs(joints[k])) {
+      case 12: f.template operator()<18>(k); break;
+      case 6: f.template operator()<12>(k); break;
+      case 3: f.template operator()<9>(k); break;
+      default: f.template operator()<6>(k); break;
+    }
+  }
+}
 
 }  // namespace
 
@@ -284,6 +341,14 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
       throw InputError(j.label + ": missing motor stiffness or target angle");
     if (j.kind == K::kMotorDamping && j.damping_param < 0) throw InputError(j.label + ": missing damping");
   }
+  auto index_of = [&](const RigidBody* b) {
+    if (!b) return -1;
+    for (size_t i = 0; i < bodies_.size(); ++i)
+      if (bodies_[i] == b) return static_cast<int>(i);
+    bodies_.push_back(b);
+    return static_cast<int>(bodies_.size()) - 1;
+  };
+  for (const RigidJoint& j : joints_) body_index_.push_back({index_of(j.body_a), index_of(j.body_b)});
 }
 
 void RigidJointTerm::declare(StencilSet& stencils) {
@@ -304,18 +369,14 @@ void RigidJointTerm::declare(StencilSet& stencils) {
 
 void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool jac = out.wants_jacobians();
-  auto one = [&]<int N>(size_t k) {
-    const JointLocal<N> L = joint_local<N>(joints_[k], ctx, model_, jac);
-    out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac ? &L.dv : nullptr, nullptr);
-  };
-  for (size_t k = 0; k < joints_.size(); ++k) {
-    switch (b_dofs(joints_[k])) {
-      case 12: one.template operator()<18>(k); break;
-      case 6: one.template operator()<12>(k); break;
-      case 3: one.template operator()<9>(k); break;
-      default: one.template operator()<6>(k); break;
-    }
-  }
+  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
+  for_each_joint(joints_, [&]<int N>(size_t k) {
+    const auto [ia, ib] = body_index_[k];
+    const JointLocal<N> L = joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac);
+    // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
+    const bool damping = joints_[k].kind == RigidJoint::Kind::kMotorDamping;
+    out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac && damping ? &L.dv : nullptr, nullptr);
+  });
 }
 
 namespace {
@@ -344,29 +405,21 @@ void joint_params(const RigidJoint& jt, int stencil, const JointLocal<N>& L, con
 }  // namespace
 
 void RigidJointTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
-  auto one = [&]<int N>(size_t k) {
-    joint_params<N>(joints_[k], stencil_[k], joint_local<N>(joints_[k], ctx, model_, false), ctx, model_, sink);
-  };
-  for (size_t k = 0; k < joints_.size(); ++k) {
-    switch (b_dofs(joints_[k])) {
-      case 12: one.template operator()<18>(k); break;
-      case 6: one.template operator()<12>(k); break;
-      case 3: one.template operator()<9>(k); break;
-      default: one.template operator()<6>(k); break;
-    }
-  }
+  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, false);
+  for_each_joint(joints_, [&]<int N>(size_t k) {
+    const auto [ia, ib] = body_index_[k];
+    const JointLocal<N> L = joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false);
+    joint_params<N>(joints_[k], stencil_[k], L, ctx, model_, sink);
+  });
 }
 
 double RigidJointTerm::energy(const TermContext& ctx) const {
+  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, false);
   double e = 0.0;
-  for (const RigidJoint& j : joints_) {
-    switch (b_dofs(j)) {
-      case 12: e += joint_local<18>(j, ctx, model_, false).energy; break;
-      case 6: e += joint_local<12>(j, ctx, model_, false).energy; break;
-      case 3: e += joint_local<9>(j, ctx, model_, false).energy; break;
-      default: e += joint_local<6>(j, ctx, model_, false).energy; break;
-    }
-  }
+  for_each_joint(joints_, [&]<int N>(size_t k) {
+    const auto [ia, ib] = body_index_[k];
+    e += joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false).energy;
+  });
   return e;
 }
 

@@ -69,6 +69,10 @@ class RigidJointTerm final : public Term {
   std::vector<RigidJoint> joints_;
   std::vector<int> stencil_;
   const Model* model_;
+  /// Distinct rigid bodies of the joints, whose frames (R, J, ∂J/∂θ) each evaluation builds
+  /// once, and per joint the indices of its bodies a and b in that list (b: −1 if none).
+  std::vector<const RigidBody*> bodies_;
+  std::vector<std::array<int, 2>> body_index_;
 };
 
 }  // namespace addsim

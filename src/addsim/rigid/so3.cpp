@@ -35,31 +35,33 @@ constexpr SeriesTable make_table(int k) {
 
 constexpr SeriesTable kSeries[4] = {make_table(0), make_table(1), make_table(2), make_table(3)};
 
-// f(s), f'(s) and f''(s) for s in [0, 1), by Horner's rule on the tabulated coefficients
-// (f' = Σ n c_n s^(n−1), f'' = Σ n (n − 1) c_n s^(n−2)).
-void series(double s, int k, double& f, double& df, double& ddf) {
+// f(s), f'(s) and, if `second`, f''(s) for s in [0, 1), by Horner's rule on the tabulated
+// coefficients (f' = Σ n c_n s^(n−1), f'' = Σ n (n − 1) c_n s^(n−2)). f and f' do not
+// depend on `second`: each recurrence only reads its own accumulator.
+void series(double s, int k, bool second, double& f, double& df, double& ddf) {
   const double* c = kSeries[k].c;
   constexpr int N = kSeriesTerms;
   f = c[N - 1];
   df = (N - 1) * c[N - 1];
-  ddf = (N - 1) * (N - 2) * c[N - 1];
   for (int n = N - 2; n >= 0; --n) {
     f = f * s + c[n];
     if (n >= 1) df = df * s + n * c[n];
-    if (n >= 2) ddf = ddf * s + n * (n - 1) * c[n];
   }
+  ddf = 0.0;
+  if (!second) return;
+  ddf = (N - 1) * (N - 2) * c[N - 1];
+  for (int n = N - 2; n >= 2; --n) ddf = ddf * s + n * (n - 1) * c[n];
 }
 
-}  // namespace
-
-ExpCoefficients exp_coefficients(double s) {
+// Coefficients at s; A2 and B2 (second derivatives of J) only if `second`, else 0.
+ExpCoefficients coefficients(double s, bool second) {
   ExpCoefficients e;
   if (s < 1.0) {
     // Power series in s = t²: A1 = 2 a'(s), A2 = 4 a''(s) (and the same for b).
     double dc, ddc, da, dda, db, ddb;
-    series(s, 1, e.c, dc, ddc);
-    series(s, 2, e.a, da, dda);
-    series(s, 3, e.b, db, ddb);
+    series(s, 1, false, e.c, dc, ddc);
+    series(s, 2, second, e.a, da, dda);
+    series(s, 3, second, e.b, db, ddb);
     e.A1 = 2.0 * da;
     e.A2 = 4.0 * dda;
     e.B1 = 2.0 * db;
@@ -75,30 +77,40 @@ ExpCoefficients exp_coefficients(double s) {
   e.a = omc / t2;
   e.b = tms / t3;
   e.A1 = st / t3 - 2.0 * omc / t4;
-  e.A2 = ct / t4 - 5.0 * st / t5 + 8.0 * omc / t6;
   e.B1 = omc / t4 - 3.0 * tms / t5;
+  if (!second) return e;
+  e.A2 = ct / t4 - 5.0 * st / t5 + 8.0 * omc / t6;
   e.B2 = st / t5 - 7.0 * omc / t6 + 15.0 * tms / t7;
   return e;
 }
 
-Mat3 rotation_from_vector(const Vec3& theta) {
-  const ExpCoefficients e = exp_coefficients(theta.squaredNorm());
-  const Mat3 S = skew(theta);
-  return Mat3::Identity() + e.c * S + e.a * S * S;
+// The constant matrices of ∂J/∂θ and ∂²J/∂θ²: E_k = [e_k]× and E_k E_j + E_j E_k (k, j < 3).
+struct UnitSkews {
+  std::array<Mat3, 3> E;
+  std::array<std::array<Mat3, 3>, 3> EE;
+  UnitSkews() {
+    for (int k = 0; k < 3; ++k) E[k] = skew(Vec3::Unit(k));
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) EE[k][j] = E[k] * E[j] + E[j] * E[k];
+  }
+};
+
+// Built once (thread-safe static initialisation) and only read afterwards.
+const UnitSkews& unit_skews() {
+  static const UnitSkews u;
+  return u;
 }
 
-void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
-  const ExpCoefficients e = exp_coefficients(theta.squaredNorm());
-  const Mat3 S = skew(theta);
-  const Mat3 S2 = S * S;
+// J and its derivatives up to `order` from precomputed coefficients and S = [θ]×, S² = S S.
+void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, const Mat3& S2, int order,
+                   ExpJacobian& out) {
   out.J = Mat3::Identity() + e.a * S + e.b * S2;
   if (order < 1) return;
   // E_k = [e_k]× and the symmetric products E_k S + S E_k.
-  std::array<Mat3, 3> E, ES;
-  for (int k = 0; k < 3; ++k) {
-    E[k] = skew(Vec3::Unit(k));
-    ES[k] = E[k] * S + S * E[k];
-  }
+  const UnitSkews& u = unit_skews();
+  const std::array<Mat3, 3>& E = u.E;
+  std::array<Mat3, 3> ES;
+  for (int k = 0; k < 3; ++k) ES[k] = E[k] * S + S * E[k];
   // ∂J/∂θ_k = A1 θ_k S + a E_k + B1 θ_k S² + b (E_k S + S E_k).
   for (int k = 0; k < 3; ++k)
     out.dJ[k] = e.A1 * theta[k] * S + e.a * E[k] + e.B1 * theta[k] * S2 + e.b * ES[k];
@@ -110,10 +122,35 @@ void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
       const double dkj = j == k ? 1.0 : 0.0;
       out.ddJ[k][j] = (e.A2 * tt + e.A1 * dkj) * S + e.A1 * (theta[k] * E[j] + theta[j] * E[k]) +
                       (e.B2 * tt + e.B1 * dkj) * S2 + e.B1 * (theta[k] * ES[j] + theta[j] * ES[k]) +
-                      e.b * (E[k] * E[j] + E[j] * E[k]);
+                      e.b * u.EE[k][j];
       out.ddJ[j][k] = out.ddJ[k][j];
     }
   }
+}
+
+}  // namespace
+
+ExpCoefficients exp_coefficients(double s) { return coefficients(s, true); }
+
+Mat3 rotation_from_vector(const Vec3& theta) {
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), false);
+  const Mat3 S = skew(theta);
+  return Mat3::Identity() + e.c * S + e.a * S * S;
+}
+
+void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), order >= 2);
+  const Mat3 S = skew(theta);
+  const Mat3 S2 = S * S;
+  jacobian_from(theta, e, S, S2, order, out);
+}
+
+void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobian& out) {
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), order >= 2);
+  const Mat3 S = skew(theta);
+  R = Mat3::Identity() + e.c * S + e.a * S * S;
+  const Mat3 S2 = S * S;
+  jacobian_from(theta, e, S, S2, order, out);
 }
 
 Vec3 reparametrize_rotation(const Vec3& theta) {

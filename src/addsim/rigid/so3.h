@@ -44,6 +44,11 @@ struct ExpJacobian {
 /// Evaluates J(θ) and its derivatives up to `order` (0, 1 or 2; unused ones are left unset).
 void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out);
 
+/// R = exp([θ]×) and J(θ) with its derivatives up to `order`, from one evaluation of the
+/// coefficients: equal to rotation_from_vector() and exp_jacobian() (same operations), for
+/// callers that need both, e.g. once per body and evaluation.
+void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobian& out);
+
 /// The equivalent rotation vector on the other side of the |θ| = π sphere:
 /// θ' = θ (1 − 2π/|θ|), with exp([θ']×) = exp([θ]×). Precondition: |θ| > 0.
 /// Used to keep |θ| ≤ π during long spins, far from the singularity of J at |θ| = 2π.
