@@ -57,6 +57,7 @@ void run_adjoint(benchmark::State& state, const std::string& name) {
   Case& c = get_case(name);
   Simulator sim(*c.model);
   double forward = 0.0, gradient = 0.0;
+  long factorizations = 0, krylov = 0;
   int runs = 0;
   for (auto _ : state) {
     const Trajectory traj = sim.run(c.model->params().defaults());
@@ -67,6 +68,15 @@ void run_adjoint(benchmark::State& state, const std::string& name) {
     const GradientResult g = gradient_adjoint(*c.model, traj, *c.phi);
     forward += traj.wall_seconds;
     gradient += g.wall_seconds;
+    factorizations = g.factorizations;
+    krylov = g.krylov_iterations;
+    long forward_factorizations = 0, forward_krylov = 0;
+    for (const StepReport& r : traj.reports) {
+      forward_factorizations += r.factorizations;
+      forward_krylov += r.krylov_iterations;
+    }
+    state.counters["forward_factorizations"] = forward_factorizations;
+    state.counters["forward_krylov"] = forward_krylov;
     ++runs;
     benchmark::DoNotOptimize(g.dphi_dp.data());
   }
@@ -74,6 +84,8 @@ void run_adjoint(benchmark::State& state, const std::string& name) {
   state.counters["adjoint_s"] = gradient / runs;
   state.counters["ratio"] = gradient / forward;
   state.counters["params"] = c.model->params().size();
+  state.counters["adjoint_factorizations"] = factorizations;
+  state.counters["adjoint_krylov"] = krylov;
 }
 
 void run_direct(benchmark::State& state, const std::string& name) {

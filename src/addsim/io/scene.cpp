@@ -69,10 +69,11 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   SolverSettings& s = model.solver_mut();
   s.tolerance = r.number("tolerance", 1e-10, Bound::kPositive);
   s.max_iterations = r.integer("max_iterations", 50, 1);
-  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "eigen", "cholmod"});
+  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "eigen", "cholmod", "dense"});
   s.linear_solver = ls == "umfpack"   ? LinearSolverKind::kUmfpack
                     : ls == "eigen"   ? LinearSolverKind::kEigenLu
                     : ls == "cholmod" ? LinearSolverKind::kCholmodBicgstab
+                    : ls == "dense"   ? LinearSolverKind::kDense
                                       : LinearSolverKind::kAuto;
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   r.finish();

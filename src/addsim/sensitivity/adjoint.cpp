@@ -29,12 +29,13 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
   std::vector<VecX> acc(K + 1, VecX::Zero(nq));
   VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
-  VecX rhs(nq), lambda(nq), lambda_prev(nq), neg_lambda(nq), sink_lambda(nq);
+  VecX rhs(nq), lambda(nq), lambda_next(nq), guess(nq), neg_lambda(nq), sink_lambda(nq);
   StepLinearization lin(model);
   // Successive steps' Jacobians are close: one LU serves many steps as GMRES
   // preconditioner (relative residual 1e-12 per solve, solver/reused_factorization.h).
   ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
                          model.solver().reuse_factorization);
+  lu.set_rotation_groups(fem_rotation_groups(model));
 
   for (int i = n; i >= 1; --i) {
     lin.evaluate(traj, i);
@@ -44,9 +45,15 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     if (const VecX* g = og.find_dphi_dq(i)) rhs += *g;
     acc_i.setZero();
     // (dr^i/dq^i)ᵀ λ^i = rhs.
-    // GMRES starts from λ^{i+1}: adjoint states change little from step to step.
-    lambda_prev = lambda;
-    if (!lu.solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &lambda_prev : nullptr))
+    // GMRES starts from the linear extrapolation 2λ^{i+1} − λ^{i+2} (λ^{i+1} at the second
+    // step): adjoint states change smoothly from step to step between contact events.
+    if (i <= n - 2)
+      guess = 2.0 * lambda - lambda_next;
+    else
+      guess = lambda;
+    lambda_next = lambda;
+    lu.set_configuration(traj.q[i]);
+    if (!lu.solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &guess : nullptr))
       throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
     if (!lambda.allFinite())
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
@@ -72,6 +79,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
   if (const VecX* g = og.find_dphi_dq(0)) gq0 += *g;
   for (const auto& b : model.bodies()) b->initial_state_vjp(traj.p, gq0, gv0, out.dphi_dp);
+  out.factorizations = lu.stats().factorizations;
+  out.krylov_iterations = lu.stats().krylov_iterations;
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

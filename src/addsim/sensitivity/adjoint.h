@@ -16,6 +16,8 @@ struct GradientResult {
   double phi = 0.0;
   VecX dphi_dp;
   double wall_seconds = 0.0;  ///< time of the backward pass including Φ's evaluation
+  long factorizations = 0;     ///< LU factorisations of step Jacobians in the backward pass
+  long krylov_iterations = 0;  ///< GMRES iterations of the backward pass (reused LU)
 };
 
 /// dΦ/dp = ∂Φ/∂p − λ̃ᵀ Ã (paper eq. adjGrad) with B̃ᵀ λ̃ = (∂Φ/∂q̃)ᵀ (eq. adjoint), solved

@@ -28,6 +28,8 @@ struct DirectResult {
   /// s^0 … s^n (each |q|) of DirectOptions::keep_sensitivities_of, else empty.
   std::vector<VecX> sensitivities;
   double wall_seconds = 0.0;
+  long factorizations = 0;     ///< LU factorisations of step Jacobians
+  long krylov_iterations = 0;  ///< GMRES iterations on a reused LU
 };
 
 /// Direct sensitivities of `traj` for the parameters `params` (indices into p) and the

@@ -8,6 +8,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "addsim/core/error.h"
+#include "addsim/solver/newton_step.h"
 
 namespace addsim {
 
@@ -327,6 +328,10 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   // Label changes restart the Newton solve and the regularised sliding force is stiff near
   // Tẋ = 0 (≈ c_f f_n / ε): allow four times the penalty solver's cap.
   const int max_iterations = 4 * opt.max_iterations;
+  // Line-search trials: the full step is evaluated with its partials (usually accepted).
+  const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
+    return eval(q_trial, first_trial ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, trial_why);
+  };
 
   while (true) {
     if (norm < std::max(switch_tol, tol)) {
@@ -364,66 +369,31 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
     rhs_ = -r_;
     ++rep.iterations;
     const double linear_tol = sim.newton_forcing(rep.residual_history, norm, tol);
-    bool accepted = false, singular = false;
-    double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
-    int halvings = 0;
-    std::string trial_why;
-    for (double mu = 0.0; mu <= kMaxDamping; mu = mu == 0.0 ? kFirstDamping : 10.0 * mu) {
-      jac_damped_ = jac_;
-      if (mu > 0.0) {
-        ++rep.damped_iterations;
-        for (int d = 0; d < model_.num_dofs(); ++d) {
-          const int k = model_.pattern().diagonal_index(d);
-          jac_damped_[k] += mu * std::abs(jac_[k]);
-        }
-      }
-      if (!sim.solve_linear(jac_damped_, rhs_, dq_, rep, mu == 0.0 ? linear_tol : 0.0)) {
-        singular = true;
-        continue;
-      }
-      if (!dq_.allFinite()) continue;
-      alpha = 1.0;
-      halvings = 0;
-      while (true) {
-        q_trial_ = q + alpha * dq_;
-        trial = eval(q_trial_, halvings == 0 ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
-        if (trial <= (1.0 - kArmijo * alpha) * norm) break;
-        if (halvings >= opt.max_halvings) break;
-        alpha *= 0.5;
-        ++halvings;
-      }
-      rep.line_search_halvings += halvings;
-      if (trial <= (1.0 - kArmijo * alpha) * norm) {
-        accepted = true;
-        break;
-      }
-      if (mu == 0.0 && dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) break;
-    }
-    if (!accepted && dq_.allFinite() &&
-        dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+    // The round-off floor of the constrained merit is carried by tol, not passed here.
+    const NewtonStepResult it = newton_step(sim, model_.pattern(), jac_, rhs_, q, norm, kNoRoundoffFloor,
+                                            linear_tol, opt.max_halvings, trial_eval, newton_, rep);
+    if (it.at_floor) {
       // At the round-off floor: re-evaluate at q so the final label check sees it.
       norm = eval(q, EvalMode::kResidualAndJacobians, &why);
       tol = std::max(tol, norm * (1.0 + 1e-12));
       rep.note = "converged at the round-off floor of ‖r‖";
       continue;
     }
-    if (!accepted) {
-      if (singular && !dq_.allFinite())
-        rep.failure = "step Jacobian is singular";
-      else
-        rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖, even with damping"
-                                        : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
+    if (!it.accepted) {
+      rep.failure = it.failure;
       break;
     }
-    q = q_trial_;
+    // A full step was evaluated with its partials and can stand for the evaluation at q.
+    bool reuse_trial = it.halvings == 0;
+    q = newton_.q_trial;
     if (lagged) {
       // One iteration with the lagged direction gave the released points a velocity:
-      // from here on t follows Tẋ.
+      // from here on t follows Tẋ, so the merit at q changes and is evaluated anew.
       lagged = false;
       std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
-      halvings = -1;
+      reuse_trial = false;
     }
-    norm = halvings == 0 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    norm = reuse_trial ? it.trial : eval(q, EvalMode::kResidualAndJacobians, &why);
     rep.residual_history.push_back(norm);
     tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   }

@@ -96,7 +96,8 @@ class HybridContact {
   std::vector<int> rstuck_on_;   ///< obstacle index per rigid point, −1 when not sticking
   std::vector<int> rchanges_;
   std::vector<StickBody> bodies_;
-  VecX v_hist_, a_hist_, v_, a_, r_, jac_, jac_damped_, dq_, q_trial_, rhs_;
+  VecX v_hist_, a_hist_, v_, a_, r_, jac_, rhs_;
+  step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
 };
 
 }  // namespace addsim

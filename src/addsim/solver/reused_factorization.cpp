@@ -28,6 +28,11 @@ bool ReusedFactorization::factorize(const VecX& values) {
   ++stats_.factorizations;
   have_lu_ = ok;
   refactor_next_ = false;
+  if (!groups_.empty()) {
+    reference_ = configuration_;
+    std::fill(rotations_.begin(), rotations_.end(), Mat3::Identity());
+    rotated_ = false;
+  }
   excess_iterations_ = 0.0;
   // One GMRES iteration: two triangular solves, one matrix product, and the Gram–Schmidt
   // work against the basis.
@@ -35,6 +40,52 @@ bool ReusedFactorization::factorize(const VecX& values) {
   const double iteration = lu_->solve_flops() + 2.0 * pattern_->nnz() + 4.0 * n * kTypicalKrylov;
   factor_to_iteration_ = lu_->factor_flops() / iteration;
   return ok;
+}
+
+void ReusedFactorization::set_rotation_groups(std::vector<RotationGroup> groups) {
+  groups_ = std::move(groups);
+  rotations_.assign(groups_.size(), Mat3::Identity());
+  rotated_ = false;
+}
+
+void ReusedFactorization::set_configuration(const VecX& q) {
+  if (groups_.empty()) return;
+  configuration_ = q;
+  rotated_ = false;
+  if (!have_lu_ || reference_.size() != q.size()) return;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const RotationGroup& grp = groups_[g];
+    const auto ref = reference_.segment(grp.first_dof, 3 * grp.points).reshaped(3, grp.points);
+    const auto cur = q.segment(grp.first_dof, 3 * grp.points).reshaped(3, grp.points);
+    const Vec3 c_ref = ref.rowwise().mean(), c_cur = cur.rowwise().mean();
+    // Kabsch: R = argmin Σ‖(x_k − c) − R (X_k − C)‖² over rotations, from the SVD of the
+    // cross-covariance H = Σ (x_k − c)(X_k − C)ᵀ = U S Vᵀ: R = U diag(1, 1, det(U Vᵀ)) Vᵀ.
+    const Mat3 H = (cur.colwise() - c_cur) * (ref.colwise() - c_ref).transpose();
+    const Eigen::JacobiSVD<Mat3> svd(H, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    Mat3 D = Mat3::Identity();
+    D(2, 2) = (svd.matrixU() * svd.matrixV().transpose()).determinant() < 0.0 ? -1.0 : 1.0;
+    rotations_[g] = svd.matrixU() * D * svd.matrixV().transpose();
+    if (!rotations_[g].allFinite()) rotations_[g].setIdentity();
+    if ((rotations_[g] - Mat3::Identity()).cwiseAbs().maxCoeff() > 0.0) rotated_ = true;
+  }
+}
+
+void ReusedFactorization::precondition(const VecX& y, VecX& z, bool transpose) {
+  if (!rotated_) {
+    lu_->precondition(y, z, transpose);
+    return;
+  }
+  // z = Q LU⁻¹ Qᵀ y, Q = diag(R_g) on each group's points (identity elsewhere).
+  rotated_rhs_ = y;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    auto block = rotated_rhs_.segment(groups_[g].first_dof, 3 * groups_[g].points).reshaped(3, groups_[g].points);
+    block = rotations_[g].transpose() * block;
+  }
+  lu_->precondition(rotated_rhs_, z, transpose);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    auto block = z.segment(groups_[g].first_dof, 3 * groups_[g].points).reshaped(3, groups_[g].points);
+    block = rotations_[g] * block;
+  }
 }
 
 void ReusedFactorization::multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const {
@@ -108,7 +159,7 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   int k = 0;
   bool reached = false;
   while (k < max_iterations) {
-    lu_->precondition(basis_[k], preconditioned_[k], transpose);
+    precondition(basis_[k], preconditioned_[k], transpose);
     if (!preconditioned_[k].allFinite()) return false;
     multiply(values, preconditioned_[k], w_, transpose);
     // Modified Gram–Schmidt.
@@ -149,6 +200,13 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   multiply(values, x, residual_, transpose);
   residual_ = b - residual_;
   return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
+}
+
+std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model& model) {
+  std::vector<ReusedFactorization::RotationGroup> groups;
+  for (const auto& b : model.bodies())
+    if (b->kind() == BodyKind::kFem) groups.push_back({b->dof_offset(), b->dof_count() / 3});
+  return groups;
 }
 
 }  // namespace addsim

@@ -10,10 +10,21 @@
 /// more than refactorising). The policy counts floating-point operations (from the factorisation's own
 /// statistics), not time, so runs are reproducible bit for bit. docs/solver.md has the
 /// measurements.
+///
+/// Rotation-compensated reuse: the step Jacobian of a body whose terms are isotropic
+/// (FEM elasticity, viscosity, consistent mass) transforms under a rigid rotation R of the
+/// body as A(R x) = Q A(x) Qᵀ with Q = diag(R, …, R) on its nodes. A tumbling body therefore
+/// makes an old LU a poor preconditioner although its shape barely changed. For each
+/// registered group of 3-DOF points (set_rotation_groups) the best-fit rotation R from the
+/// configuration at the last factorisation to the current one (set_configuration; Kabsch's
+/// SVD of the point covariance) is applied around the old LU: M⁻¹ = Q LU⁻¹ Qᵀ (for Aᵀ alike,
+/// as Aᵀ ≈ Q A₀ᵀ Qᵀ). Contact and attachments break the invariance only locally; GMRES
+/// still solves A (not M) to the tolerance, so only the iteration count depends on it.
 
 #include <memory>
 #include <vector>
 
+#include "addsim/model/model.h"
 #include "addsim/solver/linear_solver.h"
 
 namespace addsim {
@@ -30,6 +41,18 @@ class ReusedFactorization {
   /// `initial_guess` (optional) starts GMRES there (e.g. the previous system's solution).
   bool solve(const VecX& values, const VecX& b, VecX& x, bool transpose = false, double absolute_tolerance = 0.0,
              const VecX* initial_guess = nullptr);
+
+  /// A group of `points` consecutive 3-DOF points starting at DOF `first_dof` that moves
+  /// as one body (an FEM body's nodes).
+  struct RotationGroup {
+    int first_dof = 0;
+    int points = 0;
+  };
+  /// Registers the groups whose rotation compensates the reused LU (none by default).
+  void set_rotation_groups(std::vector<RotationGroup> groups);
+  /// The configuration q of the system solved next (call before solve(); ignored without
+  /// rotation groups). A factorisation records it as the groups' reference.
+  void set_configuration(const VecX& q);
 
   /// Forgets the factorisation: the next solve factorises (e.g. after a discontinuous
   /// change of the system such as a new contact active set).
@@ -56,6 +79,8 @@ class ReusedFactorization {
   bool gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target, int max_iterations,
              int& iterations);
   void multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const;
+  // z = M⁻¹ y with the rotation compensation of the groups (plain LU solve without).
+  void precondition(const VecX& y, VecX& z, bool transpose);
 
   const SparsePattern* pattern_;
   std::unique_ptr<LinearSolver> lu_;
@@ -67,10 +92,18 @@ class ReusedFactorization {
   // GMRES iterations beyond one per solve since the last factorisation.
   double excess_iterations_ = 0.0;
   Stats stats_;
+  std::vector<RotationGroup> groups_;
+  VecX configuration_, reference_;         ///< current q, and q at the last factorisation
+  std::vector<Mat3> rotations_;            ///< per group: best-fit rotation reference → current
+  bool rotated_ = false;                   ///< some rotation differs from the identity
+  VecX rotated_rhs_;
   std::vector<VecX> basis_, preconditioned_;
   VecX w_, residual_, guess_residual_;
   Eigen::MatrixXd hessenberg_;             ///< GMRES Hessenberg matrix (with Givens rotations applied)
   Eigen::VectorXd rhs_, cos_, sin_;        ///< GMRES rotated right-hand side and rotations
 };
+
+/// The rotation groups of `model`: one per FEM body (its nodes).
+std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model& model);
 
 }  // namespace addsim

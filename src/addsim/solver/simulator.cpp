@@ -7,6 +7,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/solver/hybrid_contact.h"
+#include "addsim/solver/newton_step.h"
 #include "addsim/solver/sqp_solver.h"
 #include "addsim/solver/step_common.h"
 
@@ -44,6 +45,8 @@ Simulator::Simulator(const Model& model) : model_(model) {
   lu_ = std::make_unique<ReusedFactorization>(&model.pattern(),
                                               make_linear_solver(model.solver().linear_solver, &model.pattern()),
                                               model.solver().reuse_factorization);
+  // FEM bodies' rotations since the LU was made are compensated in its reuse.
+  lu_->set_rotation_groups(fem_rotation_groups(model));
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
@@ -71,6 +74,7 @@ bool Simulator::solve_linear(const VecX& values, const VecX& b, VecX& x, StepRep
   // term) at the next iterate: kLinearToleranceFraction × tolerance keeps that far below the
   // convergence test, so the converged state is unchanged to well within the tolerance.
   const double floor = kLinearToleranceFraction * model_.solver().tolerance;
+  if (newton_q_) lu_->set_configuration(*newton_q_);
   const bool ok = lu_->solve(values, b, x, false, std::max(tolerance, floor));
   const ReusedFactorization::Stats& after = lu_->stats();
   rep.factor_ms += after.factor_ms - before.factor_ms;
@@ -161,6 +165,13 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
 }
 
 StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess) {
+  // Every Newton solve of this step (plain, hybrid, SQP) linearises at the current iterate q,
+  // which the solvers update in place: solve_linear reads it for the rotation groups.
+  newton_q_ = &q;
+  struct Forget {
+    const VecX*& q;
+    ~Forget() { q = nullptr; }
+  } forget{newton_q_};
   if (hybrid_) return hybrid_->solve_step(*this, step, hist, p, q);
   if (sqp_) return sqp_->solve_step(*this, step, hist, p, q);
   const auto t_step = Clock::now();
@@ -214,6 +225,16 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   double r_floor = jacobian_and_floor();
   const double tol = opt.tolerance;
 
+  // Trial evaluations of the line search. The full step is usually accepted: from the
+  // second iteration of a step on, its partials are evaluated right away. The first
+  // iteration's full step usually converges the step (mildly nonlinear steps), when its
+  // partials would be wasted: it is evaluated without them, and they are added below only
+  // if another iteration follows.
+  const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
+    const bool eager = first_trial && rep.iterations > 1;
+    return eval(q_trial, eager ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, trial_why);
+  };
+
   while (true) {
     // The round-off floor is only accepted once Newton has tried to go below it: a guess
     // that merely starts at the floor (exact extrapolation, e.g. free fall) is still
@@ -226,78 +247,31 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       rep.failure = "iteration cap of " + std::to_string(opt.max_iterations) + " reached";
       break;
     }
-    // Newton direction (dr/dq^i + μ D) Δq = −r with D = diag|dr/dq^i|. μ = 0 first (pure
-    // Newton, quadratic convergence); if the line search finds no decrease — near-singular
-    // or strongly indefinite Jacobians, e.g. buckling springs — μ grows tenfold from 1e-4,
-    // turning the direction towards a diagonally scaled residual step (Levenberg–Marquardt
-    // style damping). The converged root is the same: damping only changes the path.
-    r_now_ = assembly_.r;  // the line search overwrites assembly_
+    // Newton direction (dr/dq^i + μ D) Δq = −r with Levenberg–Marquardt damping only when
+    // the undamped direction finds no decrease (step::newton_step), then the line search.
+    r_ = -assembly_.r;  // the line search overwrites assembly_
     ++rep.iterations;
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol);
-    bool accepted = false, singular = false;
-    double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
-    int halvings = 0;
-    std::string trial_why;
-    for (double mu = 0.0; mu <= kMaxDamping; mu = mu == 0.0 ? kFirstDamping : 10.0 * mu) {
-      jac_damped_ = jac_;
-      if (mu > 0.0) {
-        ++rep.damped_iterations;
-        for (int d = 0; d < model_.num_dofs(); ++d) {
-          const int k = model_.pattern().diagonal_index(d);
-          jac_damped_[k] += mu * std::abs(jac_[k]);
-        }
-      }
-      r_ = -r_now_;
-      if (!solve_linear(jac_damped_, r_, dq_, rep, mu == 0.0 ? linear_tol : 0.0)) {
-        singular = true;
-        continue;
-      }
-      if (!dq_.allFinite()) continue;
-      // Backtracking line search demanding a decrease of ‖r‖. The full step is usually
-      // accepted: from the second iteration of a step on, its partials are evaluated right
-      // away. The first iteration's full step usually converges the step (mildly nonlinear
-      // steps), when its partials would be wasted: it is evaluated without them, and they
-      // are added below only if another iteration follows.
-      alpha = 1.0;
-      halvings = 0;
-      while (true) {
-        q_trial_ = q + alpha * dq_;
-        const bool eager = halvings == 0 && rep.iterations > 1;
-        trial = eval(q_trial_, eager ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, &trial_why);
-        if (trial <= (1.0 - kArmijo * alpha) * norm) break;
-        if (halvings >= opt.max_halvings) break;
-        alpha *= 0.5;
-        ++halvings;
-      }
-      rep.line_search_halvings += halvings;
-      if (trial <= (1.0 - kArmijo * alpha) * norm) {
-        accepted = true;
-        break;
-      }
-      if (mu == 0.0 && (norm <= r_floor || dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>()))) break;
-    }
-    if (!accepted && (norm <= r_floor || (dq_.allFinite() && dq_.lpNorm<Eigen::Infinity>() <=
-                                                                 kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())))) {
+    const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
+                                            opt.max_halvings, trial_eval, newton_, rep);
+    if (it.at_floor) {
       rep.converged = true;
       rep.note = "converged at the round-off floor of ‖r‖";
       break;
     }
-    if (!accepted) {
-      if (singular && !dq_.allFinite())
-        rep.failure = "step Jacobian is singular";
-      else
-        rep.failure = trial_why.empty() ? "line search found no decrease of ‖r‖, even with damping"
-                                        : "line search found no admissible decrease of ‖r‖ (" + trial_why + ")";
+    if (!it.accepted) {
+      rep.failure = it.failure;
       break;
     }
-    q = q_trial_;
-    rep.residual_history.push_back(trial);
-    if (trial < tol) {  // converged: the partials at q are not needed
-      norm = trial;
+    q = newton_.q_trial;
+    rep.residual_history.push_back(it.trial);
+    if (it.trial < tol) {  // converged: the partials at q are not needed
+      norm = it.trial;
       rep.converged = true;
       break;
     }
-    norm = halvings == 0 && rep.iterations > 1 ? trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    // The partials at q: from the accepted trial if it was evaluated with them.
+    norm = it.halvings == 0 && rep.iterations > 1 ? it.trial : eval(q, EvalMode::kResidualAndJacobians, &why);
     r_floor = jacobian_and_floor();
   }
   rep.residual_norm = norm;

@@ -4,21 +4,15 @@
 /// converge ends the run with a StepReport naming the step, residual and reason; the
 /// trajectory keeps only converged states (never a half-updated one).
 
-#include "addsim/solver/reused_factorization.h"
 #include <functional>
-#include "addsim/solver/reused_factorization.h"
 #include <memory>
-#include "addsim/solver/reused_factorization.h"
 #include <string>
-#include "addsim/solver/reused_factorization.h"
 #include <vector>
 
-#include "addsim/solver/reused_factorization.h"
 #include "addsim/integrators/bdf.h"
-#include "addsim/solver/reused_factorization.h"
 #include "addsim/model/model.h"
-#include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/solver/newton_step.h"
 #include "addsim/solver/reused_factorization.h"
 #include "addsim/terms/stick_constraints.h"
 
@@ -109,10 +103,12 @@ class Simulator {
   const Model& model_;
   Assembly assembly_;
   std::unique_ptr<ReusedFactorization> lu_;
+  const VecX* newton_q_ = nullptr;  ///< the Newton iterate of the running solve_step (rotation groups)
   std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
   std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
-  VecX v_hist_, a_hist_, v_, a_, jac_, jac_damped_, dq_, q_trial_, r_, jq_abs_, guess_ca_, r_now_;
+  VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_;
+  step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
 };
 
 }  // namespace addsim

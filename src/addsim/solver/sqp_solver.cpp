@@ -10,6 +10,7 @@
 #include <Eigen/Geometry>
 
 #include "addsim/core/error.h"
+#include "addsim/solver/newton_step.h"
 
 namespace addsim {
 
@@ -84,52 +85,41 @@ void SqpContact::constrain(const VecX& q, const VecX& v, VecX& r) const {
   }
 }
 
-bool SqpContact::body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows& b, Vec6& rc, StickBody* sb,
-                           std::vector<Vec3>* forces) const {
-  if (forces) forces->assign(b.points.size(), Vec3::Zero());
-  rc = r.segment<6>(b.dof);
+namespace sqp_detail {
+
+void body_kkt_rows(const std::vector<BodyConstraint>& cs, const Vec6& r_body, const Vec6& v_body, double wv,
+                   int& rank, Vec6& rc, VecX* lambda_out, StickBody* sb) {
   int m = 0;
-  for (int j : b.points) m += rstates_[j].label == Label::kStick ? 3 : rstates_[j].label == Label::kSlip ? 1 : 0;
-  if (m == 0) return false;
+  for (const BodyConstraint& c : cs) m += c.stick ? 3 : 1;
+  ADDSIM_CHECK(m > 0, "SQP body KKT rows need at least one active point");
   // Constraint rows, one per multiplier: B (m × 6) maps the multipliers to generalised forces
   // (Bᵀλ; eq. rbMf), h̃ the constraint values (w_v g_k: normal, m/s; T̄ₖ ẋ_k: stick, m/s).
   // For a plane ∂g/∂q = nᵀPv, so ∂h̃/∂q^i = w_v B + E e_θᵀ with E = T̄ (∂Pv/∂θ_j) v on stick rows.
-  const Vec6 vb = ctx.v.segment<6>(b.dof);
   MatX B(m, 6), E = MatX::Zero(m, 3);
   std::array<MatX, 3> dB;
   for (MatX& d : dB) d.resize(m, 6);
   VecX h(m);
   Vec6 fslide = Vec6::Zero();  // generalised lagged sliding forces Σ Pvᵀ c_f λ t
   Eigen::Matrix<double, 6, 3> dfslide = Eigen::Matrix<double, 6, 3>::Zero();
-  std::vector<int> first_row(b.points.size(), -1);
   int row = 0;
-  for (size_t slot = 0; slot < b.points.size(); ++slot) {
-    const State& st = rstates_[b.points[slot]];
-    if (st.label == Label::kFree) continue;
-    const RigidPoint& pt = rpoints_[b.points[slot]];
-    Mat36 Pv;
-    std::array<Mat36, 3> dPv;
-    const double g = pt.term->point_jacobian(ctx, pt.k, st.obstacle, Pv, dPv);
-    const Vec3 n = plane(*pt.term, st.obstacle).normal();
-    first_row[slot] = row;
-    Vec3 dirs[3] = {n, Vec3::Zero(), Vec3::Zero()};
+  for (const BodyConstraint& c : cs) {
+    Vec3 dirs[3] = {c.n, Vec3::Zero(), Vec3::Zero()};
     int nd = 1;
-    if (st.label == Label::kStick) {
-      tangent_basis(n, dirs[1], dirs[2]);
+    if (c.stick) {
+      tangent_basis(c.n, dirs[1], dirs[2]);
       nd = 3;
     } else {
-      const Vec3 f = st.cf * st.fn * st.t;
-      fslide += Pv.transpose() * f;
-      for (int j = 0; j < 3; ++j) dfslide.col(j) += dPv[j].transpose() * f;
+      fslide += c.Pv.transpose() * c.slide_force;
+      for (int j = 0; j < 3; ++j) dfslide.col(j) += c.dPv[j].transpose() * c.slide_force;
     }
     for (int d = 0; d < nd; ++d, ++row) {
-      B.row(row) = dirs[d].transpose() * Pv;
-      for (int j = 0; j < 3; ++j) dB[j].row(row) = dirs[d].transpose() * dPv[j];
+      B.row(row) = dirs[d].transpose() * c.Pv;
+      for (int j = 0; j < 3; ++j) dB[j].row(row) = dirs[d].transpose() * c.dPv[j];
       if (d == 0) {
-        h[row] = wv_ * g;
+        h[row] = wv * c.g;
       } else {
-        h[row] = B.row(row).dot(vb);
-        for (int j = 0; j < 3; ++j) E(row, j) = dB[j].row(row).dot(vb);
+        h[row] = B.row(row).dot(v_body);
+        for (int j = 0; j < 3; ++j) E(row, j) = dB[j].row(row).dot(v_body);
       }
     }
   }
@@ -138,21 +128,70 @@ bool SqpContact::body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows&
   const Mat6 G = B.transpose() * B;
   const Eigen::SelfAdjointEigenSolver<Mat6> eig(G);
   const Vec6& lam = eig.eigenvalues();  // ascending
-  if (b.rank < 0) {
-    b.rank = 0;
+  if (rank < 0) {
+    rank = 0;
     for (int i = 0; i < 6; ++i)
-      if (lam[i] > kRankTolerance * lam[5]) ++b.rank;
+      if (lam[i] > kRankTolerance * lam[5]) ++rank;
   }
-  const int rk = b.rank;
+  const int rk = rank;
   const MatX U = eig.eigenvectors().rightCols(rk);
   const Mat6 P = U * U.transpose();
   const Mat6 Q = Mat6::Identity() - P;
   const Mat6 Gp = U * lam.tail(rk).cwiseInverse().asDiagonal() * U.transpose();
   const MatX Bp = Gp * B.transpose();
-  const Vec6 F = r.segment<6>(b.dof) - fslide;  // = Bᵀλ at a KKT point
-  const VecX lambda = Bp.transpose() * F;       // minimum-norm multipliers
+  const Vec6 F = r_body - fslide;          // = Bᵀλ at a KKT point
+  const VecX lambda = Bp.transpose() * F;  // minimum-norm multipliers
   const Vec6 Bph = Bp * h;
   rc = Q * F + Bph;
+  if (lambda_out) *lambda_out = lambda;
+  if (sb) {
+    // ∂r_c/∂θ_j beyond (I − P) ∂r/∂q^i + w_v P, for constant rank (Golub–Pereyra):
+    //   ∂B⁺ = −B⁺ ∂B B⁺ + G⁺ ∂Bᵀ (I − B B⁺) + (I − P) ∂Bᵀ B⁺ᵀ B⁺,
+    //   ∂P = B⁺ ∂B (I − P) + (I − P) ∂Bᵀ B⁺ᵀ,
+    // so D_j = −(I − P) ∂f_slide/∂θ_j − ∂P F + B⁺ E_j + ∂B⁺ h̃. ∂P F carries the multiplier
+    // (Lagrangian Hessian) term (I − P) ∂Bᵀ λ; the terms in (I − P)F and h̃ vanish at the solution.
+    const Vec6 QF = Q * F;
+    const VecX h_off = h - B * Bph;
+    const VecX BpTBph = Bp.transpose() * Bph;
+    sb->rank = rk;
+    sb->P = P;
+    for (int j = 0; j < 3; ++j) {
+      const Vec6 dPF = Bp * (dB[j] * QF) + Q * (dB[j].transpose() * lambda);
+      const Vec6 dBph = -Bp * (dB[j] * Bph) + Gp * (dB[j].transpose() * h_off) + Q * (dB[j].transpose() * BpTBph);
+      sb->D.col(j) = -Q * dfslide.col(j) - dPF + Bp * E.col(j) + dBph;
+    }
+  }
+}
+
+}  // namespace sqp_detail
+
+bool SqpContact::body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows& b, Vec6& rc, StickBody* sb,
+                           std::vector<Vec3>* forces) const {
+  if (forces) forces->assign(b.points.size(), Vec3::Zero());
+  rc = r.segment<6>(b.dof);
+  // The active points' constraint data at ctx, and each point's first multiplier row.
+  std::vector<sqp_detail::BodyConstraint> cs;
+  std::vector<int> first_row(b.points.size(), -1);
+  int m = 0;
+  for (size_t slot = 0; slot < b.points.size(); ++slot) {
+    const State& st = rstates_[b.points[slot]];
+    if (st.label == Label::kFree) continue;
+    const RigidPoint& pt = rpoints_[b.points[slot]];
+    sqp_detail::BodyConstraint c;
+    c.g = pt.term->point_jacobian(ctx, pt.k, st.obstacle, c.Pv, c.dPv);
+    c.n = plane(*pt.term, st.obstacle).normal();
+    c.stick = st.label == Label::kStick;
+    if (!c.stick) c.slide_force = st.cf * st.fn * st.t;
+    first_row[slot] = m;
+    m += c.stick ? 3 : 1;
+    cs.push_back(c);
+  }
+  if (m == 0) return false;
+  VecX lambda;
+  if (sb) sb->dof = b.dof;
+  sqp_detail::body_kkt_rows(cs, r.segment<6>(b.dof), ctx.v.segment<6>(b.dof), wv_, b.rank, rc,
+                            forces ? &lambda : nullptr, sb);
+  // Each point's multiplier force n λ + T̄ᵀμ (world, N).
   if (forces)
     for (size_t slot = 0; slot < b.points.size(); ++slot) {
       if (first_row[slot] < 0) continue;
@@ -167,24 +206,6 @@ bool SqpContact::body_rows(const TermContext& ctx, const VecX& r, RigidBodyRows&
         f += lambda[i + 1] * t1 + lambda[i + 2] * t2;
       }
     }
-  if (sb) {
-    // ∂r_c/∂θ_j beyond (I − P) ∂r/∂q^i + w_v P, for constant rank (Golub–Pereyra):
-    //   ∂B⁺ = −B⁺ ∂B B⁺ + G⁺ ∂Bᵀ (I − B B⁺) + (I − P) ∂Bᵀ B⁺ᵀ B⁺,
-    //   ∂P = B⁺ ∂B (I − P) + (I − P) ∂Bᵀ B⁺ᵀ,
-    // so D_j = −(I − P) ∂f_slide/∂θ_j − ∂P F + B⁺ E_j + ∂B⁺ h̃. ∂P F carries the multiplier
-    // (Lagrangian Hessian) term (I − P) ∂Bᵀ λ; the terms in (I − P)F and h̃ vanish at the solution.
-    const Vec6 QF = Q * F;
-    const VecX h_off = h - B * Bph;
-    const VecX BpTBph = Bp.transpose() * Bph;
-    sb->dof = b.dof;
-    sb->rank = rk;
-    sb->P = P;
-    for (int j = 0; j < 3; ++j) {
-      const Vec6 dPF = Bp * (dB[j] * QF) + Q * (dB[j].transpose() * lambda);
-      const Vec6 dBph = -Bp * (dB[j] * Bph) + Gp * (dB[j].transpose() * h_off) + Q * (dB[j].transpose() * BpTBph);
-      sb->D.col(j) = -Q * dfslide.col(j) - dPF + Bp * E.col(j) + dBph;
-    }
-  }
   return true;
 }
 
@@ -386,6 +407,10 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
   bool floor_reached = false;
+  // Line-search trials: the partials are evaluated once a trial is taken.
+  const TrialEval trial_eval = [&](const VecX& q_trial, bool, std::string* trial_why) {
+    return eval(q_trial, EvalMode::kResidual, trial_why);
+  };
   double floor_tol = 0.0;  // ‖r_c‖ at the round-off floor (×2 margin for the lagged update)
 
   while (true) {
@@ -438,24 +463,14 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     }
     // Plain backtracking on ‖r_c‖ (the paper notes SQP is hard to stabilise this way; the
     // full step is taken if no decrease is found, so the active set can still move).
-    double alpha = 1.0, trial = std::numeric_limits<double>::infinity();
-    int halvings = 0;
-    while (true) {
-      q_trial_ = q + alpha * dq_;
-      trial = eval(q_trial_, EvalMode::kResidual, &why);
-      if (trial <= (1.0 - kArmijo * alpha) * norm || halvings >= opt.max_halvings) break;
-      alpha *= 0.5;
-      ++halvings;
-    }
-    rep.line_search_halvings += halvings;
-    if (!(trial <= (1.0 - kArmijo * alpha) * norm)) {
-      if (dq_.lpNorm<Eigen::Infinity>() <= kStepFloor * (1.0 + q.lpNorm<Eigen::Infinity>())) {
+    const LineSearchResult ls = backtrack(q, dq_, norm, opt.max_halvings, trial_eval, q_trial_, &why, rep);
+    if (!ls.decreased) {
+      if (below_step_floor(dq_, q)) {
         floor_reached = true;
         floor_tol = 2.0 * norm;
         rep.note = "converged at the round-off floor of ‖r‖";
         continue;
       }
-      alpha = 1.0;
       q_trial_ = q + dq_;
     }
     q = q_trial_;

@@ -45,6 +45,35 @@
 
 namespace addsim {
 
+namespace sqp_detail {
+using Mat36 = Eigen::Matrix<double, 3, 6>;
+using Vec6 = Eigen::Matrix<double, 6, 1>;
+
+/// An active proxy point of a rigid body in the SQP KKT rows, at the current state.
+struct BodyConstraint {
+  double g = 0.0;            ///< gap g_k(q) to the obstacle plane, m
+  Vec3 n = Vec3::UnitZ();    ///< unit plane normal
+  Mat36 Pv = Mat36::Zero();  ///< ẋ_k = Pv v_body; for a plane ∂g_k/∂q_body = nᵀ Pv (RigidContactTerm::point_jacobian)
+  std::array<Mat36, 3> dPv{Mat36::Zero(), Mat36::Zero(), Mat36::Zero()};  ///< ∂Pv/∂θ_j, 1/rad
+  bool stick = false;        ///< sticking: normal and two tangential rows; sliding: normal row only
+  Vec3 slide_force = Vec3::Zero();  ///< sliding: lagged friction force c_f λ t (world, N; constant in q)
+};
+
+/// KKT rows of one rigid body (SqpContact, null-space form; docs/contact.md, "SQP model").
+/// With B (m × 6) the stacked force maps of the multipliers (nᵀPv per point; T̄ Pv for
+/// sticking points, T̄ = tangent_basis(n)), h̃ = (w_v g_k; T̄ Pv v_body) and f_slide = Σ Pvᵀ
+/// slide_force, the six residual rows become r_c = (I − P)(r_body − f_slide) + B⁺ h̃, P = B⁺B
+/// over the top-`rank` eigenvectors of BᵀB. `cs`: the active points in order (non-empty);
+/// r_body, v_body (6): the body's unconstrained residual rows (N, N·m) and BDF velocity;
+/// wv = ∂v/∂q of the step. `rank` < 0 is determined (eigenvalues above 1e-8 of the largest)
+/// and returned; otherwise kept. Outputs rc (6), `lambda` (m, optional) the minimum-norm
+/// multipliers B⁺ᵀ(r_body − f_slide) in row order, and `sb` (optional) P and the θ-column
+/// term D with ∂r_c/∂q^i = (I − P) ∂r_body/∂q^i + w_v P + D e_θᵀ (constant rank, f_slide's
+/// force held fixed).
+void body_kkt_rows(const std::vector<BodyConstraint>& cs, const Vec6& r_body, const Vec6& v_body, double wv,
+                   int& rank, Vec6& rc, VecX* lambda, StickBody* sb);
+}  // namespace sqp_detail
+
 class SqpContact {
  public:
   /// Collects the SQP contact points of `model` (finalised); throws InputError for a
@@ -96,7 +125,7 @@ class SqpContact {
   std::vector<StickBody> bodies_;  ///< P, D of the constrained bodies at the last Jacobian evaluation
   double wv_ = 0.0;                ///< ∂ẋ^i/∂q^i of the current step
   StickRows rows_;
-  VecX v_hist_, a_hist_, v_, a_, r_, jac_, jac_damped_, dq_, q_trial_, rhs_;
+  VecX v_hist_, a_hist_, v_, a_, r_, jac_, dq_, q_trial_, rhs_;
 };
 
 }  // namespace addsim

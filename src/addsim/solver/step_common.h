@@ -1,7 +1,8 @@
 #pragma once
 /// Pieces shared by the three Newton-type step solvers (Simulator::solve_step, the hybrid
 /// contact active set and the SQP comparison): timing, the convergence and line-search
-/// constants, and the contact points a solver's active set works on.
+/// constants, and the contact points a solver's active set works on. The Newton iteration
+/// itself (damped direction, line search, floor test) is solver/newton_step.h.
 
 #include <chrono>
 #include <cmath>
