@@ -61,12 +61,15 @@ double relative_residual(const Grid& g, const VecX& values, const VecX& b, const
   return (b - y).norm() / b.norm();
 }
 
-TEST(ReusedFactorization, MatchesDirectSolvesOnADriftingSequence) {
-  if (!have_umfpack()) GTEST_SKIP() << "needs UMFPACK (flop counts)";
+// The LUs that report flop counts (and so are reused): UMFPACK and the dense LU.
+class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
+
+TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
+  if (GetParam() == LinearSolverKind::kUmfpack && !have_umfpack()) GTEST_SKIP() << "needs UMFPACK";
   const Grid g = make_grid(9);
   std::mt19937 rng(7);
-  ReusedFactorization reused(&g.pattern, make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern));
-  const auto direct = make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern);
+  ReusedFactorization reused(&g.pattern, make_linear_solver(GetParam(), &g.pattern));
+  const auto direct = make_linear_solver(LinearSolverKind::kEigenLu, &g.pattern);
   std::normal_distribution<double> normal;
   for (int system = 0; system < 12; ++system) {
     // Entries drift by 0.1 % per system; system 6 jumps (mass ×20).
@@ -90,6 +93,50 @@ TEST(ReusedFactorization, MatchesDirectSolvesOnADriftingSequence) {
   EXPECT_GE(s.factorizations, 2);
   EXPECT_LE(s.factorizations, 6);
   EXPECT_GT(s.krylov_iterations, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ReusedLu, ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kDense),
+                         [](const auto& info) {
+                           return std::string(info.param == LinearSolverKind::kDense ? "dense" : "umfpack");
+                         });
+
+TEST(DenseLu, MatchesSparseLuForAAndItsTranspose) {
+  const Grid g = make_grid(5);
+  std::mt19937 rng(11);
+  const VecX values = matrix_values(g, 5.0, 3.0, rng, 0.2);
+  const auto dense = make_linear_solver(LinearSolverKind::kDense, &g.pattern);
+  const auto sparse = make_linear_solver(LinearSolverKind::kEigenLu, &g.pattern);
+  EXPECT_STREQ(dense->name(), "dense_lu");
+  ASSERT_TRUE(dense->factorize(values));
+  ASSERT_TRUE(sparse->factorize(values));
+  const double n = g.n;
+  EXPECT_DOUBLE_EQ(dense->factor_flops(), 2.0 * n * n * n / 3.0);
+  EXPECT_DOUBLE_EQ(dense->solve_flops(), 2.0 * n * n);
+  std::normal_distribution<double> normal;
+  VecX b(g.n);
+  for (int i = 0; i < g.n; ++i) b[i] = normal(rng);
+  for (bool transpose : {false, true}) {
+    VecX x, x_sparse;
+    dense->solve(b, x, transpose);
+    sparse->solve(b, x_sparse, transpose);
+    EXPECT_LT(relative_residual(g, values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
+    EXPECT_LT((x - x_sparse).norm(), 1e-12 * x_sparse.norm()) << (transpose ? "transposed" : "");
+  }
+  // A refactorisation overwrites every pattern entry: a second matrix is solved exactly too.
+  const VecX values2 = matrix_values(g, 50.0, -1.0, rng, 0.2);
+  ASSERT_TRUE(dense->factorize(values2));
+  VecX x2;
+  dense->solve(b, x2, false);
+  EXPECT_LT(relative_residual(g, values2, b, x2, false), 1e-13);
+}
+
+TEST(DenseLu, ZeroPivotIsSingular) {
+  const Grid g = make_grid(3);
+  std::mt19937 rng(5);
+  VecX values = matrix_values(g, 5.0, 0.0, rng, 0.0);
+  // Zero the first column: no pivot can be found for it.
+  for (int k = g.pattern.outer()[0]; k < g.pattern.outer()[1]; ++k) values[k] = 0.0;
+  EXPECT_FALSE(make_linear_solver(LinearSolverKind::kDense, &g.pattern)->factorize(values));
 }
 
 TEST(ReusedFactorization, DisabledRefactorisesEverySolve) {
