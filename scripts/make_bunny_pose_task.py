@@ -7,11 +7,11 @@ with its mean node position at TARGET_XY. The nodes are read from the scene's in
 a one-step run of scenes/bunny_throw.json writes trajectory.npy, whose row 0 holds every node
 at step 0 (the rest mesh, upright, moved to the scene's `position`).
 
-gmsh does not mesh data/bunny.obj identically in every process (about a dozen of the 877
-nodes move between runs), so the nodes are not addressed by index: the task uses a
-`feature_points` term whose markers are given by their world positions at step 0 (one per
-node; a marker is embedded in the tet containing it, which is the node itself whenever the
-mesh came out the same). Its targets are those positions plus the translation.
+The task uses a `feature_points` term whose markers are given by their world positions at
+step 0 (one per node; a marker is embedded in the tet containing it, i.e. it is the node
+itself), so it stays valid if the mesh's numbering ever changes. (gmsh-generated meshes are
+numbered canonically, mesh/tet_mesh.h `canonicalize`, so the numbering is the same in every
+process.) Its targets are those positions plus the translation.
 
 The "stay upright" regulariser needs a `pose` term (task-format.md: pose.upright). It uses the two
 nodes nearest to the points 3 cm below and 3 cm above the mean node, with their target positions

@@ -106,9 +106,8 @@ TEST_F(BunnyThrow, HitsFloorThenWallAndIsPushedBackWithoutInversion) {
 TEST_F(BunnyThrow, TaskTargetsAreTheRestMeshMovedOntoTheFloor) {
   // scripts/make_bunny_pose_task.py puts one marker at every step-0 node (in node order) and its
   // target at the same point shifted by one vector that stands the bunny on the floor. gmsh
-  // meshes the bunny slightly differently in different processes (about a dozen nodes move),
-  // which is why the markers are positions, not node indices; most must still be nodes here,
-  // and the upright regulariser's two nodes must be where the task expects them.
+  // meshes are numbered canonically (mesh/tet_mesh.h), so every marker must sit on the node
+  // of the same index, and the upright regulariser's two nodes where the task expects them.
   const Task& task = *task_;
   const Model& model = *task.scene.model;
   const FemBody& fem = static_cast<const FemBody&>(*model.bodies()[0]);
@@ -116,7 +115,7 @@ TEST_F(BunnyThrow, TaskTargetsAreTheRestMeshMovedOntoTheFloor) {
   const nlohmann::json& markers = points.at("markers");
   const nlohmann::json& targets = points.at("frames").at(0).at("positions");
   ASSERT_EQ(markers.size(), targets.size());
-  ASSERT_NEAR(static_cast<double>(markers.size()), fem.num_nodes(), 0.05 * fem.num_nodes());
+  ASSERT_EQ(static_cast<int>(markers.size()), fem.num_nodes());
   const auto vec = [](const nlohmann::json& v) { return Vec3(v[0], v[1], v[2]); };
   const auto marker = [&](int k) { return vec(markers[k].at("position")); };
 
@@ -133,7 +132,7 @@ TEST_F(BunnyThrow, TaskTargetsAreTheRestMeshMovedOntoTheFloor) {
   const int common = std::min(fem.num_nodes(), static_cast<int>(markers.size()));
   int same = 0;
   for (int k = 0; k < common; ++k) same += (q0.segment<3>(fem.dof(k)) - marker(k)).norm() < 1e-8 ? 1 : 0;
-  EXPECT_GT(same, 0.95 * fem.num_nodes()) << "the mesh differs from the task's: regenerate tasks/bunny_to_pose.json";
+  EXPECT_EQ(same, fem.num_nodes()) << "the mesh differs from the task's: regenerate tasks/bunny_to_pose.json";
 
   const nlohmann::json& pose = task.json.at("objective").at(1);
   for (const char* key : {"bottom", "top"}) {

@@ -63,6 +63,11 @@ TetMesh mesh_once(const std::function<void()>& build, double h) {
                          ids.at(elem_nodes[e + 3])});
   remove_unused_nodes(mesh);
   orient_positively(mesh);
+  // gmsh 4.8 numbers the nodes and elements of boolean (OCC fuse) and re-parametrised
+  // (classifySurfaces) geometries in an order that depends on heap addresses, so the same
+  // scene gave differently numbered meshes in different processes (the positions and tets
+  // themselves agree); the canonical numbering makes generated meshes identical bit for bit.
+  canonicalize(mesh);
   return mesh;
 }
 

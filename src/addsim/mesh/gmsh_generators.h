@@ -5,7 +5,9 @@
 /// re-meshes with h scaled by (count / target)^(1/3) pick the closest count. Shapes are
 /// centred at the origin; axes along z. The paper's objects (Table 1): the cylinder
 /// "puck" (≈ 879 tets), the ball (≈ 451 tets) and three fused tori (≈ 1930 tets).
-/// gmsh keeps global state: calls are serialised by a mutex.
+/// gmsh keeps global state: calls are serialised by a mutex. The returned meshes are in
+/// canonical numbering (see canonicalize in tet_mesh.h), so the same arguments give the
+/// same mesh, bit for bit, in every process.
 
 #include <string>
 

@@ -101,6 +101,39 @@ int remove_unused_nodes(TetMesh& mesh) {
   return dropped;
 }
 
+void canonicalize(TetMesh& mesh) {
+  const int n = mesh.num_nodes();
+  std::vector<int> order(n);
+  for (int k = 0; k < n; ++k) order[k] = k;
+  const auto by_position = [&](int a, int b) {
+    const Vec3& p = mesh.nodes[a];
+    const Vec3& q = mesh.nodes[b];
+    return std::lexicographical_compare(p.data(), p.data() + 3, q.data(), q.data() + 3);
+  };
+  std::stable_sort(order.begin(), order.end(), by_position);
+  std::vector<int> new_id(n);
+  std::vector<Vec3> nodes(n);
+  for (int k = 0; k < n; ++k) {
+    new_id[order[k]] = k;
+    nodes[k] = mesh.nodes[order[k]];
+  }
+  mesh.nodes = std::move(nodes);
+  // The 12 even permutations of (0, 1, 2, 3): exactly those keep det[x_b − x_a, x_c − x_a, x_d − x_a].
+  static constexpr int kEven[12][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 0, 3, 2},
+                                       {1, 2, 0, 3}, {1, 3, 2, 0}, {2, 0, 1, 3}, {2, 1, 3, 0},
+                                       {2, 3, 0, 1}, {3, 0, 2, 1}, {3, 1, 0, 2}, {3, 2, 1, 0}};
+  for (auto& e : mesh.tets) {
+    const std::array<int, 4> relabelled{new_id[e[0]], new_id[e[1]], new_id[e[2]], new_id[e[3]]};
+    std::array<int, 4> best = relabelled;
+    for (const auto& p : kEven) {
+      const std::array<int, 4> candidate{relabelled[p[0]], relabelled[p[1]], relabelled[p[2]], relabelled[p[3]]};
+      if (candidate < best) best = candidate;
+    }
+    e = best;
+  }
+  std::sort(mesh.tets.begin(), mesh.tets.end());
+}
+
 std::vector<std::array<int, 3>> boundary_faces(const TetMesh& mesh) {
   // Outward faces of a positively oriented tet (a, b, c, d) in local numbering.
   static constexpr int kFaces[4][3] = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};

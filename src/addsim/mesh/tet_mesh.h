@@ -35,6 +35,16 @@ int orient_positively(TetMesh& mesh);
 /// Drops nodes referenced by no tet and renumbers the tets; returns how many were dropped.
 int remove_unused_nodes(TetMesh& mesh);
 
+/// Renumbers the mesh into a canonical form that depends only on its geometry and
+/// connectivity, not on the input numbering: nodes sorted lexicographically by their exact
+/// coordinates (x, then y, then z), each tet's ids rotated by an even permutation (which keeps
+/// its orientation) so that its smallest id comes first with the rest in the lowest
+/// lexicographic order, and tets sorted by those id tuples. Two meshes that are relabellings
+/// of each other (same positions, same tets up to even permutations) become identical; the
+/// boundary faces follow, as they are derived from the tets. Nodes at identical positions
+/// keep their relative order.
+void canonicalize(TetMesh& mesh);
+
 /// Boundary triangles (faces used by exactly one tet), ordered so that their normal
 /// (x_b − x_a) × (x_c − x_a) points out of a positively oriented mesh.
 std::vector<std::array<int, 3>> boundary_faces(const TetMesh& mesh);
