@@ -110,6 +110,9 @@ TEST(MeshIo, TetgenFiles) {
   expect_two_tets(load_tetgen(base));
   expect_two_tets(load_tet_mesh(base + ".ele"));
   expect_two_tets(load_tet_mesh(base + ".msh"));
+  expect_two_tets(load_tet_mesh(base));  // TetGen base name without extension
+  EXPECT_THROW(load_tet_mesh(base + "_missing"), InputError);
+  EXPECT_THROW(load_tet_mesh(base + ".vtk"), InputError);
   std::filesystem::remove_all(dir);
 }
 

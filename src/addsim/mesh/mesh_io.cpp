@@ -1,5 +1,6 @@
 #include "addsim/mesh/mesh_io.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -276,7 +277,9 @@ TetMesh load_tetgen(const std::string& path) {
 TetMesh load_tet_mesh(const std::string& path) {
   if (ends_with(path, ".msh")) return load_gmsh_msh(path);
   if (ends_with(path, ".node") || ends_with(path, ".ele")) return load_tetgen(path);
-  throw InputError("mesh file '" + path + "': unknown extension (expected .msh, .node or .ele)");
+  // A TetGen base name without extension reads base.node and base.ele.
+  if (std::filesystem::path(path).extension().empty()) return load_tetgen(path);
+  throw InputError("mesh file '" + path + "': unknown extension (expected .msh, .node, .ele, or a TetGen base name without extension)");
 }
 
 }  // namespace addsim
