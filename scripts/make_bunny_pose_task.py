@@ -13,10 +13,9 @@ itself), so it stays valid if the mesh's numbering ever changes. (gmsh-generated
 numbered canonically, mesh/tet_mesh.h `canonicalize`, so the numbering is the same in every
 process.) Its targets are those positions plus the translation.
 
-The "stay upright" regulariser needs a `pose` term (task-format.md: pose.upright). It uses the two
-nodes nearest to the points 3 cm below and 3 cm above the mean node, with their target positions
-(so these two nodes count twice in Phi), and as direction their rest direction, so the regulariser
-is zero at the target pose.
+The "stay upright" regulariser is an `upright` term (task-format.md) on the two nodes nearest
+to the points 3 cm below and 3 cm above the mean node, with their rest direction as the
+direction, so it is zero at the target pose.
 
 Usage: scripts/make_bunny_pose_task.py ADDSIM_BINARY  (from anywhere; writes into the repository)
 """
@@ -99,12 +98,13 @@ def main():
                 "frames": [{"step": -1, "positions": "@TARGETS@"}],
             },
             {
-                "type": "pose",
+                "type": "upright",
                 "body": name,
-                "nodes": [bottom, top],
-                "targets": [targets[bottom], targets[top]],
+                "weight": UPRIGHT_WEIGHT,
+                "bottom": {"node": bottom},
+                "top": {"node": top},
+                "direction": direction,
                 "step": -1,
-                "upright": {"bottom": bottom, "top": top, "direction": direction, "weight": UPRIGHT_WEIGHT},
             },
         ],
     }

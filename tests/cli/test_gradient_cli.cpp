@@ -110,6 +110,46 @@ TEST(GradientCli, GradcheckPassesOnAContactFreeTaskAndFailsBeyondTheTolerance) {
   EXPECT_NE(bad.out.find("FAIL"), std::string::npos);
 }
 
+// The standalone "upright" term: the axis between a node and a point embedded at its step-0
+// position, kept along u at the last step of a contact-free flight of the small ball; its
+// adjoint gradient w.r.t. the spin matches central differences, and bad markers are errors
+// naming their key.
+TEST(GradientCli, UprightTermGradcheckAndErrors) {
+  const fs::path dir = fresh_temp_dir();
+  const json task = {
+      {"scene", (source_dir() / "tasks" / "scenes" / "soft_ball_small.json").string()},
+      {"set", {{"steps", 8}}},
+      {"parameters", {"bodies.ball.angular_velocity"}},
+      {"objective",
+       {{{"type", "upright"},
+         {"body", "ball"},
+         {"bottom", {{"node", 0}}},
+         {"top", {{"position", {0.01, 0.02, 0.15}}}},
+         {"direction", {0.0, 0.3, 1.0}},
+         {"weight", 2.0}}}}};
+  const fs::path file = dir / "upright.json";
+  std::ofstream(file) << task.dump(2);
+  const CliRun ok = run("gradcheck '" + file.string() + "' --out check.json", dir);
+  ASSERT_EQ(ok.code, 0) << ok.out << ok.err;
+  const json j = json::parse(slurp(dir / "check.json"));
+  ASSERT_EQ(j["parameters"].size(), 3u);
+  double largest = 0.0;
+  for (const auto& row : j["parameters"]) {
+    EXPECT_LT(row["rel_error_fd"].get<double>(), 1e-6) << row.dump();
+    largest = std::max(largest, std::abs(row["adjoint"].get<double>()));
+  }
+  EXPECT_GT(largest, 1e-6);  // the spin tilts the axis: a non-vacuous check
+
+  for (const auto& [override_, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"objective.0.top.node=100000", "objective.0.top"},
+           {"objective.0.direction=[0,0,0]", "objective.0.direction"},
+           {"objective.0.bottom.bogus=1", "objective.0.bottom.bogus"}}) {
+    const CliRun r = run("gradient '" + file.string() + "' --set " + override_, dir);
+    EXPECT_EQ(r.code, 2) << override_ << "\n" << r.err;
+    expect_one_line_error(r, fragment);
+  }
+}
+
 TEST(GradientCli, GradcheckContactTolerance) {
   const fs::path dir = fresh_temp_dir();
   const fs::path task = write_ball_task(dir);

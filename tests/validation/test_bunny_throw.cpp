@@ -134,9 +134,10 @@ TEST_F(BunnyThrow, TaskTargetsAreTheRestMeshMovedOntoTheFloor) {
   for (int k = 0; k < common; ++k) same += (q0.segment<3>(fem.dof(k)) - marker(k)).norm() < 1e-8 ? 1 : 0;
   EXPECT_EQ(same, fem.num_nodes()) << "the mesh differs from the task's: regenerate tasks/bunny_to_pose.json";
 
-  const nlohmann::json& pose = task.json.at("objective").at(1);
+  const nlohmann::json& upright = task.json.at("objective").at(1);
+  ASSERT_EQ(upright.at("type"), "upright");
   for (const char* key : {"bottom", "top"}) {
-    const int node = pose.at("upright").at(key);
+    const int node = upright.at(key).at("node");
     ASSERT_LT(node, common) << key;
     EXPECT_LT((q0.segment<3>(fem.dof(node)) - marker(node)).norm(), 1e-8) << key << " node " << node << " moved";
   }

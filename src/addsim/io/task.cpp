@@ -242,7 +242,7 @@ void parse_term(ObjectReader& r, TaskContext& c) {
   const std::string type =
       r.choice("type", std::nullopt,
                {"com_target", "com_coordinate", "com_line", "markers", "feature_points", "point_cloud", "pose", "control_smoothness",
-                "soft_min_distance"});
+                "soft_min_distance", "upright"});
   const double weight = r.number("weight", 1.0, Bound::kNonNegative);
   std::unique_ptr<ObjectiveTerm> term;
   std::unique_ptr<ObjectiveTerm> extra;  // the upright regulariser of a pose term
@@ -302,6 +302,30 @@ void parse_term(ObjectReader& r, TaskContext& c) {
       extra = std::make_unique<UprightAxis>(bottom, top, up, uwin);
       extra_weight = weight * uw;
     }
+  } else if (type == "upright") {
+    // The "stay upright" regulariser on its own: the axis between two markers, each a node
+    // ({"node": k}), a point fixed in a rigid body ({"local": [x, y, z]}) or a point embedded
+    // in the body at its step-0 position ({"position": [x, y, z]}).
+    const int body = body_ref(r, t);
+    auto marker_at = [&](const char* key) {
+      ObjectReader m(r.raw(key), join_path(r.path(), key), r.source());
+      std::optional<Marker> marker;
+      try {
+        marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
+                 : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
+                                  : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
+      } catch (const InputError& e) {
+        if (std::string_view(e.what()).find(m.path()) != std::string_view::npos) throw;
+        fail_at(r.source(), m.path(), e.what());
+      }
+      m.finish();
+      return *marker;
+    };
+    const Marker bottom = marker_at("bottom");
+    const Marker top = marker_at("top");
+    const Vec3 up = r.vec3("direction", Vec3::UnitZ());
+    if (!(up.norm() > 0.0)) r.fail("direction", "must be non-zero");
+    term = std::make_unique<UprightAxis>(bottom, top, up, window(r, StepWindow::final_step(), n));
   } else if (type == "control_smoothness") {
     const int handle = handle_ref(r, t);
     StepWindow rows = StepWindow::range(0, -1);
