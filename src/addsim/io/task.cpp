@@ -106,6 +106,25 @@ int absolute_step(ObjectReader& r, const std::string& key, int n) {
   return i;
 }
 
+// One marker given as an object under `key`: {"node": k}, {"local": [x, y, z]} (a point in a
+// rigid body's frame) or {"position": [x, y, z]} (embedded at that step-0 world position).
+// Errors name the key.
+Marker marker_spec(ObjectReader& r, const std::string& key, int body, const TaskContext& c) {
+  const Model& model = *c.task->scene.model;
+  ObjectReader m(r.raw(key), join_path(r.path(), key), r.source());
+  std::optional<Marker> marker;
+  try {
+    marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
+             : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
+                              : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
+  } catch (const InputError& e) {
+    if (std::string_view(e.what()).find(m.path()) != std::string_view::npos) throw;
+    fail_at(r.source(), m.path(), e.what());
+  }
+  m.finish();
+  return *marker;
+}
+
 std::vector<Marker> parse_markers(ObjectReader& r, int body, const TaskContext& c) {
   const Model& model = *c.task->scene.model;
   const json& list = r.list("markers");
@@ -307,22 +326,8 @@ void parse_term(ObjectReader& r, TaskContext& c) {
     // ({"node": k}), a point fixed in a rigid body ({"local": [x, y, z]}) or a point embedded
     // in the body at its step-0 position ({"position": [x, y, z]}).
     const int body = body_ref(r, t);
-    auto marker_at = [&](const char* key) {
-      ObjectReader m(r.raw(key), join_path(r.path(), key), r.source());
-      std::optional<Marker> marker;
-      try {
-        marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
-                 : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
-                                  : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
-      } catch (const InputError& e) {
-        if (std::string_view(e.what()).find(m.path()) != std::string_view::npos) throw;
-        fail_at(r.source(), m.path(), e.what());
-      }
-      m.finish();
-      return *marker;
-    };
-    const Marker bottom = marker_at("bottom");
-    const Marker top = marker_at("top");
+    const Marker bottom = marker_spec(r, "bottom", body, c);
+    const Marker top = marker_spec(r, "top", body, c);
     const Vec3 up = r.vec3("direction", Vec3::UnitZ());
     if (!(up.norm() > 0.0)) r.fail("direction", "must be non-zero");
     term = std::make_unique<UprightAxis>(bottom, top, up, window(r, StepWindow::final_step(), n));
@@ -347,12 +352,7 @@ void parse_term(ObjectReader& r, TaskContext& c) {
     const double alpha = r.number("alpha", std::nullopt, Bound::kPositive);
     const StepWindow w = window(r, StepWindow::range(0, -1), n);
     if (r.has("marker")) {
-      ObjectReader m(r.raw("marker"), join_path(r.path(), "marker"), r.source());
-      Marker marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
-                      : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
-                                       : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
-      m.finish();
-      term = std::make_unique<SoftMinDistance>(marker, target, alpha, w);
+      term = std::make_unique<SoftMinDistance>(marker_spec(r, "marker", body, c), target, alpha, w);
     } else {
       term = std::make_unique<SoftMinDistance>(body, target, alpha, w);
     }
