@@ -13,15 +13,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/source_dir.h"
+
 namespace addsim::cli_test {
 
 namespace fs = std::filesystem;
 
-/// The repository root (ADDSIM_SOURCE_DIR, else the configure-time path).
-inline fs::path source_dir() {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return env ? fs::path(env) : fs::path(ADDSIM_SOURCE_DIR_DEFAULT);
-}
+using addsim::test::source_dir;
 
 /// An empty temporary directory named after the running test (suite and name).
 inline fs::path fresh_temp_dir() {

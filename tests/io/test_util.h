@@ -8,14 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "addsim/core/error.h"
+#include "../support/source_dir.h"
 
 namespace addsim::test {
-
-/// Repository root: $ADDSIM_SOURCE_DIR, else the configure-time source dir.
-inline std::filesystem::path source_dir() {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return env ? std::filesystem::path(env) : std::filesystem::path(ADDSIM_SOURCE_DIR_DEFAULT);
-}
 
 /// A fresh empty directory under the system temp dir, unique per test.
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {

@@ -22,6 +22,7 @@
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
 #include "../support/particle_fixture.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
@@ -155,11 +156,10 @@ TEST(HybridGradients, SoftBallThrow) {
 // penalty friction, stops and its corners stick (rigid stick projector, docs/contact.md).
 // Short run, h = 5 ms.
 TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
-  const char* dir = std::getenv("ADDSIM_SOURCE_DIR");
-  const std::string path = std::string(dir ? dir : ADDSIM_SOURCE_DIR_DEFAULT) + "/scenes/rigid_cube_incline.json";
-  const Scene scene = load_scene_file(path, {"contact.model=hybrid", "dt=0.005", "steps=120", "contact.kn=1e4",
-                                             "contact.kd=20", "obstacles.0.friction=0.8",
-                                             "bodies.0.velocity=[-0.3,0.05,0.1]"});
+  const Scene scene =
+      load_scene_file(test::scene_path("rigid_cube_incline.json"),
+                      {"contact.model=hybrid", "dt=0.005", "steps=120", "contact.kn=1e4", "contact.kd=20",
+                       "obstacles.0.friction=0.8", "bodies.0.velocity=[-0.3,0.05,0.1]"});
   const Model& m = *scene.model;
   std::vector<int> fd;
   for (int j = 0; j < m.params().size(); ++j) fd.push_back(j);

@@ -22,6 +22,7 @@
 #include "addsim/io/scene.h"
 #include "addsim/rigid/rigid_contact.h"
 #include "addsim/solver/sqp_solver.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
@@ -36,10 +37,7 @@ using Vec6 = Eigen::Matrix<double, 6, 1>;
 constexpr double kEps = 1e-6;
 constexpr double kRelTol = 1e-6;
 
-std::string scene_path(const std::string& name) {
-  const char* dir = std::getenv("ADDSIM_SOURCE_DIR");
-  return std::string(dir ? dir : ADDSIM_SOURCE_DIR_DEFAULT) + "/scenes/" + name;
-}
+using test::scene_path;
 
 // Largest entry-wise error relative to the largest entry of the reference (floor 1).
 double rel_error(const MatX& a, const MatX& ref) {

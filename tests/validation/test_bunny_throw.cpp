@@ -18,14 +18,12 @@
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
 
-std::filesystem::path source_dir() {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return std::filesystem::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT);
-}
+using test::source_dir;
 
 bool bunny_available() { return gmsh_available() && std::filesystem::exists(source_dir() / "data" / "bunny.obj"); }
 

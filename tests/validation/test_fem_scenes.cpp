@@ -11,14 +11,12 @@
 #include "addsim/io/scene.h"
 #include "addsim/mesh/gmsh_generators.h"
 #include "addsim/solver/simulator.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
 
-std::filesystem::path scene_file(const char* name) {
-  const char* env = std::getenv("ADDSIM_SOURCE_DIR");
-  return std::filesystem::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT) / "scenes" / name;
-}
+std::filesystem::path scene_file(const char* name) { return test::scene_path(name); }
 
 // Mean over the contact (boundary) nodes of the speed tangential to `normal` at step i ≥ 1 (m/s).
 double mean_tangential_speed(const FemBody& fem, const Trajectory& traj, const TimeScheme& s, int i,

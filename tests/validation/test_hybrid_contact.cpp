@@ -15,6 +15,7 @@
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/solver/simulator.h"
 #include "../support/particle_fixture.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
@@ -194,10 +195,9 @@ struct CubeRun {
 };
 
 CubeRun cube_incline(double mu, int steps) {
-  const char* dir = std::getenv("ADDSIM_SOURCE_DIR");
-  const std::string path = std::string(dir ? dir : ADDSIM_SOURCE_DIR_DEFAULT) + "/scenes/rigid_cube_incline.json";
-  const Scene scene = load_scene_file(path, {"contact.model=hybrid", "obstacles.0.friction=" + std::to_string(mu),
-                                             "steps=" + std::to_string(steps)});
+  const Scene scene = load_scene_file(test::scene_path("rigid_cube_incline.json"),
+                                     {"contact.model=hybrid", "obstacles.0.friction=" + std::to_string(mu),
+                                      "steps=" + std::to_string(steps)});
   Simulator sim(*scene.model);
   CubeRun r;
   r.traj = sim.run(scene.model->params().defaults());

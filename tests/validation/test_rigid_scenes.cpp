@@ -10,14 +10,12 @@
 #include "addsim/io/scene.h"
 #include "addsim/rigid/rigid_builder.h"
 #include "addsim/solver/simulator.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
 
-std::string scene_path(const std::string& name) {
-  const char* dir = std::getenv("ADDSIM_SOURCE_DIR");
-  return std::string(dir ? dir : ADDSIM_SOURCE_DIR_DEFAULT) + "/scenes/" + name;
-}
+using test::scene_path;
 
 struct SceneRun {
   Scene scene;

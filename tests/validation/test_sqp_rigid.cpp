@@ -22,6 +22,7 @@
 #include "addsim/io/scene.h"
 #include "addsim/rigid/rigid_contact.h"
 #include "addsim/solver/simulator.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
@@ -29,10 +30,7 @@ namespace {
 constexpr double kG = 9.81;
 constexpr double kTheta = 20.0 * M_PI / 180.0;
 
-std::string scene_path(const std::string& name) {
-  const char* dir = std::getenv("ADDSIM_SOURCE_DIR");
-  return std::string(dir ? dir : ADDSIM_SOURCE_DIR_DEFAULT) + "/scenes/" + name;
-}
+using test::scene_path;
 
 struct SceneRun {
   Scene scene;

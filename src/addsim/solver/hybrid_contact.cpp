@@ -46,12 +46,9 @@ void HybridContact::rebuild_sticks() {
   for (size_t j = 0; j < points_.size(); ++j) {
     if (released_on_[j] >= 0) slips_.push_back({points_[j].term, points_[j].k, released_on_[j]});
     if (stuck_on_[j] < 0) continue;
-    StickPoint s;
-    s.dof = points_[j].dof;
-    s.obstacle = stuck_on_[j];
-    s.n = static_cast<const PlaneObstacle&>(*points_[j].term->obstacles()[s.obstacle]).normal();
-    tangent_basis(s.n, s.t1, s.t2);
-    sticks_.push_back(s);
+    const int o = stuck_on_[j];
+    sticks_.push_back(make_stick_point(points_[j].dof, o,
+                                       static_cast<const PlaneObstacle&>(*points_[j].term->obstacles()[o]).normal()));
   }
 }
 
@@ -91,14 +88,7 @@ int HybridContact::update_labels(const TermContext& ctx, const VecX& r, ContactS
         ++changes_[j];
         ++changed;
       } else if (record) {
-        StickPoint s;
-        s.dof = pt.dof;
-        s.obstacle = o;
-        s.n = n;
-        tangent_basis(n, s.t1, s.t2);
-        s.force = fc;
-        s.limit = limit;
-        record->sticking.push_back(s);
+        record->sticking.push_back(make_stick_point(pt.dof, o, n, fc, limit));
       }
     } else if (released_on_[j] >= 0) {
       // Released: back to the penalty if it separated, sticking again once it stopped.
@@ -242,15 +232,8 @@ int HybridContact::update_rigid_labels(const TermContext& ctx, const VecX& r, Co
           ++rchanges_[j];
           ++body_changes;
         } else if (record) {
-          StickPoint s;
-          s.dof = b.dof;
-          s.point = pt.k;
-          s.obstacle = o;
-          s.n = static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal();
-          tangent_basis(s.n, s.t1, s.t2);
-          s.force = forces[slot];
-          s.limit = limit;
-          record->rigid_sticking.push_back(s);
+          record->rigid_sticking.push_back(make_stick_point(
+              b.dof, o, static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal(), forces[slot], limit, pt.k));
         }
       } else if (rchanges_[j] < kMaxLabelChanges) {
         for (int o = 0; o < pt.term->num_obstacles(); ++o) {

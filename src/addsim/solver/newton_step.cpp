@@ -38,15 +38,18 @@ NewtonStepResult newton_step(Simulator& sim, const SparsePattern& pattern, const
   // near-singular or strongly indefinite Jacobians, e.g. buckling springs — μ grows tenfold
   // from kFirstDamping, turning the direction towards a diagonally scaled residual step.
   for (double mu = 0.0; mu <= kMaxDamping; mu = mu == 0.0 ? kFirstDamping : 10.0 * mu) {
-    ws.jac_damped = jac;
+    // The undamped solve uses J itself; only damped ones need the copy J + μ D.
+    const VecX* matrix = &jac;
     if (mu > 0.0) {
       ++rep.damped_iterations;
+      ws.jac_damped = jac;
       for (int d = 0; d < pattern.size(); ++d) {
         const int k = pattern.diagonal_index(d);
         ws.jac_damped[k] += mu * std::abs(jac[k]);
       }
+      matrix = &ws.jac_damped;
     }
-    if (!sim.solve_linear(ws.jac_damped, rhs, ws.dq, rep, mu == 0.0 ? linear_tol : 0.0)) {
+    if (!sim.solve_linear(q, *matrix, rhs, ws.dq, rep, mu == 0.0 ? linear_tol : 0.0)) {
       res.singular = true;
       continue;
     }

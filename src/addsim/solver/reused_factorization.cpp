@@ -29,8 +29,8 @@ bool ReusedFactorization::factorize(const VecX& values) {
   have_lu_ = ok;
   refactor_next_ = false;
   if (!groups_.empty()) {
+    // The new LU is of the current configuration: the reference of later rotations.
     reference_ = configuration_;
-    std::fill(rotations_.begin(), rotations_.end(), Mat3::Identity());
     rotated_ = false;
   }
   excess_iterations_ = 0.0;
@@ -66,8 +66,8 @@ void ReusedFactorization::set_configuration(const VecX& q) {
     D(2, 2) = (svd.matrixU() * svd.matrixV().transpose()).determinant() < 0.0 ? -1.0 : 1.0;
     rotations_[g] = svd.matrixU() * D * svd.matrixV().transpose();
     if (!rotations_[g].allFinite()) rotations_[g].setIdentity();
-    if ((rotations_[g] - Mat3::Identity()).cwiseAbs().maxCoeff() > 0.0) rotated_ = true;
   }
+  rotated_ = true;
 }
 
 void ReusedFactorization::precondition(const VecX& y, VecX& z, bool transpose) {

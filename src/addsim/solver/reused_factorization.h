@@ -95,7 +95,7 @@ class ReusedFactorization {
   std::vector<RotationGroup> groups_;
   VecX configuration_, reference_;         ///< current q, and q at the last factorisation
   std::vector<Mat3> rotations_;            ///< per group: best-fit rotation reference → current
-  bool rotated_ = false;                   ///< some rotation differs from the identity
+  bool rotated_ = false;                   ///< rotations_ hold the fit for the current configuration
   VecX rotated_rhs_;
   std::vector<VecX> basis_, preconditioned_;
   VecX w_, residual_, guess_residual_;

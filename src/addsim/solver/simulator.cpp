@@ -68,13 +68,14 @@ double Simulator::newton_forcing(const std::vector<double>& history, double norm
   return std::min(kMaxForcing * norm, kForcing * predicted);
 }
 
-bool Simulator::solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance) {
+bool Simulator::solve_linear(const VecX& q, const VecX& values, const VecX& b, VecX& x, StepReport& rep,
+                             double tolerance) {
   const ReusedFactorization::Stats before = lu_->stats();
   // A Newton step solved to a linear residual of ε_lin leaves ‖r‖ ≈ ε_lin (+ the quadratic
   // term) at the next iterate: kLinearToleranceFraction × tolerance keeps that far below the
   // convergence test, so the converged state is unchanged to well within the tolerance.
   const double floor = kLinearToleranceFraction * model_.solver().tolerance;
-  if (newton_q_) lu_->set_configuration(*newton_q_);
+  lu_->set_configuration(q);
   const bool ok = lu_->solve(values, b, x, false, std::max(tolerance, floor));
   const ReusedFactorization::Stats& after = lu_->stats();
   rep.factor_ms += after.factor_ms - before.factor_ms;
@@ -165,13 +166,6 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
 }
 
 StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess) {
-  // Every Newton solve of this step (plain, hybrid, SQP) linearises at the current iterate q,
-  // which the solvers update in place: solve_linear reads it for the rotation groups.
-  newton_q_ = &q;
-  struct Forget {
-    const VecX*& q;
-    ~Forget() { q = nullptr; }
-  } forget{newton_q_};
   if (hybrid_) return hybrid_->solve_step(*this, step, hist, p, q);
   if (sqp_) return sqp_->solve_step(*this, step, hist, p, q);
   const auto t_step = Clock::now();

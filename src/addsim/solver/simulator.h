@@ -88,11 +88,13 @@ class Simulator {
   /// Linear tolerance for the next Newton direction at residual `norm` (inexact Newton),
   /// given the step's residual history (ending with norm) and the convergence tolerance.
   double newton_forcing(const std::vector<double>& history, double norm, double tol);
-  /// Solves J x = b for the step Jacobian with nonzero `values` (reusing the last LU where
-  /// that is cheaper); adds factorisation/solve times and counts to `rep`. False if J had to
-  /// be factorised and is singular. `tolerance` (absolute, on ‖b − J x‖) is raised to at
-  /// least 1e-3 of the Newton tolerance.
-  bool solve_linear(const VecX& values, const VecX& b, VecX& x, StepReport& rep, double tolerance = 0.0);
+  /// Solves J x = b for the step Jacobian with nonzero `values`, linearised at q (reusing the
+  /// last LU where that is cheaper; q gives the FEM bodies' rotations since that LU); adds
+  /// factorisation/solve times and counts to `rep`. False if J had to be factorised and is
+  /// singular. `tolerance` (absolute, on ‖b − J x‖) is raised to at least 1e-3 of the Newton
+  /// tolerance.
+  bool solve_linear(const VecX& q, const VecX& values, const VecX& b, VecX& x, StepReport& rep,
+                    double tolerance = 0.0);
   Assembly& assembly() { return assembly_; }
 
  private:
@@ -103,7 +105,6 @@ class Simulator {
   const Model& model_;
   Assembly assembly_;
   std::unique_ptr<ReusedFactorization> lu_;
-  const VecX* newton_q_ = nullptr;  ///< the Newton iterate of the running solve_step (rotation groups)
   std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
   std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)

@@ -278,15 +278,7 @@ int SqpContact::update_rigid_labels(const TermContext& ctx, const VecX& r, Conta
           st.fn = std::max(fn, 0.0);
           ++body_changes;
         } else if (record) {
-          StickPoint s;
-          s.dof = b.dof;
-          s.point = pt.k;
-          s.obstacle = st.obstacle;
-          s.n = n;
-          tangent_basis(n, s.t1, s.t2);
-          s.force = ft;
-          s.limit = st.cf * fn;
-          record->rigid_sticking.push_back(s);
+          record->rigid_sticking.push_back(make_stick_point(b.dof, st.obstacle, n, ft, st.cf * fn, pt.k));
         }
         continue;
       }
@@ -343,14 +335,7 @@ int SqpContact::update_labels(const VecX& q, const VecX& v, const VecX& r, const
         st.fn = fn;
         ++changed;
       } else if (record) {
-        StickPoint s;
-        s.dof = pt.dof;
-        s.obstacle = st.obstacle;
-        s.n = n;
-        tangent_basis(n, s.t1, s.t2);
-        s.force = ft;
-        s.limit = st.cf * fn;
-        record->sticking.push_back(s);
+        record->sticking.push_back(make_stick_point(pt.dof, st.obstacle, n, ft, st.cf * fn));
       }
     } else if (st.t.dot(v.segment<3>(pt.dof)) > 0.0 && st.changes < kMaxLabelChanges) {
       st.label = Label::kStick;
@@ -444,7 +429,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     rows_.constrain_body_matrix(bodies_, w0.wv, true, jac_);
     rhs_ = -r_;
     ++rep.iterations;
-    if (!sim.solve_linear(jac_, rhs_, dq_, rep)) {
+    if (!sim.solve_linear(q, jac_, rhs_, dq_, rep)) {
       rep.failure = "KKT step Jacobian is singular";
       break;
     }

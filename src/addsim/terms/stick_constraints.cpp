@@ -24,6 +24,18 @@ StickRows::StickRows(const SparsePattern& pattern) : rows_(pattern.size()) {
     for (int k = outer[c]; k < outer[c + 1]; ++k) rows_[inner[k]].push_back({c, k});
 }
 
+StickPoint make_stick_point(DofIndex dof, int obstacle, const Vec3& n, const Vec3& force, double limit, int point) {
+  StickPoint s;
+  s.dof = dof;
+  s.obstacle = obstacle;
+  s.n = n;
+  tangent_basis(n, s.t1, s.t2);
+  s.force = force;
+  s.limit = limit;
+  s.point = point;
+  return s;
+}
+
 void StickRows::replace_point_rows(DofIndex dof, const Mat3& frame, const Vec3& coeff, const bool constrained[3],
                                    VecX& values) const {
   const std::vector<Entry>* r[3] = {&rows_[dof], &rows_[dof + 1], &rows_[dof + 2]};

@@ -70,6 +70,12 @@ struct ContactState {
 /// A unit tangent basis (t₁, t₂) of the plane with unit normal n (deterministic).
 void tangent_basis(const Vec3& n, Vec3& t1, Vec3& t2);
 
+/// A StickPoint at `dof` against obstacle `obstacle` with normal n (its tangents from
+/// tangent_basis), recorded static friction `force` and Coulomb `limit`; `point` is the
+/// rigid proxy point index (−1 for a particle or FEM node).
+StickPoint make_stick_point(DofIndex dof, int obstacle, const Vec3& n, const Vec3& force = Vec3::Zero(),
+                            double limit = 0.0, int point = -1);
+
 /// Row replacement of stick constraints on value arrays over a fixed sparse pattern.
 class StickRows {
  public:
