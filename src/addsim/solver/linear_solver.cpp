@@ -92,7 +92,13 @@ class Umfpack final : public LinearSolver {
  public:
   explicit Umfpack(const SparsePattern* pattern) : pattern_(pattern), values_(VecX::Zero(pattern->nnz())) {
     umfpack_di_defaults(control_);
-    umfpack_di_defaults(control_plain_);
+    // The pattern (a union of dense stencil blocks) is structurally symmetric with a full
+    // diagonal. Without values at the symbolic analysis UMFPACK's automatic choice takes the
+    // unsymmetric strategy (COLAMD on AᵀA), whose LU has 2.2× the fill and 4.4× the flops of
+    // the symmetric one (AMD on A + Aᵀ, diagonal pivots preferred) on the tori-drop Jacobian;
+    // off-diagonal pivots are still taken when a diagonal one fails the threshold test.
+    control_[UMFPACK_STRATEGY] = UMFPACK_STRATEGY_SYMMETRIC;
+    std::copy(std::begin(control_), std::end(control_), std::begin(control_plain_));
     control_plain_[UMFPACK_IRSTEP] = 0;
     const int n = pattern->size();
     const int status = umfpack_di_symbolic(n, n, pattern->outer().data(), pattern->inner().data(), nullptr,
