@@ -79,7 +79,8 @@ inline Vec12 element_forces(const Mat3& P, const Mat43& grad) {
 /// h_k = H g_k, block (k, l) is μ (g_k·g_l) I + (μ − a) h_l h_kᵀ + c h_k h_lᵀ. `nh` is the
 /// result of neo_hookean() at the same F (with or without want_tangent). Equal to
 /// sandwich(deformation_gradient_operator(grad), nh.dP_dF) up to round-off, 5× cheaper.
-Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, double mu);
+/// The result is multiplied by `scale` (e.g. the rest volume) at no extra cost.
+Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale = 1.0);
 
 /// Viscous stress P (Pa) at (F, Ḟ) per `model` for viscosity ν (Pa s), with dP/dF and
 /// dP/dḞ (9 × 9) if `want_tangent`. The stress is linear in ν: P/ν is ∂P/∂ν.
@@ -96,8 +97,9 @@ void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, Viscosity
 ///   Kv_kl = (s/2) [(g_k·g_l) F Fᵀ + f_l f_kᵀ],
 ///   Kq_kl = s [(g_lᵀ Ė g_k) I + ½ f_l d_kᵀ + ½ (g_k·g_l) F Ḟᵀ];
 /// linear: Kv_kl = ν [(g_k·g_l) I + g_l g_kᵀ], Kq = 0. Equal to the sandwiches of
-/// viscous_stress()'s tangents up to round-off.
+/// viscous_stress()'s tangents up to round-off. Both are multiplied by `scale` (e.g. the
+/// rest volume) at no extra cost.
 void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
-                       Mat12& Kq, Mat12& Kv);
+                       Mat12& Kq, Mat12& Kv, double scale = 1.0);
 
 }  // namespace addsim

@@ -96,7 +96,7 @@ void FemElasticTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 K = V * neo_hookean_stiffness(nh, grad, lame.mu);
+    const Mat12 K = neo_hookean_stiffness(nh, grad, lame.mu, V);
     out.add<12>(stencil_[e], r, &K, nullptr, nullptr);
   }
 }
@@ -172,9 +172,7 @@ void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    viscous_stiffness(F, Fdot, grad, nu, model_, Kq, Kv);
-    Kq *= V;
-    Kv *= V;
+    viscous_stiffness(F, Fdot, grad, nu, model_, Kq, Kv, V);
     out.add<12>(stencil_[e], r, model_ == ViscosityModel::kLinear ? nullptr : &Kq, &Kv, nullptr);
   }
 }

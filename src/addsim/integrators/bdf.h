@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "addsim/core/types.h"
+#include "addsim/math/sparse_assembly.h"
 #include "addsim/model/body.h"
 #include "addsim/model/time_scheme.h"
 
@@ -56,10 +57,6 @@ void bdf_history_terms(const TimeScheme& s, const StateHistory& hist, int step, 
 /// v^i = (cv_i[0]/h) q^i + v_hist and a^i = (ca_i[0]/h²) q^i + a_hist.
 void bdf_rates(const TimeScheme& s, int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, VecX& v, VecX& a);
 
-/// Weights (wq, wv, wa) of ∂r/∂q, ∂r/∂v, ∂r/∂a in a total derivative of r^i.
-struct JacobianWeights {
-  double wq, wv, wa;
-};
 /// Weights of dr^i/dq^{i-k} (all zero when i − k < 0).
 JacobianWeights bdf_weights(const TimeScheme& s, int step, int k);
 /// Weights of dr^i/dv⁰ (non-zero only in the start-up steps).

@@ -5,8 +5,16 @@
 namespace addsim {
 
 int StencilSet::add(std::vector<DofIndex> dofs) {
+  std::size_t hash = dofs.size();
+  for (DofIndex d : dofs) hash = hash * 1000003u ^ static_cast<std::size_t>(d);
+  const auto [first, last] = by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const std::span<const DofIndex> old = this->dofs(it->second);
+    if (std::equal(old.begin(), old.end(), dofs.begin(), dofs.end())) return it->second;
+  }
   dofs_.insert(dofs_.end(), dofs.begin(), dofs.end());
   offsets_.push_back(static_cast<int>(dofs_.size()));
+  by_hash_.emplace(hash, count() - 1);
   return count() - 1;
 }
 
@@ -88,14 +96,17 @@ Assembly::Assembly(const SparsePattern* pattern, const StencilSet* stencils)
       pattern_(pattern),
       stencils_(stencils) {}
 
-void Assembly::reset(EvalMode mode) {
+void Assembly::reset(EvalMode mode, const JacobianWeights& weights) {
   mode_ = mode;
+  weights_ = weights;
   r.setZero();
   r_abs.setZero();
-  if (wants_jacobians()) {
+  if (mode == EvalMode::kResidualAndJacobians) {
     kq.setZero();
     kv.setZero();
     ka.setZero();
+  } else if (mode == EvalMode::kResidualAndStepJacobian) {
+    jac.setZero(pattern_->nnz());
   }
 }
 
@@ -109,14 +120,20 @@ void Assembly::add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const
   }
   if (!wants_jacobians()) return;
   const int* m = pattern_->map(id);
-  auto scatter = [&](const MatX* local, VecX& values) {
-    if (!local) return;
+  auto scatter = [&](const MatX* local, double w, VecX& values) {
+    if (!local || w == 0.0) return;
     for (int c = 0; c < n; ++c)
-      for (int rr = 0; rr < n; ++rr) values[m[rr + c * n]] += (*local)(rr, c);
+      for (int rr = 0; rr < n; ++rr) values[m[rr + c * n]] += w * (*local)(rr, c);
   };
-  scatter(dr_dq, kq);
-  scatter(dr_dv, kv);
-  scatter(dr_da, ka);
+  if (mode_ == EvalMode::kResidualAndStepJacobian) {
+    scatter(dr_dq, weights_.wq, jac);
+    scatter(dr_dv, weights_.wv, jac);
+    scatter(dr_da, weights_.wa, jac);
+    return;
+  }
+  scatter(dr_dq, 1.0, kq);
+  scatter(dr_dv, 1.0, kv);
+  scatter(dr_da, 1.0, ka);
 }
 
 ParamSink ParamSink::vjp(const StencilSet* stencils, const VecX* lambda, VecX* grad) {

@@ -5,6 +5,8 @@
 /// value arrays through precomputed index maps: no triplets, no allocation per step.
 
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -20,7 +22,10 @@ using SparseMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
 /// The global DOF lists of all stencils of a model (immutable after building).
 class StencilSet {
  public:
-  /// Adds a stencil touching the given global DOFs (each in [0, n)); returns its id.
+  /// Adds a stencil touching the given global DOFs (each in [0, n)); returns its id. A DOF
+  /// list equal to an earlier one (same DOFs, same order) returns the earlier id: terms on
+  /// the same elements (an FEM body's inertia, gravity, elasticity, viscosity) then share
+  /// one index map, so an evaluation reads a quarter of the map memory.
   int add(std::vector<DofIndex> dofs);
   int count() const { return static_cast<int>(offsets_.size()) - 1; }
   std::span<const DofIndex> dofs(int id) const {
@@ -30,6 +35,7 @@ class StencilSet {
  private:
   std::vector<DofIndex> dofs_;
   std::vector<int> offsets_{0};
+  std::unordered_multimap<std::size_t, int> by_hash_;  ///< hash of a DOF list → stencil ids
 };
 
 /// CSC pattern of the union of all stencil blocks plus the diagonal, with per-stencil
@@ -63,8 +69,17 @@ class SparsePattern {
   std::vector<int> diag_;
 };
 
-/// What an evaluation should produce.
-enum class EvalMode { kResidual, kResidualAndJacobians };
+/// Weights (wq, wv, wa) of ∂r/∂q, ∂r/∂v, ∂r/∂a in a total derivative of r^i (e.g. the
+/// step Jacobian dr^i/dq^i = ∂r/∂q + (c_v/h) ∂r/∂v + (c_a/h²) ∂r/∂a, integrators/bdf.h).
+struct JacobianWeights {
+  double wq, wv, wa;
+};
+
+/// What an evaluation should produce: the residual only; the residual and the three local
+/// partials ∂r/∂q, ∂r/∂v, ∂r/∂a (kq, kv, ka: what the backward pass needs to form history
+/// Jacobians); or the residual and one weighted sum of them (jac: the step Jacobian a Newton
+/// iteration needs). Terms see the same calls in both Jacobian modes.
+enum class EvalMode { kResidual, kResidualAndJacobians, kResidualAndStepJacobian };
 
 /// Per-evaluation scratch: residual r (|q|), the absolute-value sum of contributions
 /// (used to estimate the round-off floor of ‖r‖), and the three local-partial
@@ -74,8 +89,10 @@ class Assembly {
   Assembly() = default;
   Assembly(const SparsePattern* pattern, const StencilSet* stencils);
 
-  void reset(EvalMode mode);
-  bool wants_jacobians() const { return mode_ == EvalMode::kResidualAndJacobians; }
+  /// Clears the outputs of `mode`; `weights` are those of jac in kResidualAndStepJacobian.
+  void reset(EvalMode mode, const JacobianWeights& weights = {1.0, 0.0, 0.0});
+  /// True when terms should add their local partials (either Jacobian mode).
+  bool wants_jacobians() const { return mode_ != EvalMode::kResidual; }
 
   /// Adds a local residual (N entries, stencil order) and, when wanted, local partial
   /// Jacobians (N × N, null = zero) for stencil `id`.
@@ -85,6 +102,20 @@ class Assembly {
     add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
     const int* m = pattern_->map(id);
+    if (mode_ == EvalMode::kResidualAndStepJacobian) {
+      // One scatter of the weighted local sum instead of one per partial.
+      Eigen::Matrix<double, N, N> local;
+      int terms = 0;
+      for (const auto& [part, w] : {std::pair{dr_dq, weights_.wq}, {dr_dv, weights_.wv}, {dr_da, weights_.wa}}) {
+        if (!part || w == 0.0) continue;
+        if (terms++ == 0)
+          local.noalias() = w * *part;
+        else
+          local.noalias() += w * *part;
+      }
+      if (terms > 0) scatter<N>(m, local, jac);
+      return;
+    }
     if (dr_dq) scatter<N>(m, *dr_dq, kq);
     if (dr_dv) scatter<N>(m, *dr_dv, kv);
     if (dr_da) scatter<N>(m, *dr_da, ka);
@@ -99,9 +130,13 @@ class Assembly {
     add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
     const int* m = pattern_->map(id);
+    const bool step = mode_ == EvalMode::kResidualAndStepJacobian;
+    if (step && weights_.wa == 0.0) return;
+    VecX& values = step ? jac : ka;
+    const double w = step ? weights_.wa : 1.0;
     for (int l = 0; l < M; ++l)
       for (int k = 0; k < M; ++k)
-        for (int i = 0; i < 3; ++i) ka[m[(3 * k + i) + (3 * l + i) * N]] += S(k, l);
+        for (int i = 0; i < 3; ++i) values[m[(3 * k + i) + (3 * l + i) * N]] += w * S(k, l);
   }
 
   /// Dynamic-size variant for stencils whose size is only known at run time.
@@ -109,7 +144,8 @@ class Assembly {
 
   VecX r;
   VecX r_abs;
-  VecX kq, kv, ka;
+  VecX kq, kv, ka;  ///< kResidualAndJacobians: ∂r/∂q, ∂r/∂v, ∂r/∂a (value arrays)
+  VecX jac;         ///< kResidualAndStepJacobian: wq ∂r/∂q + wv ∂r/∂v + wa ∂r/∂a
 
  private:
   // r and r_abs += the local residual of stencil `id`.
@@ -131,6 +167,7 @@ class Assembly {
   const SparsePattern* pattern_ = nullptr;
   const StencilSet* stencils_ = nullptr;
   EvalMode mode_ = EvalMode::kResidual;
+  JacobianWeights weights_{1.0, 0.0, 0.0};
 };
 
 /// Receives local parameter derivatives ∂r_local/∂p (N × m, columns = the listed global

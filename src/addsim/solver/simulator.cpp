@@ -102,7 +102,7 @@ double Simulator::evaluate_trial(int step, const VecX& q, const VecX& v_hist, co
   bdf_rates(s, step, q, v_hist, a_hist, v, a);
   const TermContext ctx{q, v, a, p, step, s};
   if (!admissible(ctx, why)) return std::numeric_limits<double>::infinity();
-  out.reset(mode);
+  out.reset(mode, bdf_weights(s, step, 0));
   evaluate(ctx, out);
   const double norm = (finish ? finish(ctx) : out.r).norm();
   if (std::isfinite(norm)) return norm;
@@ -174,7 +174,6 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   StepReport rep;
   rep.step = step;
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
-  const JacobianWeights w0 = bdf_weights(s, step, 0);
 
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
@@ -193,18 +192,20 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // evaluated once, at the chosen start.
     const double norm_q = eval(q, EvalMode::kResidual, &why);
     std::string why_alt;
-    const double norm_alt = eval(*alt_guess, EvalMode::kResidualAndJacobians, &why_alt);
+    const double norm_alt = eval(*alt_guess, EvalMode::kResidualAndStepJacobian, &why_alt);
     if (norm_alt <= norm_q) {
       q = *alt_guess;
       norm = norm_alt;
     }
   }
-  if (!std::isfinite(norm)) norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+  if (!std::isfinite(norm)) norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   // Step Jacobian at q and the round-off floor of ‖r‖: rounding q (|q| large, stiff
   // couplings) or the summed contributions perturbs r by about ε (|J||q| + Σ|contributions|).
   auto jacobian_and_floor = [&]() {
-    combine_partials(w0, assembly_.kq, assembly_.kv, assembly_.ka, jac_);
+    // The evaluation at q formed dr/dq^i directly (kResidualAndStepJacobian); taken over
+    // by swapping, since the line search's trial evaluations reuse assembly_.
+    jac_.swap(assembly_.jac);
     jq_abs_.setZero(model_.num_dofs());
     const auto& outer = model_.pattern().outer();
     const auto& inner = model_.pattern().inner();
@@ -226,7 +227,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // if another iteration follows.
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
     const bool eager = first_trial && rep.iterations > 1;
-    return eval(q_trial, eager ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, trial_why);
+    return eval(q_trial, eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
   };
 
   while (true) {
@@ -265,7 +266,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       break;
     }
     // The partials at q: from the accepted trial if it was evaluated with them.
-    norm = it.halvings == 0 && rep.iterations > 1 ? it.trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    norm = it.halvings == 0 && rep.iterations > 1 ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
     r_floor = jacobian_and_floor();
   }
   rep.residual_norm = norm;
