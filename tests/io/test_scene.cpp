@@ -175,6 +175,8 @@ TEST(SceneErrors, OutOfRangeValue) {
   expect_error({"contact.kn=0"}, {"contact.kn: must be > 0"});
   expect_error({"springs.0.anchors.0.point=9"}, {"springs.0.anchors.0.point"});
   expect_error({"springs.0.anchors.1.handle=\"nope\""}, {"springs.0.anchors.1.handle: no handle named"});
+  expect_error({"solver.threads=0"}, {"solver.threads: must be >= 1"});
+  expect_error({"solver.threads=3"}, {"solver.threads: must be 1 or 2"});
 }
 
 TEST(SceneErrors, NonFiniteValue) {

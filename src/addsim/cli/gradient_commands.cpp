@@ -410,7 +410,9 @@ std::function<int()> make_landscape(CLI::App& app) {
     std::mutex progress_mutex;
     const auto start = std::chrono::steady_clock::now();
     auto worker = [&]() {
-      Simulator sim(model);
+      // Grid points already run one per core: each simulation on one thread unless the
+      // grid leaves cores free.
+      Simulator sim(model, threads > 1 ? 1 : 0);
       for (int k = next++; k < total; k = next++) {
         Point& pt = points[k];
         const int i = k / n[1], j = k % n[1];

@@ -28,9 +28,13 @@ Eigen::Matrix4d unit_node_mass(MassMatrixKind kind) {
 void FemInertiaTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
 void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_tets());
+}
+
+void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
   const Eigen::Matrix4d unit = unit_node_mass(kind_);
-  for (int e = 0; e < body_->num_tets(); ++e) {
+  for (int e = begin; e < end; ++e) {
     const Eigen::Matrix4d S = (rho * body_->rest_volume(e)) * unit;
     const Eigen::Matrix<double, 3, 4> r = body_->element_positions(ctx.a, e) * S;
     out.add_isotropic_a<4>(stencil_[e], Eigen::Map<const Vec12>(r.data()), S);
@@ -52,8 +56,12 @@ void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
 void FemGravityTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
 void FemGravityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_tets());
+}
+
+void FemGravityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
-  for (int e = 0; e < body_->num_tets(); ++e) {
+  for (int e = begin; e < end; ++e) {
     const Vec12 r = (-0.25 * rho * body_->rest_volume(e)) * gravity_.replicate<4, 1>();
     out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
   }
@@ -81,11 +89,15 @@ double FemGravityTerm::energy(const TermContext& ctx) const {
 void FemElasticTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
 void FemElasticTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_tets());
+}
+
+void FemElasticTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
   const bool tangent = out.wants_jacobians();
   NeoHookeanResult nh;
-  for (int e = 0; e < body_->num_tets(); ++e) {
+  for (int e = begin; e < end; ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
     // Inverted elements are reported by admissible(); skipping keeps r finite.
     if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
@@ -154,6 +166,10 @@ bool FemElasticTerm::admissible(const TermContext& ctx, std::string* why) const 
 void FemViscosityTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
 void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_tets());
+}
+
+void FemViscosityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   if (model_ == ViscosityModel::kNone) return;
   const double nu = ctx.p[body_->params().viscosity];
   // The stress and both tangents are linear in ν: at ν = 0 the term adds exactly nothing.
@@ -161,7 +177,7 @@ void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool tangent = out.wants_jacobians();
   ViscousResult vr;
   Mat12 Kq, Kv;
-  for (int e = 0; e < body_->num_tets(); ++e) {
+  for (int e = begin; e < end; ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
     const Mat43& grad = body_->shape_gradients(e);
     const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;

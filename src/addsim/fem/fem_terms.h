@@ -22,6 +22,8 @@ class FemInertiaTerm final : public Term {
   std::string_view name() const override { return "fem_inertia"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
+  int item_count() const override { return body_->num_tets(); }
+  void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
 
  private:
@@ -37,6 +39,8 @@ class FemGravityTerm final : public Term {
   std::string_view name() const override { return "fem_gravity"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
+  int item_count() const override { return body_->num_tets(); }
+  void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
   double energy(const TermContext& ctx) const override;
 
@@ -56,6 +60,8 @@ class FemElasticTerm final : public Term {
   std::string_view name() const override { return "fem_elasticity"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
+  int item_count() const override { return body_->num_tets(); }
+  void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
   double energy(const TermContext& ctx) const override;
   bool admissible(const TermContext& ctx, std::string* why) const override;
@@ -77,6 +83,8 @@ class FemViscosityTerm final : public Term {
   std::string_view name() const override { return "fem_viscosity"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
+  int item_count() const override { return body_->num_tets(); }
+  void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
   ViscosityModel model() const { return model_; }
 

@@ -110,6 +110,19 @@ void Assembly::reset(EvalMode mode, const JacobianWeights& weights) {
   }
 }
 
+void Assembly::add_from(const Assembly& other) {
+  ADDSIM_CHECK(other.mode_ == mode_ && other.pattern_ == pattern_, "assemblies to add differ in mode or pattern");
+  r += other.r;
+  r_abs += other.r_abs;
+  if (mode_ == EvalMode::kResidualAndJacobians) {
+    kq += other.kq;
+    kv += other.kv;
+    ka += other.ka;
+  } else if (mode_ == EvalMode::kResidualAndStepJacobian) {
+    jac += other.jac;
+  }
+}
+
 void Assembly::add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da) {
   const auto dofs = stencils_->dofs(id);
   const int n = static_cast<int>(dofs.size());

@@ -93,6 +93,11 @@ class Assembly {
   void reset(EvalMode mode, const JacobianWeights& weights = {1.0, 0.0, 0.0});
   /// True when terms should add their local partials (either Jacobian mode).
   bool wants_jacobians() const { return mode_ != EvalMode::kResidual; }
+  EvalMode mode() const { return mode_; }
+  const JacobianWeights& weights() const { return weights_; }
+  /// Adds the outputs of `other` (same pattern, reset to the same mode): the share of an
+  /// evaluation that another thread assembled.
+  void add_from(const Assembly& other);
 
   /// Adds a local residual (N entries, stencil order) and, when wanted, local partial
   /// Jacobians (N × N, null = zero) for stencil `id`.

@@ -27,6 +27,9 @@ struct SolverSettings {
   /// Keep one LU across Newton iterations and steps, solving by GMRES preconditioned with
   /// it while that is cheaper than refactorising (solver/reused_factorization.h).
   bool reuse_factorization = true;
+  /// Threads of one simulation: with 2, the element loops of every evaluation are split with
+  /// a helper thread (Simulator::evaluate). Results then differ from 1 thread at round-off.
+  int threads = 1;
 };
 
 class Model {

@@ -32,6 +32,11 @@ class Term {
   virtual void declare(StencilSet& stencils) = 0;
   /// Adds r contributions and, when asked, the local partial Jacobians.
   virtual void evaluate(const TermContext& ctx, Assembly& out) const = 0;
+  /// Terms whose evaluation is a sum over independent items (an FEM body's elements)
+  /// return their number, and evaluate_items() adds the items [begin, end) alone, so that
+  /// an evaluation can be split between threads (Simulator::evaluate). 0: not splittable.
+  virtual int item_count() const { return 0; }
+  virtual void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {}
   /// Adds ∂r/∂p for this term's parameters (vjp or column, as the sink decides).
   virtual void param_derivatives(const TermContext& ctx, ParamSink& sink) const {}
   /// Potential energy of conservative parts (J), for diagnostics; 0 if none.

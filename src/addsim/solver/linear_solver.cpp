@@ -135,12 +135,19 @@ class Umfpack final : public LinearSolver {
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
 
   static double status_ok(double v) { return std::isfinite(v) && v > 0.0 ? v : 0.0; }
+  // Workspace of umfpack_di_wsolve (n ints, 5n doubles with iterative refinement): kept
+  // across solves, as umfpack_di_solve would allocate it on every call.
+  std::vector<int> work_int_;
+  std::vector<double> work_;
+
   void solve_with(const VecX& b, VecX& x, bool transpose, double* control) {
     x.resize(b.size());
+    work_int_.resize(b.size());
+    work_.resize(5 * b.size());
     double info[UMFPACK_INFO];
-    const int status = umfpack_di_solve(transpose ? UMFPACK_At : UMFPACK_A, pattern_->outer().data(),
-                                        pattern_->inner().data(), values_.data(), x.data(), b.data(), numeric_,
-                                        control, info);
+    const int status = umfpack_di_wsolve(transpose ? UMFPACK_At : UMFPACK_A, pattern_->outer().data(),
+                                         pattern_->inner().data(), values_.data(), x.data(), b.data(), numeric_,
+                                         control, info, work_int_.data(), work_.data());
     ADDSIM_CHECK(status == UMFPACK_OK || status == UMFPACK_WARNING_singular_matrix, "UMFPACK solve failed");
   }
 };

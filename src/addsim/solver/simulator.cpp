@@ -1,5 +1,6 @@
 #include "addsim/solver/simulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -39,9 +40,17 @@ VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
   return a;
 }
 
-Simulator::Simulator(const Model& model) : model_(model) {
+Simulator::Simulator(const Model& model, int threads) : model_(model) {
   ADDSIM_CHECK(model.finalized(), "the model must be finalised before simulating");
   assembly_ = Assembly(&model.pattern(), &model.stencils());
+  if (threads <= 0) threads = model.solver().threads;
+  ADDSIM_CHECK(threads == 1 || threads == 2, "a simulator runs on 1 or 2 threads");
+  const bool splittable = std::any_of(model.terms().begin(), model.terms().end(),
+                                      [](const auto& t) { return t->item_count() > 1; });
+  if (threads == 2 && splittable) {
+    worker_ = std::make_unique<WorkerThread>();
+    worker_assembly_ = Assembly(&model.pattern(), &model.stencils());
+  }
   lu_ = std::make_unique<ReusedFactorization>(&model.pattern(),
                                               make_linear_solver(model.solver().linear_solver, &model.pattern()),
                                               model.solver().reuse_factorization);
@@ -86,7 +95,33 @@ bool Simulator::solve_linear(const VecX& q, const VecX& values, const VecX& b, V
 }
 
 void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
-  for (const auto& t : model_.terms()) t->evaluate(ctx, out);
+  if (!worker_) {
+    for (const auto& t : model_.terms()) t->evaluate(ctx, out);
+    return;
+  }
+  // Fork–join: the helper takes the upper half of every splittable term's items, this
+  // thread the lower halves and the other terms. The split is fixed, so results are
+  // reproducible run to run (they differ from one thread's at round-off).
+  const EvalMode mode = out.mode();
+  const JacobianWeights weights = out.weights();
+  worker_->start([&] {
+    worker_assembly_.reset(mode, weights);
+    for (const auto& t : model_.terms())
+      if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
+  });
+  try {
+    for (const auto& t : model_.terms()) {
+      if (const int n = t->item_count(); n > 1)
+        t->evaluate_items(ctx, out, 0, n / 2);
+      else
+        t->evaluate(ctx, out);
+    }
+  } catch (...) {
+    worker_->wait();
+    throw;
+  }
+  worker_->wait();
+  out.add_from(worker_assembly_);
 }
 
 bool Simulator::admissible(const TermContext& ctx, std::string* why) const {

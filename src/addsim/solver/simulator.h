@@ -14,6 +14,7 @@
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/newton_step.h"
 #include "addsim/solver/reused_factorization.h"
+#include "addsim/solver/worker_thread.h"
 #include "addsim/terms/stick_constraints.h"
 
 namespace addsim {
@@ -65,12 +66,16 @@ class SqpContact;
 class Simulator {
  public:
   /// The model must be finalised and outlive the simulator. One simulator per thread.
-  explicit Simulator(const Model& model);
+  /// `threads` (1 or 2) overrides the model's solver.threads when positive (e.g. 1 for
+  /// simulators that already run one per core).
+  explicit Simulator(const Model& model, int threads = 0);
 
   /// Runs all steps of the model's scheme from parameters p (|p|, checked).
   Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {});
 
-  /// Sums all terms at one state into `out` (residual, and partials if asked).
+  /// Sums all terms at one state into `out` (residual, and partials if asked). With two
+  /// threads the helper assembles the second half of every splittable term's items
+  /// (Term::item_count) into its own Assembly, added to `out` at the end.
   void evaluate(const TermContext& ctx, Assembly& out) const;
   /// True if every term accepts the state; otherwise `why` names the offender.
   bool admissible(const TermContext& ctx, std::string* why) const;
@@ -110,6 +115,8 @@ class Simulator {
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_;
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
+  std::unique_ptr<WorkerThread> worker_;  ///< null with one thread
+  mutable Assembly worker_assembly_;      ///< the helper thread's share of an evaluation
 };
 
 }  // namespace addsim
