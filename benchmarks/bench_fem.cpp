@@ -2,8 +2,8 @@
 // (879 tets, 500 BDF1 steps), scenes/tori_drop.json (≈ 1930 tets, 400 BDF2 steps),
 // scenes/soft_ball_throw.json (≈ 451 tets, 100 BDF2 steps) and scenes/bunny_throw.json
 // (≈ 2729 tets from data/bunny.obj, BDF1; skipped without that file), each with UMFPACK, Eigen's
-// SparseLU and the "auto" choice. Counters: wall time of the run (s), ms per step, Newton
-// iterations, factorisations and GMRES iterations (reused LU) per step, the time of one
+// SparseLU and the "auto" choice, on one thread, and the "auto" choice with solver.threads = 2
+// ("auto_2threads"). Counters: wall time of the run (s), ms per step, Newton iterations, factorisations and GMRES iterations (reused LU) per step, the time of one
 // assembly and of one factorisation (ms) and the Newton overhead
 // step time / (one assembly + one factorisation).
 // Meshing (gmsh) happens outside the timed region. Example:
@@ -11,6 +11,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -38,8 +39,9 @@ void BM_FemScene(benchmark::State& state) {
     state.SkipWithError("bunny_throw needs data/bunny.obj (scripts/install-deps.sh)");
     return;
   }
+  const int threads = static_cast<int>(state.range(2));
   const Scene scene = load_scene_file(std::string(ADDSIM_SOURCE_DIR) + "/scenes/" + scene_name + ".json",
-                                      {"solver.linear_solver=" + solver});
+                                      {"solver.linear_solver=" + solver, "solver.threads=" + std::to_string(threads)});
   Simulator sim(*scene.model);
   const VecX p = scene.model->params().defaults();
   double steps = 0, iterations = 0, wall_ms = 0, assembly_ms = 0, factor_ms = 0, runs = 0;
@@ -72,17 +74,21 @@ void BM_FemScene(benchmark::State& state) {
   state.counters["krylov_per_step"] = krylov / steps;
   state.counters["overhead"] = (wall_ms / steps) / (per_assembly + per_factorization);
   state.SetLabel(scene_name + " " + sim.linear_solver_name() + ", " +
-                 std::to_string(scene.model->num_dofs()) + " DOFs");
+                 std::to_string(scene.model->num_dofs()) + " DOFs, " + std::to_string(threads) + " thread(s)");
 }
 
 void register_all() {
+  // Each solver on one thread; the automatic choice also with solver.threads = 2.
   for (int s = 0; s < 4; ++s)
-    for (int l = 0; l < 3; ++l)
-      benchmark::RegisterBenchmark((std::string("fem/") + kScenes[s] + "/" + kSolvers[l]).c_str(), BM_FemScene)
-          ->Args({s, l})
+    for (int l = 0; l < 4; ++l) {
+      const int solver = std::min(l, 2), threads = l == 3 ? 2 : 1;
+      const std::string name = std::string("fem/") + kScenes[s] + "/" + kSolvers[solver] + (threads == 2 ? "_2threads" : "");
+      benchmark::RegisterBenchmark(name.c_str(), BM_FemScene)
+          ->Args({s, solver, threads})
           ->Iterations(1)
           ->Unit(benchmark::kSecond)
           ->UseRealTime();
+    }
 }
 
 }  // namespace

@@ -304,7 +304,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   };
 
   std::string why;
-  double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+  double norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
@@ -313,7 +313,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   const int max_iterations = 4 * opt.max_iterations;
   // Line-search trials: the full step is evaluated with its partials (usually accepted).
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
-    return eval(q_trial, first_trial ? EvalMode::kResidualAndJacobians : EvalMode::kResidual, trial_why);
+    return eval(q_trial, first_trial ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
   };
 
   while (true) {
@@ -332,7 +332,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
         rep.contact.label_changes += changed;
         for (size_t j = 0; j < points_.size(); ++j)
           if (released_on_[j] >= 0 && lagged_[j].squaredNorm() > 0.0) lagged = true;
-        norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+        norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
         rep.residual_history.push_back(norm);
         tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
         continue;
@@ -346,7 +346,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
       rep.failure = "iteration cap of " + std::to_string(max_iterations) + " reached (hybrid contact)";
       break;
     }
-    combine_partials(w0, assembly.kq, assembly.kv, assembly.ka, jac_);
+    jac_ = assembly.jac;  // dr/dq^i, formed by the evaluation at q (kResidualAndStepJacobian)
     rows_.constrain_matrix(sticks_, w0.wv, jac_);
     rows_.constrain_body_matrix(bodies_, w0.wv, true, jac_);
     rhs_ = -r_;
@@ -357,7 +357,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
                                             linear_tol, opt.max_halvings, trial_eval, newton_, rep);
     if (it.at_floor) {
       // At the round-off floor: re-evaluate at q so the final label check sees it.
-      norm = eval(q, EvalMode::kResidualAndJacobians, &why);
+      norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
       tol = std::max(tol, norm * (1.0 + 1e-12));
       rep.note = "converged at the round-off floor of ‖r‖";
       continue;
@@ -376,7 +376,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
       std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
       reuse_trial = false;
     }
-    norm = reuse_trial ? it.trial : eval(q, EvalMode::kResidualAndJacobians, &why);
+    norm = reuse_trial ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
     rep.residual_history.push_back(norm);
     tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
   }
