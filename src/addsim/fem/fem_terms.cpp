@@ -45,6 +45,15 @@ void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
   const int pr = body_->params().density;
   if (!sink.wants(pr)) return;
   const Eigen::Matrix4d unit = unit_node_mass(kind_);
+  if (const VecX* lambda = sink.adjoint()) {
+    // λ_eᵀ ∂r_e/∂ρ = V_e Λ_e : (A_e S), with Λ_e, A_e the element's λ and a as 3 × 4.
+    double acc = 0.0;
+    for (int e = 0; e < body_->num_tets(); ++e)
+      acc += body_->rest_volume(e) *
+             body_->element_positions(*lambda, e).cwiseProduct(body_->element_positions(ctx.a, e) * unit).sum();
+    sink.add_contracted(pr, acc);
+    return;
+  }
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Eigen::Matrix<double, 3, 4> col = body_->rest_volume(e) * (body_->element_positions(ctx.a, e) * unit);
     sink.add(stencil_[e], std::span<const int>(&pr, 1), Eigen::Map<const Vec12>(col.data()));
@@ -70,6 +79,14 @@ void FemGravityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int b
 void FemGravityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pr = body_->params().density;
   if (!sink.wants(pr)) return;
+  if (const VecX* lambda = sink.adjoint()) {
+    // λ_eᵀ ∂r_e/∂ρ = −(V_e/4) g · Σ_k λ_k.
+    double acc = 0.0;
+    for (int e = 0; e < body_->num_tets(); ++e)
+      acc -= 0.25 * body_->rest_volume(e) * gravity_.dot(body_->element_positions(*lambda, e).rowwise().sum());
+    sink.add_contracted(pr, acc);
+    return;
+  }
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Vec12 col = (-0.25 * body_->rest_volume(e)) * gravity_.replicate<4, 1>();
     sink.add(stencil_[e], std::span<const int>(&pr, 1), col);
@@ -118,12 +135,22 @@ void FemElasticTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
   if (!sink.wants(pE) && !sink.wants(pnu)) return;
   const LameParameters lame = lame_parameters(ctx.p[pE], ctx.p[pnu]);
   const int idx[2] = {pE, pnu};
+  const VecX* lambda = sink.adjoint();
+  // vjp mode: Σ_e λ_eᵀ V_e vec(∂P/∂p G_eᵀ) = Σ_e ∂P/∂p : (V_e Λ_e G_e), accumulated per
+  // Lamé parameter and chained to (E, ν) at the end.
+  double dmu = 0.0, dlambda = 0.0;
   NeoHookeanResult nh;
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
     if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
     const Mat43& grad = body_->shape_gradients(e);
     const double V = body_->rest_volume(e);
+    if (lambda) {
+      const Mat3 M = V * (body_->element_positions(*lambda, e) * grad);
+      dmu += nh.dP_dmu.cwiseProduct(M).sum();
+      dlambda += nh.dP_dlambda.cwiseProduct(M).sum();
+      continue;
+    }
     // ∂P/∂E and ∂P/∂ν through the Lamé parameters.
     const Mat3 dP_dE = lame.dmu_dE * nh.dP_dmu + lame.dlambda_dE * nh.dP_dlambda;
     const Mat3 dP_dnu = lame.dmu_dnu * nh.dP_dmu + lame.dlambda_dnu * nh.dP_dlambda;
@@ -131,6 +158,10 @@ void FemElasticTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
     block.col(0) = V * element_forces(dP_dE, grad);
     block.col(1) = V * element_forces(dP_dnu, grad);
     sink.add(stencil_[e], std::span<const int>(idx, 2), block);
+  }
+  if (lambda) {
+    sink.add_contracted(pE, lame.dmu_dE * dmu + lame.dlambda_dE * dlambda);
+    sink.add_contracted(pnu, lame.dmu_dnu * dmu + lame.dlambda_dnu * dlambda);
   }
 }
 
@@ -196,15 +227,22 @@ void FemViscosityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int
 void FemViscosityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pv = body_->params().viscosity;
   if (model_ == ViscosityModel::kNone || !sink.wants(pv)) return;
+  const VecX* lambda = sink.adjoint();
+  double acc = 0.0;  // vjp mode: Σ_e ∂P/∂ν : (V_e Λ_e G_e), as for elasticity
   ViscousResult vr;
   for (int e = 0; e < body_->num_tets(); ++e) {
     const Mat3 F = body_->deformation_gradient(ctx.q, e);
     const Mat3 Fdot = body_->element_positions(ctx.v, e) * body_->shape_gradients(e);
     // The stress is linear in ν: ∂P/∂ν is the stress at unit viscosity.
     viscous_stress(F, Fdot, 1.0, model_, false, vr);
+    if (lambda) {
+      acc += vr.P.cwiseProduct(body_->rest_volume(e) * (body_->element_positions(*lambda, e) * body_->shape_gradients(e))).sum();
+      continue;
+    }
     const Vec12 col = body_->rest_volume(e) * element_forces(vr.P, body_->shape_gradients(e));
     sink.add(stencil_[e], std::span<const int>(&pv, 1), col);
   }
+  if (lambda) sink.add_contracted(pv, acc);
 }
 
 }  // namespace addsim

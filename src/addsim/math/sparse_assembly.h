@@ -193,6 +193,15 @@ class ParamSink {
   void add_rows(std::span<const DofIndex> dofs, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp);
   /// True when parameter `pidx` matters to this sink (column mode: only j).
   bool wants(int pidx) const { return lambda_ != nullptr || pidx == column_; }
+  /// vjp mode: the adjoint vector λ (|q|); null in column mode. Terms may contract their
+  /// local ∂r/∂p with λ themselves (cheaper in closed form) and add the result by
+  /// add_contracted().
+  const VecX* adjoint() const { return lambda_; }
+  /// vjp mode: grad[pidx] += value, a term's own λᵀ ∂r/∂p_pidx (pidx < 0: ignored, as in add()).
+  void add_contracted(int pidx, double value) {
+    ADDSIM_CHECK(lambda_ != nullptr, "add_contracted needs a vjp sink");
+    if (pidx >= 0) (*grad_)[pidx] += value;
+  }
 
  private:
   const StencilSet* stencils_ = nullptr;
