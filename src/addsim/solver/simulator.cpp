@@ -255,13 +255,15 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   double r_floor = jacobian_and_floor();
   const double tol = opt.tolerance;
 
-  // Trial evaluations of the line search. The full step is usually accepted: from the
-  // second iteration of a step on, its partials are evaluated right away. The first
-  // iteration's full step usually converges the step (mildly nonlinear steps), when its
-  // partials would be wasted: it is evaluated without them, and they are added below only
-  // if another iteration follows.
+  // Trial evaluations of the line search. The full step is usually accepted; its partials
+  // are evaluated right away when another iteration is expected to follow: from the second
+  // iteration of a step on, or when the quadratic model ‖r_{k+1}‖ ≈ C ‖r_k‖² (C of
+  // newton_forcing) predicts no convergence. Otherwise (mildly nonlinear steps, which the
+  // first full step usually converges) the trial is evaluated without partials, and they
+  // are added below only if another iteration follows.
+  bool expect_more = false;
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
-    const bool eager = first_trial && rep.iterations > 1;
+    const bool eager = first_trial && expect_more;
     return eval(q_trial, eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
   };
 
@@ -282,6 +284,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     r_ = -assembly_.r;  // the line search overwrites assembly_
     ++rep.iterations;
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol);
+    expect_more = rep.iterations > 1 || newton_constant_ * norm * norm >= tol;
     const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
                                             opt.max_halvings, trial_eval, newton_, rep);
     if (it.at_floor) {
@@ -301,7 +304,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       break;
     }
     // The partials at q: from the accepted trial if it was evaluated with them.
-    norm = it.halvings == 0 && rep.iterations > 1 ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
+    norm = it.halvings == 0 && expect_more ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
     r_floor = jacobian_and_floor();
   }
   rep.residual_norm = norm;
