@@ -2,6 +2,8 @@
 // (non-symmetric: friction), ≈ 8.2k DOF. Per refactorisation with the symbolic analysis
 // done once: UMFPACK, Eigen SparseLU, KLU; CHOLMOD (supernodal) on the symmetric part;
 // BiCGSTAB preconditioned by that Cholesky factor (iterations to 1e-12 relative residual).
+// UMFPACK (our symmetric strategy, one solve, and its automatic strategy without values)
+// and KLU also on the tori-drop Jacobian (argument 1; needs gmsh).
 // Results go to docs/solver.md.
 
 #include <benchmark/benchmark.h>
@@ -11,9 +13,12 @@
 #include <Eigen/IterativeLinearSolvers>
 #include <cholmod.h>
 #include <klu.h>
+#include <umfpack.h>
 
 #include "addsim/fem/fem_builder.h"
 #include "addsim/mesh/mesh_generators.h"
+#include "addsim/io/scene.h"
+#include "addsim/mesh/gmsh_generators.h"
 #include "addsim/solver/simulator.h"
 
 namespace {
@@ -27,10 +32,32 @@ struct Problem {
   VecX rhs;
 };
 
-// A 0.3 m soft cube of 13³ cells (6 tets each) thrown sideways onto a frictional floor;
-// the Jacobian is taken after 40 steps, while it slides.
-const Problem& problem() {
-  static Problem P = [] {
+// The step Jacobian at the last step of `m`'s run, and a random right-hand side.
+void take_jacobian(Problem& p) {
+  const Model& m = *p.model;
+  Simulator sim(m);
+  const VecX params = m.params().defaults();
+  const Trajectory t = sim.run(params);
+  if (!t.completed()) throw std::runtime_error(t.failure);
+  const int i = m.scheme().steps;
+  const VecX v = t.velocity(m.scheme(), i), a = t.acceleration(m.scheme(), i);
+  const TermContext ctx{t.q[i], v, a, params, i, m.scheme()};
+  Assembly out(&m.pattern(), &m.stencils());
+  out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(m.scheme(), i, 0));
+  sim.evaluate(ctx, out);
+  p.values = out.jac;
+  p.J = m.pattern().make_matrix(p.values);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  p.rhs.resize(m.num_dofs());
+  for (Eigen::Index k = 0; k < p.rhs.size(); ++k) p.rhs[k] = u(rng);
+}
+
+// 0: a 0.3 m soft cube of 13³ cells (6 tets each) thrown sideways onto a frictional floor;
+// the Jacobian is taken after 40 steps, while it slides. 1: the tori drop
+// (scenes/tori_drop.json, 2,184 DOF) after 100 steps, tumbling in contact.
+const Problem& problem(int which = 0) {
+  static Problem cube = [] {
     Problem p;
     p.model = std::make_unique<Model>();
     Model& m = *p.model;
@@ -55,40 +82,84 @@ const Problem& problem() {
     opt.gravity = Vec3(0, 0, -9.81);
     add_fem_body(m, "cube", mesh, mat, init, opt, obstacles, contact);
     m.finalize();
-    Simulator sim(m);
-    const VecX params = m.params().defaults();
-    const Trajectory t = sim.run(params);
-    if (!t.completed()) throw std::runtime_error(t.failure);
-    const int i = m.scheme().steps;
-    const VecX v = t.velocity(m.scheme(), i), a = t.acceleration(m.scheme(), i);
-    const TermContext ctx{t.q[i], v, a, params, i, m.scheme()};
-    Assembly out(&m.pattern(), &m.stencils());
-    out.reset(EvalMode::kResidualAndJacobians);
-    sim.evaluate(ctx, out);
-    const StepCoefficients& c = m.scheme().at(i);
-    p.values = out.kq + (c.cv[0] / m.scheme().h) * out.kv + (c.ca[0] / std::pow(m.scheme().h, 2)) * out.ka;
-    p.J = m.pattern().make_matrix(p.values);
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<double> u(-1, 1);
-    p.rhs.resize(m.num_dofs());
-    for (Eigen::Index k = 0; k < p.rhs.size(); ++k) p.rhs[k] = u(rng);
+    take_jacobian(p);
     return p;
   }();
-  return P;
+  if (which == 0) return cube;
+  static Problem tori = [] {
+    Problem p;
+    p.model = load_scene_file(std::string(ADDSIM_SOURCE_DIR) + "/scenes/tori_drop.json", {"steps=100"}).model;
+    take_jacobian(p);
+    return p;
+  }();
+  return tori;
+}
+
+// The problem of the benchmark's argument, labelled; null (benchmark skipped) for the tori
+// without gmsh.
+const Problem* get_problem(benchmark::State& state) {
+  const int which = static_cast<int>(state.range(0));
+  if (which == 1 && !gmsh_available()) {
+    state.SkipWithError("the tori-drop Jacobian needs gmsh");
+    return nullptr;
+  }
+  state.SetLabel(which == 0 ? "cube, 8,232 DOF" : "tori drop, 2,184 DOF");
+  return &problem(which);
 }
 
 double relative_residual(const SparseMat& A, const VecX& x, const VecX& b) { return (A * x - b).norm() / b.norm(); }
 
 void BM_Umfpack(benchmark::State& state) {
-  const Problem& p = problem();
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
   auto lu = make_linear_solver(LinearSolverKind::kUmfpack, &p.model->pattern());
   for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
   VecX x;
   lu->solve(p.rhs, x);
   state.counters["dofs"] = p.J.rows();
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  state.counters["flops"] = lu->factor_flops();
+  state.counters["lu_nnz"] = lu->solve_flops() / 2.0;
 }
-BENCHMARK(BM_Umfpack)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK(BM_Umfpack)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+// One solve with our UMFPACK factor (symmetric strategy, no iterative refinement as a
+// preconditioner uses it).
+void BM_UmfpackSolve(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  auto lu = make_linear_solver(LinearSolverKind::kUmfpack, &p.model->pattern());
+  lu->factorize(p.values);
+  VecX x;
+  for (auto _ : state) lu->precondition(p.rhs, x, false);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+}
+BENCHMARK(BM_UmfpackSolve)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// UMFPACK's automatic strategy with the symbolic analysis on the pattern alone (no values),
+// as addsim used it before choosing the symmetric strategy: COLAMD on the column pattern.
+void BM_UmfpackAutomaticStrategy(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  const SparsePattern& pat = p.model->pattern();
+  double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
+  umfpack_di_defaults(control);
+  void *symbolic = nullptr, *numeric = nullptr;
+  umfpack_di_symbolic(pat.size(), pat.size(), pat.outer().data(), pat.inner().data(), nullptr, &symbolic, control,
+                      info);
+  for (auto _ : state) {
+    if (numeric) umfpack_di_free_numeric(&numeric);
+    umfpack_di_numeric(pat.outer().data(), pat.inner().data(), p.values.data(), symbolic, &numeric, control, info);
+  }
+  state.counters["lu_nnz"] = info[UMFPACK_LNZ] + info[UMFPACK_UNZ];
+  state.counters["flops"] = info[UMFPACK_FLOPS];
+  umfpack_di_free_numeric(&numeric);
+  umfpack_di_free_symbolic(&symbolic);
+}
+BENCHMARK(BM_UmfpackAutomaticStrategy)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 void BM_EigenSparseLU(benchmark::State& state) {
   const Problem& p = problem();
@@ -101,7 +172,9 @@ void BM_EigenSparseLU(benchmark::State& state) {
 BENCHMARK(BM_EigenSparseLU)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 void BM_Klu(benchmark::State& state) {
-  const Problem& p = problem();
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
   const int n = static_cast<int>(p.J.rows());
   klu_common common;
   klu_defaults(&common);
@@ -120,7 +193,7 @@ void BM_Klu(benchmark::State& state) {
   klu_free_numeric(&num, &common);
   klu_free_symbolic(&sym, &common);
 }
-BENCHMARK(BM_Klu)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK(BM_Klu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 // CHOLMOD on the symmetric part S = (J + Jᵀ)/2 (lower triangle), supernodal.
 struct Cholmod {
