@@ -64,6 +64,27 @@ SparsePattern::SparsePattern(int n, const StencilSet& stencils) : n_(n) {
       }
     }
   }
+
+  // Point maps: stencils whose DOFs come in consecutive triples (3k, 3k+1, 3k+2 = d, d+1,
+  // d+2). Rows are sorted per column, so such a triple's value indices are consecutive too.
+  point_map_offsets_.assign(stencils.count(), -1);
+  for (int s = 0; s < stencils.count(); ++s) {
+    const auto dofs = stencils.dofs(s);
+    const int ns = static_cast<int>(dofs.size());
+    if (ns % 3 != 0) continue;
+    bool points = true;
+    for (int k = 0; k < ns / 3 && points; ++k) points = dofs[3 * k + 1] == dofs[3 * k] + 1 && dofs[3 * k + 2] == dofs[3 * k] + 2;
+    if (!points) continue;
+    const int* m = map(s);
+    point_map_offsets_[s] = static_cast<int>(point_map_.size());
+    for (int c = 0; c < ns; ++c)
+      for (int k = 0; k < ns / 3; ++k) {
+        const int base = m[3 * k + c * ns];
+        ADDSIM_CHECK(m[3 * k + 1 + c * ns] == base + 1 && m[3 * k + 2 + c * ns] == base + 2,
+                     "point stencil rows are not consecutive");
+        point_map_.push_back(base);
+      }
+  }
 }
 
 SparseMat SparsePattern::make_matrix(const VecX& values) const {

@@ -49,6 +49,12 @@ class SparsePattern {
   int nnz() const { return static_cast<int>(inner_.size()); }
   /// Value-array indices of stencil `id`, local column-major: map[r + c * ns].
   const int* map(int id) const { return map_.data() + map_offsets_[id]; }
+  /// For a stencil of whole 3-DOF points (size 3M, each point's DOFs consecutive, as an FEM
+  /// node's): the value index of local row 3k of local column c at [k + c M], the rows
+  /// 3k + 1, 3k + 2 following it — a third of map()'s entries. Null for other stencils.
+  const int* point_map(int id) const {
+    return point_map_offsets_[id] < 0 ? nullptr : point_map_.data() + point_map_offsets_[id];
+  }
   /// A matrix with this pattern and the given values (size nnz()).
   SparseMat make_matrix(const VecX& values) const;
   /// y += A x for A with this pattern and `values`.
@@ -66,6 +72,8 @@ class SparsePattern {
   std::vector<int> inner_;  // row indices, sorted per column
   std::vector<int> map_;
   std::vector<int> map_offsets_;
+  std::vector<int> point_map_;
+  std::vector<int> point_map_offsets_;  ///< −1: not a stencil of whole points
   std::vector<int> diag_;
 };
 
@@ -106,7 +114,6 @@ class Assembly {
            const Eigen::Matrix<double, N, N>* dr_dv, const Eigen::Matrix<double, N, N>* dr_da) {
     add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
-    const int* m = pattern_->map(id);
     if (mode_ == EvalMode::kResidualAndStepJacobian) {
       // One scatter of the weighted local sum instead of one per partial.
       Eigen::Matrix<double, N, N> local;
@@ -118,12 +125,12 @@ class Assembly {
         else
           local.noalias() += w * *part;
       }
-      if (terms > 0) scatter<N>(m, local, jac);
+      if (terms > 0) scatter<N>(id, local, jac);
       return;
     }
-    if (dr_dq) scatter<N>(m, *dr_dq, kq);
-    if (dr_dv) scatter<N>(m, *dr_dv, kv);
-    if (dr_da) scatter<N>(m, *dr_da, ka);
+    if (dr_dq) scatter<N>(id, *dr_dq, kq);
+    if (dr_dv) scatter<N>(id, *dr_dv, kv);
+    if (dr_da) scatter<N>(id, *dr_da, ka);
   }
 
   /// Adds a local residual of M nodes × 3 components (stencil order) and, when wanted, the
@@ -164,7 +171,22 @@ class Assembly {
   }
 
   template <int N>
-  static void scatter(const int* m, const Eigen::Matrix<double, N, N>& local, VecX& values) {
+  void scatter(int id, const Eigen::Matrix<double, N, N>& local, VecX& values) const {
+    if constexpr (N % 3 == 0) {
+      // Whole 3-DOF points: one index per point and column, three consecutive values.
+      if (const int* pm = pattern_->point_map(id)) {
+        constexpr int M = N / 3;
+        for (int c = 0; c < N; ++c)
+          for (int k = 0; k < M; ++k) {
+            double* v = values.data() + pm[k + c * M];
+            v[0] += local(3 * k, c);
+            v[1] += local(3 * k + 1, c);
+            v[2] += local(3 * k + 2, c);
+          }
+        return;
+      }
+    }
+    const int* m = pattern_->map(id);
     for (int c = 0; c < N; ++c)
       for (int rr = 0; rr < N; ++rr) values[m[rr + c * N]] += local(rr, c);
   }
