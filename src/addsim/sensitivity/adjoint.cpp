@@ -29,13 +29,19 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
   std::vector<VecX> acc(K + 1, VecX::Zero(nq));
   VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
-  VecX rhs(nq), lambda(nq), lambda_next(nq), guess(nq), neg_lambda(nq), sink_lambda(nq);
-  StepLinearization lin(model);
+  VecX rhs(nq), lambda(nq), lambda_next(nq), guess(nq), sink_lambda(nq);
+  // Only the products of the history blocks with λ^i are needed: they are formed without
+  // forming the blocks.
+  StepLinearization lin(model, StepLinearization::History::kProducts);
   // Successive steps' Jacobians are close: one LU serves many steps as GMRES
-  // preconditioner (relative residual 1e-12 per solve, solver/reused_factorization.h).
+  // preconditioner (relative residual kSensitivitySolveTolerance per solve,
+  // solver/reused_factorization.h). Where the old LU stops helping (impacts) GMRES gives up
+  // as soon as its convergence predicts more work than a refactorisation, not after it.
   ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
                          model.solver().reuse_factorization);
   lu.set_rotation_groups(fem_rotation_groups(model));
+  lu.set_relative_tolerance(kSensitivitySolveTolerance);
+  lu.set_early_refactorization(true);
 
   for (int i = n; i >= 1; --i) {
     lin.evaluate(traj, i);
@@ -58,22 +64,21 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     if (!lambda.allFinite())
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
     // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i.
-    neg_lambda = -lambda;
-    sink_lambda = neg_lambda;
+    sink_lambda = -lambda;
     lin.project_rows_transpose(sink_lambda);  // constrained rows carry no ∂r/∂p
     ParamSink sink = ParamSink::vjp(&model.stencils(), &sink_lambda, &out.dphi_dp);
     lin.param_derivatives(sink);
     // Push (dr^i/dq^{i-k})ᵀ λ^i to the states it depends on; q⁰ and v⁰ collect the
     // start-up blocks (paper §6 "Throwing": the initial state enters like a parameter).
+    lin.history_vjp(lambda);
     for (int k = 1; k <= K && i - k >= 0; ++k) {
       const int j = i - k;
-      if (j >= 1) {
-        pattern.transpose_multiply_add(lin.history_jacobian(k), lambda, acc[j % (K + 1)]);
-      } else {
-        pattern.transpose_multiply_add(lin.history_jacobian(k), neg_lambda, gq0);
-      }
+      if (j >= 1)
+        acc[j % (K + 1)] += lin.history_product(k);
+      else
+        gq0 -= lin.history_product(k);
     }
-    if (lin.depends_on_v0()) pattern.transpose_multiply_add(lin.v0_jacobian(), neg_lambda, gv0);
+    if (lin.depends_on_v0()) gv0 -= lin.v0_product();
   }
 
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).

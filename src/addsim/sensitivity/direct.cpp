@@ -54,12 +54,14 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
 
   StepLinearization lin(model);
   // One LU serves many steps and parameters as GMRES preconditioner (relative residual
-  // 1e-12 per solve; solver/reused_factorization.h), refactorised by the same cost rule as
-  // the forward run: with many parameters the GMRES work per step grows and it refactorises
-  // more often.
+  // kSensitivitySolveTolerance per solve; solver/reused_factorization.h), refactorised by the
+  // same cost rule as the forward run: with many parameters the GMRES work per step grows and
+  // it refactorises more often. A solve that stagnates on the old LU gives up early.
   ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
                          model.solver().reuse_factorization);
   lu.set_rotation_groups(fem_rotation_groups(model));
+  lu.set_relative_tolerance(kSensitivitySolveTolerance);
+  lu.set_early_refactorization(true);
   VecX rhs(nq), sol(nq);
   for (int i = 1; i <= n; ++i) {
     lin.evaluate(traj, i);

@@ -4,8 +4,8 @@
 
 namespace addsim {
 
-StepLinearization::StepLinearization(const Model& model)
-    : model_(model), assembly_(&model.pattern(), &model.stencils()) {
+StepLinearization::StepLinearization(const Model& model, History history)
+    : model_(model), assembly_(&model.pattern(), &model.stencils()), history_(history) {
   ADDSIM_CHECK(model.finalized(), "the model must be finalised before differentiating");
   const int n = model.num_dofs();
   const int nnz = model.pattern().nnz();
@@ -17,6 +17,10 @@ StepLinearization::StepLinearization(const Model& model)
   jac_.setZero(nnz);
   v0_jac_.setZero(nnz);
   hist_jac_.assign(model.scheme().window(), VecX::Zero(nnz));
+  hist_prod_.assign(model.scheme().window(), VecX::Zero(n));
+  uv_.setZero(n);
+  ua_.setZero(n);
+  v0_prod_.setZero(n);
 }
 
 void StepLinearization::apply_chart_jacobian(const Body& body, const MatX& G, VecX& values) const {
@@ -43,6 +47,7 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
   const TimeScheme& s = model_.scheme();
   ADDSIM_CHECK(i >= 1 && i < static_cast<int>(traj.q.size()), "step outside the recorded trajectory");
   step_ = i;
+  traj_ = &traj;
   p_ = &traj.p;
   // Rates at the converged state, exactly as the forward step formed them.
   const StateHistory hist = traj.history();
@@ -64,6 +69,27 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
   if (i <= static_cast<int>(traj.reports.size())) bodies_ = traj.reports[i - 1].contact.bodies;
   if (!bodies_.empty() && stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
   stick_rows_.constrain_body_matrix(bodies_, bdf_weights(s, i, 0).wv, true, jac_);
+  const JacobianWeights w_v0 = bdf_v0_weights(s, i);
+  depends_on_v0_ = w_v0.wq != 0.0 || w_v0.wv != 0.0 || w_v0.wa != 0.0;
+  // Hybrid contact (paper §4.3): the step's stick constraints T̄ ẋ^i = 0 replace their rows in
+  // every Jacobian, with ∂ẋ^i/∂(state) = wv of its weights (terms/stick_constraints.h).
+  sticks_.clear();
+  if (i <= static_cast<int>(traj.reports.size())) sticks_ = traj.reports[i - 1].contact.sticking;
+  if (!sticks_.empty()) {
+    if (stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
+    stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, 0).wv, jac_);
+  }
+  // The history blocks as matrices: always for the direct pass, and for the adjoint in steps
+  // whose stick constraints replace rows (history_vjp() forms the others' products directly).
+  have_history_matrices_ = history_ == History::kMatrices || !bodies_.empty() || !sticks_.empty();
+  if (have_history_matrices_) form_history_matrices(hist);
+}
+
+void StepLinearization::form_history_matrices(const StateHistory& hist) {
+  const TimeScheme& s = model_.scheme();
+  const int i = step_;
+  // Rigid stick constraints before the chart Jacobians, so that ∂v/∂q^{i−k} = wv_k G carries
+  // the chart switch.
   for (int k = 1; k <= s.window(); ++k) {
     combine_partials(bdf_weights(s, i, k), assembly_.kq, assembly_.kv, assembly_.ka, hist_jac_[k - 1]);
     stick_rows_.constrain_body_matrix(bodies_, bdf_weights(s, i, k).wv, false, hist_jac_[k - 1]);
@@ -72,18 +98,61 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
       for (const auto& [body, G] : hist.chart_jacobians(i, i - k)) apply_chart_jacobian(*body, G, hist_jac_[k - 1]);
   }
   const JacobianWeights w_v0 = bdf_v0_weights(s, i);
-  depends_on_v0_ = w_v0.wq != 0.0 || w_v0.wv != 0.0 || w_v0.wa != 0.0;
   if (depends_on_v0_) combine_partials(w_v0, assembly_.kq, assembly_.kv, assembly_.ka, v0_jac_);
   if (depends_on_v0_) stick_rows_.constrain_body_matrix(bodies_, w_v0.wv, false, v0_jac_);
-  // Hybrid contact (paper §4.3): the step's stick constraints T̄ ẋ^i = 0 replace their rows in
-  // every Jacobian, with ∂ẋ^i/∂(state) = wv of its weights (terms/stick_constraints.h).
-  sticks_.clear();
-  if (i <= static_cast<int>(traj.reports.size())) sticks_ = traj.reports[i - 1].contact.sticking;
   if (!sticks_.empty()) {
-    if (stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
-    stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, 0).wv, jac_);
     for (int k = 1; k <= s.window(); ++k) stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, k).wv, hist_jac_[k - 1]);
     if (depends_on_v0_) stick_rows_.constrain_matrix(sticks_, w_v0.wv, v0_jac_);
+  }
+}
+
+void StepLinearization::history_vjp(const VecX& lambda) {
+  const TimeScheme& s = model_.scheme();
+  const SparsePattern& pat = model_.pattern();
+  const int i = step_;
+  if (have_history_matrices_) {
+    for (int k = 1; k <= s.window(); ++k) {
+      hist_prod_[k - 1].setZero();
+      pat.transpose_multiply_add(hist_jac_[k - 1], lambda, hist_prod_[k - 1]);
+    }
+    if (depends_on_v0_) {
+      v0_prod_.setZero();
+      pat.transpose_multiply_add(v0_jac_, lambda, v0_prod_);
+    }
+    return;
+  }
+  // (∂r/∂v)ᵀλ and (∂r/∂a)ᵀλ in one pass over the columns of the shared pattern.
+  const int* outer = pat.outer().data();
+  const int* inner = pat.inner().data();
+  const double* kv = assembly_.kv.data();
+  const double* ka = assembly_.ka.data();
+  for (int c = 0; c < pat.size(); ++c) {
+    double sv = 0.0, sa = 0.0;
+    for (int e = outer[c]; e < outer[c + 1]; ++e) {
+      const double l = lambda[inner[e]];
+      sv += kv[e] * l;
+      sa += ka[e] * l;
+    }
+    uv_[c] = sv;
+    ua_[c] = sa;
+  }
+  // dr^i/dq^{i-k} = wv_k ∂r/∂v + wa_k ∂r/∂a (past states enter only through the rates), then
+  // (A G)ᵀλ = Gᵀ (Aᵀλ) on the block of each body whose chart switched in between.
+  const StateHistory hist = traj_->history();
+  for (int k = 1; k <= s.window(); ++k) {
+    const JacobianWeights w = bdf_weights(s, i, k);
+    ADDSIM_CHECK(w.wq == 0.0, "history Jacobian with a ∂r/∂q part");
+    hist_prod_[k - 1] = w.wv * uv_ + w.wa * ua_;
+    if (i - k >= 0)
+      for (const auto& [body, G] : hist.chart_jacobians(i, i - k)) {
+        auto block = hist_prod_[k - 1].segment(body->dof_offset(), body->dof_count());
+        block = G.transpose() * block;
+      }
+  }
+  if (depends_on_v0_) {
+    const JacobianWeights w = bdf_v0_weights(s, i);
+    ADDSIM_CHECK(w.wq == 0.0, "start-up Jacobian with a ∂r/∂q part");
+    v0_prod_ = w.wv * uv_ + w.wa * ua_;
   }
 }
 

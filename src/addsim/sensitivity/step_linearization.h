@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "addsim/core/error.h"
 #include "addsim/integrators/bdf.h"
 #include "addsim/math/sparse_assembly.h"
 #include "addsim/model/model.h"
@@ -16,22 +17,55 @@
 
 namespace addsim {
 
+/// Relative residual ‖b − A x‖ / ‖b‖ to which the adjoint and direct passes solve each step
+/// system (GMRES on the reused LU, solver/reused_factorization.h). The gradient's relative
+/// error grows about 4–90× this per-solve tolerance over whole rollouts (soft ball, cylinder
+/// drop, sheet, the gradcheck matrix; docs/validation/gradients.md §3): 1e-12 keeps adjoint
+/// and direct within ≈ 1e-11 of each other, under the 1e-9 the tests require by ≥ 10×, while
+/// 1e-11 reaches 3.7e-10 and 1e-10 exceeds 1e-9 (soft ball, BDF2). Finite-difference checks
+/// (1e-6 / 1e-4) alone would allow 1e-8; 1e-11 would save only ≈ 11 % of the GMRES
+/// iterations (cylinder drop).
+inline constexpr double kSensitivitySolveTolerance = 1e-12;
+
 class StepLinearization {
  public:
-  /// The model must be finalised and outlive this object.
-  explicit StepLinearization(const Model& model);
+  /// How the history blocks dr^i/dq^{i-k}, dr^i/dv⁰ are provided: as value arrays (the direct
+  /// pass multiplies them with one tangent per parameter) or only as transposed products
+  /// with one adjoint vector (history_vjp(); the adjoint pass), which skips forming them.
+  enum class History { kMatrices, kProducts };
 
-  /// Evaluates step i ∈ [1, n] of `traj` (which must hold q⁰ … q^i, q0, v0 and p).
+  /// The model must be finalised and outlive this object.
+  explicit StepLinearization(const Model& model, History history = History::kMatrices);
+
+  /// Evaluates step i ∈ [1, n] of `traj` (which must hold q⁰ … q^i, q0, v0 and p, and
+  /// outlive the use of this step's results).
   void evaluate(const Trajectory& traj, int i);
 
   /// dr^i/dq^i = ∂r/∂q + (cv_i[0]/h) ∂r/∂v + (ca_i[0]/h²) ∂r/∂a (nnz values).
   const VecX& step_jacobian() const { return jac_; }
   /// dr^i/dq^{i-k} = (cv_i[k]/h) ∂r/∂v + (ca_i[k]/h²) ∂r/∂a for k ∈ [1, K] (nnz values;
-  /// zero when i − k < 0).
-  const VecX& history_jacobian(int k) const { return hist_jac_[k - 1]; }
+  /// zero when i − k < 0). History::kMatrices only.
+  const VecX& history_jacobian(int k) const {
+    ADDSIM_CHECK(history_ == History::kMatrices, "history matrices are not formed in History::kProducts");
+    return hist_jac_[k - 1];
+  }
   /// dr^i/dv⁰ = v0_v,i ∂r/∂v + (v0_a,i/h) ∂r/∂a (nnz values); only meaningful if
-  /// depends_on_v0().
-  const VecX& v0_jacobian() const { return v0_jac_; }
+  /// depends_on_v0(). History::kMatrices only.
+  const VecX& v0_jacobian() const {
+    ADDSIM_CHECK(history_ == History::kMatrices, "history matrices are not formed in History::kProducts");
+    return v0_jac_;
+  }
+  /// The transposed history products of an adjoint vector λ (|q|) at the evaluated step:
+  /// afterwards history_product(k) = (dr^i/dq^{i-k})ᵀ λ for k ∈ [1, K] and, if
+  /// depends_on_v0(), v0_product() = (dr^i/dv⁰)ᵀ λ (|q| each). Equal to the products with
+  /// history_jacobian() and v0_jacobian() up to round-off. In History::kProducts they are
+  /// formed from (∂r/∂v)ᵀλ and (∂r/∂a)ᵀλ (one pass over the partials), combined with the BDF
+  /// weights, with each chart switch's Jacobian applied to its body's block,
+  /// (A G)ᵀλ = Gᵀ (Aᵀλ); a step with stick constraints (rows replaced) forms its history
+  /// matrices instead (paper eq. adjoint, the history sum).
+  void history_vjp(const VecX& lambda);
+  const VecX& history_product(int k) const { return hist_prod_[k - 1]; }
+  const VecX& v0_product() const { return v0_prod_; }
   /// True in the start-up steps whose rates read the initial velocity v⁰ directly.
   bool depends_on_v0() const { return depends_on_v0_; }
   /// Residual r^i at the stored state (|q|), for checks: ‖r‖ is the forward tolerance.
@@ -54,6 +88,8 @@ class StepLinearization {
  private:
   // values (nnz) ← values with the body's block columns multiplied by G (chart switch).
   void apply_chart_jacobian(const Body& body, const MatX& G, VecX& values) const;
+  // hist_jac_ and v0_jac_ from the partials (stick rows and chart switches applied).
+  void form_history_matrices(const StateHistory& hist);
 
   const Model& model_;
   Assembly assembly_;
@@ -61,8 +97,15 @@ class StepLinearization {
   std::vector<StickPoint> sticks_;
   std::vector<StickBody> bodies_;  ///< rigid bodies with stick constraints in this step
   std::vector<SlipPoint> slips_;
+  History history_;
+  // The step's history blocks are stored in hist_jac_, v0_jac_ (always in kMatrices; in
+  // kProducts only for steps with stick constraints, whose rows they replace).
+  bool have_history_matrices_ = false;
   VecX q_, v_, a_, v_hist_, a_hist_, jac_, v0_jac_;
   std::vector<VecX> hist_jac_;
+  VecX uv_, ua_, v0_prod_;  ///< (∂r/∂v)ᵀλ, (∂r/∂a)ᵀλ, (dr^i/dv⁰)ᵀλ
+  std::vector<VecX> hist_prod_;
+  const Trajectory* traj_ = nullptr;
   const VecX* p_ = nullptr;
   int step_ = 0;
   bool depends_on_v0_ = false;

@@ -1,5 +1,6 @@
 #include "addsim/solver/reused_factorization.h"
 
+#include "addsim/core/error.h"
 #include "addsim/solver/step_common.h"
 
 #include <algorithm>
@@ -16,6 +17,12 @@ using namespace step;
 constexpr int kMaxKrylov = 40;
 // Typical Krylov dimension, for the Gram–Schmidt part of the cost of one iteration.
 constexpr int kTypicalKrylov = 10;
+// Early refactorisation: from this iteration on, GMRES extrapolates its mean residual
+// reduction per iteration so far and gives up once reaching the target would take more
+// than kStagnationMargin × its budget (the cost of a refactorisation). GMRES often speeds
+// up later (superlinear convergence), hence the margin; the first iterations say little.
+constexpr int kStagnationCheckFrom = 4;
+constexpr double kStagnationMargin = 1.25;
 }  // namespace
 
 ReusedFactorization::ReusedFactorization(const SparsePattern* pattern, std::unique_ptr<LinearSolver> lu, bool enabled)
@@ -40,6 +47,11 @@ bool ReusedFactorization::factorize(const VecX& values) {
   const double iteration = lu_->solve_flops() + 2.0 * pattern_->nnz() + 4.0 * n * kTypicalKrylov;
   factor_to_iteration_ = lu_->factor_flops() / iteration;
   return ok;
+}
+
+void ReusedFactorization::set_relative_tolerance(double tolerance) {
+  ADDSIM_CHECK(tolerance > 0.0 && tolerance < 1.0, "GMRES relative tolerance outside (0, 1)");
+  relative_tolerance_ = tolerance;
 }
 
 void ReusedFactorization::set_rotation_groups(std::vector<RotationGroup> groups) {
@@ -104,7 +116,7 @@ bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool
   if (enabled_ && have_lu_ && !refactor_next_ && budget >= 2) {
     const auto t0 = Clock::now();
     int iterations = 0;
-    const double target = std::max(kRelativeTolerance * b.norm(), absolute_tolerance);
+    const double target = std::max(relative_tolerance_ * b.norm(), absolute_tolerance);
     bool converged;
     if (initial_guess) {
       // Solve for the correction d = x − x₀ from the residual of the guess.
@@ -189,6 +201,14 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
       break;
     }
     if (hk1 == 0.0) break;  // happy breakdown: the Krylov space is invariant
+    if (early_refactorization_ && k >= kStagnationCheckFrom) {
+      // Iterations needed at the mean rate so far: log(target/β) / (log(|g_k|/β) / k).
+      const double rate = std::log(std::abs(g[k]) / beta) / k;
+      if (rate >= 0.0 || std::log(target / beta) / rate > kStagnationMargin * max_iterations) {
+        iterations = k;
+        return false;
+      }
+    }
     if (k < max_iterations) basis_[k] = w_ / hk1;
   }
   iterations = k;

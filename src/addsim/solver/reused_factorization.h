@@ -7,7 +7,8 @@
 /// accuracy of a direct solve, and Newton's iterates and converged states do not change
 /// beyond round-off. A new factorisation is made when the GMRES work beyond one
 /// iteration per solve has added up to the cost of one (or when a single solve would cost
-/// more than refactorising). The policy counts floating-point operations (from the factorisation's own
+/// more than refactorising; with set_early_refactorization, as soon as its convergence so
+/// far predicts that). The policy counts floating-point operations (from the factorisation's own
 /// statistics), not time, so runs are reproducible bit for bit. docs/solver.md has the
 /// measurements.
 ///
@@ -36,7 +37,7 @@ class ReusedFactorization {
   ReusedFactorization(const SparsePattern* pattern, std::unique_ptr<LinearSolver> lu, bool enabled = true);
 
   /// Solves A x = b (transpose: Aᵀ x = b) for the matrix with nonzero `values` on the
-  /// pattern, to ‖b − A x‖ ≤ max(kRelativeTolerance ‖b‖, absolute_tolerance) when GMRES
+  /// pattern, to ‖b − A x‖ ≤ max(relative_tolerance() ‖b‖, absolute_tolerance) when GMRES
   /// runs. False if A had to be factorised and is singular (x is then unspecified).
   /// `initial_guess` (optional) starts GMRES there (e.g. the previous system's solution).
   bool solve(const VecX& values, const VecX& b, VecX& x, bool transpose = false, double absolute_tolerance = 0.0,
@@ -69,8 +70,16 @@ class ReusedFactorization {
   };
   const Stats& stats() const { return stats_; }
 
-  /// Relative residual ‖b − A x‖ / ‖b‖ at which GMRES stops.
+  /// Relative residual ‖b − A x‖ / ‖b‖ at which GMRES stops (default).
   static constexpr double kRelativeTolerance = 1e-12;
+  /// Sets the relative residual at which GMRES stops; kRelativeTolerance by default. Throws
+  /// InternalError outside (0, 1).
+  void set_relative_tolerance(double tolerance);
+  double relative_tolerance() const { return relative_tolerance_; }
+  /// With `enabled`, GMRES gives up on the old LU as soon as its convergence so far predicts
+  /// more iterations than a refactorisation costs (instead of after that many; thresholds in
+  /// reused_factorization.cpp). The solution is unchanged, only the work. Off by default.
+  void set_early_refactorization(bool enabled) { early_refactorization_ = enabled; }
 
  private:
   bool factorize(const VecX& values);
@@ -87,6 +96,8 @@ class ReusedFactorization {
   bool enabled_;
   bool have_lu_ = false;
   bool refactor_next_ = false;
+  double relative_tolerance_ = kRelativeTolerance;
+  bool early_refactorization_ = false;
   // Cost of one factorisation in units of one GMRES iteration (flop ratio).
   double factor_to_iteration_ = 0.0;
   // GMRES iterations beyond one per solve since the last factorisation.
