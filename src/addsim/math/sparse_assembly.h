@@ -141,11 +141,18 @@ class Assembly {
     constexpr int N = 3 * M;
     add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
-    const int* m = pattern_->map(id);
     const bool step = mode_ == EvalMode::kResidualAndStepJacobian;
     if (step && weights_.wa == 0.0) return;
     VecX& values = step ? jac : ka;
     const double w = step ? weights_.wa : 1.0;
+    if (const int* pm = pattern_->point_map(id)) {
+      // Entry (3k + i, 3l + i) sits i places after row 3k of column 3l + i.
+      for (int l = 0; l < M; ++l)
+        for (int i = 0; i < 3; ++i)
+          for (int k = 0; k < M; ++k) values[pm[k + (3 * l + i) * M] + i] += w * S(k, l);
+      return;
+    }
+    const int* m = pattern_->map(id);
     for (int l = 0; l < M; ++l)
       for (int k = 0; k < M; ++k)
         for (int i = 0; i < 3; ++i) values[m[(3 * k + i) + (3 * l + i) * N]] += w * S(k, l);
