@@ -56,6 +56,8 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
                                               model.solver().reuse_factorization);
   // FEM bodies' rotations since the LU was made are compensated in its reuse.
   lu_->set_rotation_groups(fem_rotation_groups(model));
+  // Give up on the old LU as soon as GMRES predicts it will not pay (impacts, contact changes).
+  lu_->set_early_refactorization(true);
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
