@@ -2,8 +2,10 @@
 // one adjoint gradient (all parameters) vs its forward rollout, and direct sensitivities per
 // parameter, for the soft ball throw (scenes/soft_ball_throw.json), the cylinder drop
 // (scenes/cylinder_drop.json) and the mass-spring sheet with per-step controls
-// (tasks/sheet_controls.json). Counters: ratio = gradient time / forward time; LU
-// factorisations and GMRES iterations of each pass.
+// (tasks/sheet_controls.json); the adjoint also with solver.threads = 2 ("_2threads":
+// forward element loops split; the adjoint linearises step i − 1 and forms the parameter
+// products of step i + 1 on a helper thread while it solves step i). Counters: ratio =
+// gradient time / forward time; LU factorisations and GMRES iterations of each pass.
 
 #include <benchmark/benchmark.h>
 
@@ -39,13 +41,19 @@ Case& get_case(const std::string& name) {
   if (c) return *c;
   c = std::make_unique<Case>();
   const fs::path src(ADDSIM_SOURCE_DIR);
-  if (name == "sheet_controls") {
+  // "<scene>_2threads": the same with solver.threads = 2 (forward element loops split, the
+  // adjoint's linearisation of step i − 1 overlapped with the solve of step i).
+  const std::string suffix = "_2threads";
+  const bool two = name.size() > suffix.size() && name.ends_with(suffix);
+  const std::string base = two ? name.substr(0, name.size() - suffix.size()) : name;
+  if (base == "sheet_controls") {
     c->task = std::make_unique<Task>(load_task_file(src / "tasks" / "sheet_controls.json"));
+    if (two) c->task->scene.model->solver_mut().threads = 2;
     c->model = c->task->scene.model.get();
     c->phi = &c->task->objective;
     c->params = {c->task->selection.indices()[0]};
   } else {
-    c->scene = load_scene_file(src / "scenes" / (name + ".json"));
+    c->scene = load_scene_file(src / "scenes" / (base + ".json"), {two ? "solver.threads=2" : "solver.threads=1"});
     c->model = c->scene.model.get();
     c->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(1.0, 0.0, 0.1)));
     c->phi = &c->objective;
@@ -115,6 +123,9 @@ void run_direct(benchmark::State& state, const std::string& name) {
 BENCHMARK_CAPTURE(run_adjoint, soft_ball_throw, std::string("soft_ball_throw"))->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(run_adjoint, cylinder_drop, std::string("cylinder_drop"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(run_adjoint, sheet_controls, std::string("sheet_controls"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(run_adjoint, soft_ball_throw_2threads, std::string("soft_ball_throw_2threads"))->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(run_adjoint, cylinder_drop_2threads, std::string("cylinder_drop_2threads"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run_adjoint, sheet_controls_2threads, std::string("sheet_controls_2threads"))->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(run_direct, soft_ball_throw, std::string("soft_ball_throw"))->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(run_direct, cylinder_drop, std::string("cylinder_drop"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(run_direct, sheet_controls, std::string("sheet_controls"))->Unit(benchmark::kMillisecond)->Iterations(5);

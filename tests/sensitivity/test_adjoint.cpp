@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -147,6 +148,25 @@ TEST(Adjoint, MismatchedTrajectoryIsAnInputError) {
   Simulator sim(*a.model);
   const Trajectory traj = sim.run(a.model->params().defaults());
   EXPECT_THROW(gradient_adjoint(*b.model, traj, b.objective), InputError);
+}
+
+// solver.threads = 2: a helper thread linearises step i − 1 while step i is solved. The
+// arithmetic is the same, so the gradient is identical bit for bit; a failure still names
+// its step.
+TEST(Adjoint, TwoThreadsGiveTheSameGradient) {
+  Scene s = make_scene(SceneKind::kBouncingCluster, Integrator::kBdf2, ContactModel::kLinear);
+  Simulator sim(*s.model);
+  const Trajectory traj = sim.run(s.model->params().defaults());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  const GradientResult one = gradient_adjoint(*s.model, traj, s.objective);
+  s.model->solver_mut().threads = 2;
+  const GradientResult two = gradient_adjoint(*s.model, traj, s.objective);
+  EXPECT_GT(one.dphi_dp.norm(), 0.0);
+  EXPECT_EQ(one.phi, two.phi);
+  EXPECT_EQ(one.dphi_dp, two.dphi_dp);
+  Trajectory broken = traj;
+  broken.q[3].setConstant(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THROW(gradient_adjoint(*s.model, broken, s.objective), std::runtime_error);
 }
 
 // Timing of one adjoint vs its forward rollout on the biggest scene (no assertion: timing

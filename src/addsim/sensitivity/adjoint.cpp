@@ -1,12 +1,14 @@
 #include "addsim/sensitivity/adjoint.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "addsim/sensitivity/step_linearization.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
+#include "addsim/solver/worker_thread.h"
 
 namespace addsim {
 
@@ -32,7 +34,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   VecX rhs(nq), lambda(nq), lambda_next(nq), guess(nq), sink_lambda(nq);
   // Only the products of the history blocks with λ^i are needed: they are formed without
   // forming the blocks.
-  StepLinearization lin(model, StepLinearization::History::kProducts);
+  auto make_linearization = [&] { return std::make_unique<StepLinearization>(model, StepLinearization::History::kProducts); };
   // Successive steps' Jacobians are close: one LU serves many steps as GMRES
   // preconditioner (relative residual kSensitivitySolveTolerance per solve,
   // solver/reused_factorization.h). Where the old LU stops helping (impacts) GMRES gives up
@@ -43,8 +45,16 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   lu.set_relative_tolerance(kSensitivitySolveTolerance);
   lu.set_early_refactorization(true);
 
-  for (int i = n; i >= 1; --i) {
-    lin.evaluate(traj, i);
+  // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i (constrained rows carry no ∂r/∂p); `buffer` holds −Pᵀλ.
+  auto add_parameter_products = [&](const StepLinearization& lin, const VecX& lam, VecX& buffer) {
+    buffer = -lam;
+    lin.project_rows_transpose(buffer);
+    ParamSink sink = ParamSink::vjp(&model.stencils(), &buffer, &out.dphi_dp);
+    lin.param_derivatives(sink);
+  };
+  // One backward step with the linearisation `lin` of step i: λ^i, then the history
+  // products it pushes to the earlier states.
+  auto backward_step = [&](StepLinearization& lin, int i) {
     // Right-hand side: (∂Φ/∂q^i)ᵀ minus the later steps' history products.
     VecX& acc_i = acc[i % (K + 1)];
     rhs = -acc_i;
@@ -63,11 +73,6 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
     if (!lambda.allFinite())
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
-    // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i.
-    sink_lambda = -lambda;
-    lin.project_rows_transpose(sink_lambda);  // constrained rows carry no ∂r/∂p
-    ParamSink sink = ParamSink::vjp(&model.stencils(), &sink_lambda, &out.dphi_dp);
-    lin.param_derivatives(sink);
     // Push (dr^i/dq^{i-k})ᵀ λ^i to the states it depends on; q⁰ and v⁰ collect the
     // start-up blocks (paper §6 "Throwing": the initial state enters like a parameter).
     lin.history_vjp(lambda);
@@ -79,6 +84,44 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         gq0 -= lin.history_product(k);
     }
     if (lin.depends_on_v0()) gv0 -= lin.v0_product();
+  };
+
+  if (model.solver().threads == 1) {
+    const auto lin = make_linearization();
+    for (int i = n; i >= 1; --i) {
+      lin->evaluate(traj, i);
+      backward_step(*lin, i);
+      add_parameter_products(*lin, lambda, sink_lambda);
+    }
+  } else {
+    // Two threads: while this thread solves step i, a helper forms the parameter products
+    // of step i + 1 (λ^{i+1} is known) and then linearises step i − 1 (it needs only the
+    // recorded trajectory). Three linearisations in a ring, step j in lin[j mod 3]; only the
+    // helper writes dΦ/dp inside the loop. Same arithmetic as one thread, same gradient.
+    std::vector<std::unique_ptr<StepLinearization>> lin(3);
+    for (auto& l : lin) l = make_linearization();
+    WorkerThread worker;
+    VecX param_lambda(nq), worker_buffer(nq);
+    lin[n % 3]->evaluate(traj, n);
+    for (int i = n; i >= 1; --i) {
+      worker.start([&, i] {
+        if (i < n) add_parameter_products(*lin[(i + 1) % 3], param_lambda, worker_buffer);
+        if (i > 1) lin[(i - 1) % 3]->evaluate(traj, i - 1);
+      });
+      try {
+        backward_step(*lin[i % 3], i);
+      } catch (...) {
+        // Never unwind while the helper still works on the linearisations.
+        try {
+          worker.wait();
+        } catch (...) {
+        }
+        throw;
+      }
+      worker.wait();
+      param_lambda = lambda;
+    }
+    add_parameter_products(*lin[1 % 3], param_lambda, sink_lambda);
   }
 
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
