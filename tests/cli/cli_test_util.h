@@ -3,6 +3,7 @@
 // with stdout and stderr captured, and check its one-line errors.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -21,11 +22,12 @@ namespace fs = std::filesystem;
 
 using addsim::test::source_dir;
 
-/// An empty temporary directory named after the running test (suite and name).
+/// An empty temporary directory named after the running test (suite and name) and this
+/// process, so that test runs sharing a machine do not collide.
 inline fs::path fresh_temp_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir =
-      fs::temp_directory_path() / ("addsim_" + std::string(info->test_suite_name()) + "_" + info->name());
+  const fs::path dir = fs::temp_directory_path() / ("addsim_" + std::string(info->test_suite_name()) + "_" +
+                                                    info->name() + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -6,17 +6,19 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "addsim/core/error.h"
 #include "../support/source_dir.h"
 
 namespace addsim::test {
 
-/// A fresh empty directory under the system temp dir, unique per test.
+/// A fresh empty directory under the system temp dir, unique per test and process.
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("addsim_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + name);
+                   ("addsim_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + name + "_" +
+                    std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
