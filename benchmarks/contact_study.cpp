@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -64,7 +65,12 @@ int main(int argc, char** argv) {
   const std::string steps_arg = argv[4];
   std::vector<std::string> sets;
   for (int i = 5; i < argc; ++i) sets.push_back(argv[i]);
+  std::filesystem::create_directories(out);
   std::ofstream summary(out + "/summary.csv");
+  if (!summary) {
+    std::fprintf(stderr, "contact_study: cannot write %s/summary.csv\n", out.c_str());
+    return 2;
+  }
   summary << "model,cpu_s,wall_s,newton_iterations,factorizations,krylov_iterations,completed,final_cx,final_cy,"
              "final_cz,final_tangential_speed\n";
   for (const std::string& name : models) {
