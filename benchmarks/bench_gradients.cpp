@@ -2,9 +2,10 @@
 // one adjoint gradient (all parameters) vs its forward rollout, and direct sensitivities per
 // parameter, for the soft ball throw (scenes/soft_ball_throw.json), the cylinder drop
 // (scenes/cylinder_drop.json) and the mass-spring sheet with per-step controls
-// (tasks/sheet_controls.json); the adjoint also with solver.threads = 2 ("_2threads":
-// forward element loops split; the adjoint linearises step i − 1 and forms the parameter
-// products of step i + 1 on a helper thread while it solves step i). Counters: ratio =
+// (tasks/sheet_controls.json); each also with solver.threads = 2 ("_2threads": forward
+// element loops split; the adjoint linearises step i − 1 and forms the parameter products
+// of step i + 1 on a helper thread while it solves step i; the direct pass linearises
+// step i + 1 ahead). Counters: ratio =
 // gradient time / forward time; LU factorisations and GMRES iterations of each pass.
 
 #include <benchmark/benchmark.h>
@@ -129,6 +130,9 @@ BENCHMARK_CAPTURE(run_adjoint, sheet_controls_2threads, std::string("sheet_contr
 BENCHMARK_CAPTURE(run_direct, soft_ball_throw, std::string("soft_ball_throw"))->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK_CAPTURE(run_direct, cylinder_drop, std::string("cylinder_drop"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(run_direct, sheet_controls, std::string("sheet_controls"))->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(run_direct, soft_ball_throw_2threads, std::string("soft_ball_throw_2threads"))->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK_CAPTURE(run_direct, cylinder_drop_2threads, std::string("cylinder_drop_2threads"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(run_direct, sheet_controls_2threads, std::string("sheet_controls_2threads"))->Unit(benchmark::kMillisecond)->Iterations(5);
 
 }  // namespace
 

@@ -150,10 +150,10 @@ TEST(Adjoint, MismatchedTrajectoryIsAnInputError) {
   EXPECT_THROW(gradient_adjoint(*b.model, traj, b.objective), InputError);
 }
 
-// solver.threads = 2: a helper thread linearises step i − 1 while step i is solved. The
-// arithmetic is the same, so the gradient is identical bit for bit; a failure still names
-// its step.
-TEST(Adjoint, TwoThreadsGiveTheSameGradient) {
+// solver.threads = 2: a helper thread linearises step i − 1 while step i is solved (and
+// step i + 1 in the direct pass). The arithmetic is the same, so the gradient is identical
+// bit for bit; a failing step still throws through the pipeline.
+TEST(Adjoint, TwoThreadsGiveTheSameGradientAdjointAndDirect) {
   Scene s = make_scene(SceneKind::kBouncingCluster, Integrator::kBdf2, ContactModel::kLinear);
   Simulator sim(*s.model);
   const Trajectory traj = sim.run(s.model->params().defaults());
@@ -164,9 +164,17 @@ TEST(Adjoint, TwoThreadsGiveTheSameGradient) {
   EXPECT_GT(one.dphi_dp.norm(), 0.0);
   EXPECT_EQ(one.phi, two.phi);
   EXPECT_EQ(one.dphi_dp, two.dphi_dp);
+  // The direct pass linearises the next step ahead on the helper thread: same numbers too.
+  const std::vector<int> some{0, s.model->params().size() / 2, s.model->params().size() - 1};
+  s.model->solver_mut().threads = 1;
+  const DirectResult d1 = gradient_direct(*s.model, traj, s.objective, some);
+  s.model->solver_mut().threads = 2;
+  const DirectResult d2 = gradient_direct(*s.model, traj, s.objective, some);
+  EXPECT_EQ(d1.dphi_dp, d2.dphi_dp);
   Trajectory broken = traj;
   broken.q[3].setConstant(std::numeric_limits<double>::quiet_NaN());
   EXPECT_THROW(gradient_adjoint(*s.model, broken, s.objective), std::runtime_error);
+  EXPECT_THROW(gradient_direct(*s.model, broken, s.objective, some), std::runtime_error);
 }
 
 // Timing of one adjoint vs its forward rollout on the biggest scene (no assertion: timing

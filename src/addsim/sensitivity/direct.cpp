@@ -1,12 +1,15 @@
 #include "addsim/sensitivity/direct.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/step_linearization.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
+#include "addsim/solver/worker_thread.h"
 
 namespace addsim {
 
@@ -52,7 +55,6 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
     out.sensitivities.push_back(dq0[keep]);
   }
 
-  StepLinearization lin(model);
   // One LU serves many steps and parameters as GMRES preconditioner (relative residual
   // kSensitivitySolveTolerance per solve; solver/reused_factorization.h), refactorised by the
   // same cost rule as the forward run: with many parameters the GMRES work per step grows and
@@ -63,8 +65,8 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   lu.set_relative_tolerance(kSensitivitySolveTolerance);
   lu.set_early_refactorization(true);
   VecX rhs(nq), sol(nq);
-  for (int i = 1; i <= n; ++i) {
-    lin.evaluate(traj, i);
+  // Step i with its linearisation `lin`: s^i_j for every listed parameter.
+  auto forward_step = [&](const StepLinearization& lin, int i) {
     lu.set_configuration(traj.q[i]);
     const VecX* g = og.find_dphi_dq(i);
     for (int c = 0; c < m; ++c) {
@@ -90,6 +92,33 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       if (g) out.dphi_dp[c] += g->dot(sol);
       if (c == keep) out.sensitivities.push_back(sol);
     }
+  };
+
+  // With solver.threads = 2 a helper thread linearises step i + 1 (it needs only the
+  // recorded trajectory) while this thread solves step i.
+  auto current = std::make_unique<StepLinearization>(model);
+  auto following = std::make_unique<StepLinearization>(model);
+  std::unique_ptr<WorkerThread> worker;
+  if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
+  current->evaluate(traj, 1);
+  for (int i = 1; i <= n; ++i) {
+    const bool ahead = worker && i < n;
+    if (ahead) worker->start([&traj, next = following.get(), i] { next->evaluate(traj, i + 1); });
+    try {
+      forward_step(*current, i);
+    } catch (...) {
+      // Never unwind while the helper still writes into *following.
+      if (ahead) try {
+          worker->wait();
+        } catch (...) {
+        }
+      throw;
+    }
+    if (ahead)
+      worker->wait();
+    else if (i < n)
+      following->evaluate(traj, i + 1);
+    std::swap(current, following);
   }
   out.factorizations = lu.stats().factorizations;
   out.krylov_iterations = lu.stats().krylov_iterations;
