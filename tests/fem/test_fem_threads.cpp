@@ -111,6 +111,7 @@ TEST(FemThreads, WorkerRethrowsAndStaysUsable) {
       std::runtime_error);
   int value = 0;
   worker.start([&] { value = 42; });
+  EXPECT_THROW(worker.start([] {}), InternalError);  // one task at a time
   worker.wait();
   EXPECT_EQ(value, 42);
 }

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "addsim/core/error.h"
+
 namespace addsim {
 
 WorkerThread::WorkerThread() : thread_([this] { loop(); }) {}
@@ -18,6 +20,8 @@ WorkerThread::~WorkerThread() {
 void WorkerThread::start(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    ADDSIM_CHECK(!pending_, "WorkerThread::start before the previous task was waited for");
+    pending_ = true;
     task_ = std::move(task);
     error_ = nullptr;
     busy_ = true;
@@ -28,6 +32,7 @@ void WorkerThread::start(std::function<void()> task) {
 void WorkerThread::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [this] { return !busy_; });
+  pending_ = false;
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 

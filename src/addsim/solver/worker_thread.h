@@ -19,7 +19,8 @@ class WorkerThread {
   WorkerThread(const WorkerThread&) = delete;
   WorkerThread& operator=(const WorkerThread&) = delete;
 
-  /// Runs `task` on the worker; the previous task must have been waited for.
+  /// Runs `task` on the worker; the previous task must have been waited for (InternalError
+  /// otherwise).
   void start(std::function<void()> task);
   /// Blocks until the task has finished; rethrows its exception, if any.
   void wait();
@@ -32,6 +33,7 @@ class WorkerThread {
   std::function<void()> task_;
   std::exception_ptr error_;
   bool busy_ = false, stop_ = false;
+  bool pending_ = false;  ///< started and not yet waited for (the caller's side)
   std::thread thread_;  ///< last: started after the state above is initialised
 };
 
