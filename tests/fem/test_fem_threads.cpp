@@ -27,17 +27,9 @@ std::unique_ptr<Model> make_sliding_box() {
   const int fr = m->params().add("obstacles.0.friction", "", ParamKind::kContact, VecX::Constant(1, 0.4), 1, 1, 0.0);
   std::vector<std::shared_ptr<const Obstacle>> obstacles{
       std::make_shared<PlaneObstacle>("floor", fr, Vec3::Zero(), Vec3(0, 0, 1))};
-  FemMaterial mat;
-  mat.youngs_modulus = 2e4;
-  mat.poisson_ratio = 0.3;
-  mat.density = 150;
-  mat.viscosity = 0.02;
-  FemInit init;
-  init.position = Vec3(0, 0, 0.06);
-  init.velocity = Vec3(1.0, 0, -0.5);
-  init.angular_velocity = Vec3(0, 3, 0);
-  FemOptions opt;
-  opt.gravity = Vec3(0, 0, -9.81);
+  const FemMaterial mat{.youngs_modulus = 2e4, .poisson_ratio = 0.3, .density = 150, .viscosity = 0.02};
+  const FemInit init{.position = Vec3(0, 0, 0.06), .velocity = Vec3(1.0, 0, -0.5), .angular_velocity = Vec3(0, 3, 0)};
+  const FemOptions opt{.gravity = Vec3(0, 0, -9.81)};
   add_fem_body(*m, "box", make_box_mesh(Vec3(0.1, 0.08, 0.06), Eigen::Vector3i(4, 3, 3)), mat, init, opt, obstacles,
                contact);
   m->finalize();

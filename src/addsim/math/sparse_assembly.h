@@ -90,8 +90,8 @@ struct JacobianWeights {
 enum class EvalMode { kResidual, kResidualAndJacobians, kResidualAndStepJacobian };
 
 /// Per-evaluation scratch: residual r (|q|), the absolute-value sum of contributions
-/// (used to estimate the round-off floor of ‖r‖), and the three local-partial
-/// matrices ∂r/∂q, ∂r/∂v, ∂r/∂a as value arrays over the shared pattern.
+/// (used to estimate the round-off floor of ‖r‖), and, per EvalMode, the three local-partial
+/// matrices ∂r/∂q, ∂r/∂v, ∂r/∂a or their weighted sum as value arrays over the shared pattern.
 class Assembly {
  public:
   Assembly() = default;

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "addsim/sensitivity/step_linearization.h"
-#include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/worker_thread.h"
 
@@ -16,7 +15,6 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   const auto t0 = std::chrono::steady_clock::now();
   require_complete_trajectory(model, traj, "adjoint");
   const TimeScheme& s = model.scheme();
-  const SparsePattern& pattern = model.pattern();
   const int n = s.steps;
   const int K = s.window();
   const int nq = model.num_dofs();
@@ -39,11 +37,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // preconditioner (relative residual kSensitivitySolveTolerance per solve,
   // solver/reused_factorization.h). Where the old LU stops helping (impacts) GMRES gives up
   // as soon as its convergence predicts more work than a refactorisation, not after it.
-  ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
-                         model.solver().reuse_factorization);
-  lu.set_rotation_groups(fem_rotation_groups(model));
-  lu.set_relative_tolerance(kSensitivitySolveTolerance);
-  lu.set_early_refactorization(true);
+  const std::unique_ptr<ReusedFactorization> lu = make_step_solver(model);
+  lu->set_relative_tolerance(kSensitivitySolveTolerance);
 
   // dΦ/dp −= (∂r^i/∂p)ᵀ λ^i (constrained rows carry no ∂r/∂p); `buffer` holds −Pᵀλ.
   auto add_parameter_products = [&](const StepLinearization& lin, const VecX& lam, VecX& buffer) {
@@ -68,8 +63,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     else
       guess = lambda;
     lambda_next = lambda;
-    lu.set_configuration(traj.q[i]);
-    if (!lu.solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &guess : nullptr))
+    lu->set_configuration(traj.q[i]);
+    if (!lu->solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &guess : nullptr))
       throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
     if (!lambda.allFinite())
       throw SimulationError("adjoint: adjoint state of step " + std::to_string(i) + " is not finite", i);
@@ -104,21 +99,12 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     VecX param_lambda(nq), worker_buffer(nq);
     lin[n % 3]->evaluate(traj, n);
     for (int i = n; i >= 1; --i) {
-      worker.start([&, i] {
-        if (i < n) add_parameter_products(*lin[(i + 1) % 3], param_lambda, worker_buffer);
-        if (i > 1) lin[(i - 1) % 3]->evaluate(traj, i - 1);
-      });
-      try {
-        backward_step(*lin[i % 3], i);
-      } catch (...) {
-        // Never unwind while the helper still works on the linearisations.
-        try {
-          worker.wait();
-        } catch (...) {
-        }
-        throw;
-      }
-      worker.wait();
+      worker.run_alongside(
+          [&, i] {
+            if (i < n) add_parameter_products(*lin[(i + 1) % 3], param_lambda, worker_buffer);
+            if (i > 1) lin[(i - 1) % 3]->evaluate(traj, i - 1);
+          },
+          [&] { backward_step(*lin[i % 3], i); });
       param_lambda = lambda;
     }
     add_parameter_products(*lin[1 % 3], param_lambda, sink_lambda);
@@ -127,8 +113,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
   if (const VecX* g = og.find_dphi_dq(0)) gq0 += *g;
   for (const auto& b : model.bodies()) b->initial_state_vjp(traj.p, gq0, gv0, out.dphi_dp);
-  out.factorizations = lu.stats().factorizations;
-  out.krylov_iterations = lu.stats().krylov_iterations;
+  out.factorizations = lu->stats().factorizations;
+  out.krylov_iterations = lu->stats().krylov_iterations;
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

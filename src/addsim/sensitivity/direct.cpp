@@ -7,7 +7,6 @@
 
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/step_linearization.h"
-#include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/worker_thread.h"
 
@@ -59,15 +58,12 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   // kSensitivitySolveTolerance per solve; solver/reused_factorization.h), refactorised by the
   // same cost rule as the forward run: with many parameters the GMRES work per step grows and
   // it refactorises more often. A solve that stagnates on the old LU gives up early.
-  ReusedFactorization lu(&pattern, make_linear_solver(model.solver().linear_solver, &pattern),
-                         model.solver().reuse_factorization);
-  lu.set_rotation_groups(fem_rotation_groups(model));
-  lu.set_relative_tolerance(kSensitivitySolveTolerance);
-  lu.set_early_refactorization(true);
+  const std::unique_ptr<ReusedFactorization> lu = make_step_solver(model);
+  lu->set_relative_tolerance(kSensitivitySolveTolerance);
   VecX rhs(nq), sol(nq);
   // Step i with its linearisation `lin`: s^i_j for every listed parameter.
   auto forward_step = [&](const StepLinearization& lin, int i) {
-    lu.set_configuration(traj.q[i]);
+    lu->set_configuration(traj.q[i]);
     const VecX* g = og.find_dphi_dq(i);
     for (int c = 0; c < m; ++c) {
       // rhs = −(∂r^i/∂p_j + Σ_k dr^i/dq^{i-k} s^{i-k}_j + dr^i/dv⁰ ∂v⁰/∂p_j).
@@ -80,7 +76,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       if (lin.depends_on_v0()) pattern.multiply_add(lin.v0_jacobian(), dv0[c], rhs);
       rhs = -rhs;
       // GMRES starts from s^{i-1}_j: sensitivities change little from step to step.
-      if (!lu.solve(lin.step_jacobian(), rhs, sol, /*transpose=*/false, 0.0, &ring[c][(i - 1) % (K + 1)]))
+      if (!lu->solve(lin.step_jacobian(), rhs, sol, /*transpose=*/false, 0.0, &ring[c][(i - 1) % (K + 1)]))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
                                   " is singular",
                               i);
@@ -102,26 +98,17 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
   current->evaluate(traj, 1);
   for (int i = 1; i <= n; ++i) {
-    const bool ahead = worker && i < n;
-    if (ahead) worker->start([&traj, next = following.get(), i] { next->evaluate(traj, i + 1); });
-    try {
+    if (worker && i < n) {
+      worker->run_alongside([&traj, next = following.get(), i] { next->evaluate(traj, i + 1); },
+                            [&] { forward_step(*current, i); });
+    } else {
       forward_step(*current, i);
-    } catch (...) {
-      // Never unwind while the helper still writes into *following.
-      if (ahead) try {
-          worker->wait();
-        } catch (...) {
-        }
-      throw;
+      if (i < n) following->evaluate(traj, i + 1);
     }
-    if (ahead)
-      worker->wait();
-    else if (i < n)
-      following->evaluate(traj, i + 1);
     std::swap(current, following);
   }
-  out.factorizations = lu.stats().factorizations;
-  out.krylov_iterations = lu.stats().krylov_iterations;
+  out.factorizations = lu->stats().factorizations;
+  out.krylov_iterations = lu->stats().krylov_iterations;
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -222,6 +222,14 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
 }
 
+std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model) {
+  auto lu = std::make_unique<ReusedFactorization>(
+      &model.pattern(), make_linear_solver(model.solver().linear_solver, &model.pattern()),
+      model.solver().reuse_factorization);
+  lu->set_rotation_groups(fem_rotation_groups(model));
+  return lu;
+}
+
 std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model& model) {
   std::vector<ReusedFactorization::RotationGroup> groups;
   for (const auto& b : model.bodies())

@@ -7,8 +7,7 @@
 /// accuracy of a direct solve, and Newton's iterates and converged states do not change
 /// beyond round-off. A new factorisation is made when the GMRES work beyond one
 /// iteration per solve has added up to the cost of one (or when a single solve would cost
-/// more than refactorising; with set_early_refactorization, as soon as its convergence so
-/// far predicts that). The policy counts floating-point operations (from the factorisation's own
+/// more than refactorising, as soon as its convergence so far predicts that). The policy counts floating-point operations (from the factorisation's own
 /// statistics), not time, so runs are reproducible bit for bit. docs/solver.md has the
 /// measurements.
 ///
@@ -76,9 +75,9 @@ class ReusedFactorization {
   /// InternalError outside (0, 1).
   void set_relative_tolerance(double tolerance);
   double relative_tolerance() const { return relative_tolerance_; }
-  /// With `enabled`, GMRES gives up on the old LU as soon as its convergence so far predicts
-  /// more iterations than a refactorisation costs (instead of after that many; thresholds in
-  /// reused_factorization.cpp). The solution is unchanged, only the work. Off by default.
+  /// With `enabled` (the default), GMRES gives up on the old LU as soon as its convergence so
+  /// far predicts more iterations than a refactorisation costs (instead of after that many;
+  /// thresholds in reused_factorization.cpp). The solution is unchanged, only the work.
   void set_early_refactorization(bool enabled) { early_refactorization_ = enabled; }
 
  private:
@@ -97,7 +96,7 @@ class ReusedFactorization {
   bool have_lu_ = false;
   bool refactor_next_ = false;
   double relative_tolerance_ = kRelativeTolerance;
-  bool early_refactorization_ = false;
+  bool early_refactorization_ = true;
   // Cost of one factorisation in units of one GMRES iteration (flop ratio).
   double factor_to_iteration_ = 0.0;
   // GMRES iterations beyond one per solve since the last factorisation.
@@ -116,5 +115,10 @@ class ReusedFactorization {
 
 /// The rotation groups of `model`: one per FEM body (its nodes).
 std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model& model);
+
+/// The step-Jacobian solver of `model`, as the forward run, the adjoint and the direct pass
+/// use it: its solver.linear_solver and solver.reuse_factorization, and its FEM bodies'
+/// rotations compensated in the reuse.
+std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model);
 
 }  // namespace addsim

@@ -51,13 +51,7 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
     worker_ = std::make_unique<WorkerThread>();
     worker_assembly_ = Assembly(&model.pattern(), &model.stencils());
   }
-  lu_ = std::make_unique<ReusedFactorization>(&model.pattern(),
-                                              make_linear_solver(model.solver().linear_solver, &model.pattern()),
-                                              model.solver().reuse_factorization);
-  // FEM bodies' rotations since the LU was made are compensated in its reuse.
-  lu_->set_rotation_groups(fem_rotation_groups(model));
-  // Give up on the old LU as soon as GMRES predicts it will not pay (impacts, contact changes).
-  lu_->set_early_refactorization(true);
+  lu_ = make_step_solver(model);
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
@@ -106,23 +100,20 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
   // reproducible run to run (they differ from one thread's at round-off).
   const EvalMode mode = out.mode();
   const JacobianWeights weights = out.weights();
-  worker_->start([&] {
-    worker_assembly_.reset(mode, weights);
-    for (const auto& t : model_.terms())
-      if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
-  });
-  try {
-    for (const auto& t : model_.terms()) {
-      if (const int n = t->item_count(); n > 1)
-        t->evaluate_items(ctx, out, 0, n / 2);
-      else
-        t->evaluate(ctx, out);
-    }
-  } catch (...) {
-    worker_->wait();
-    throw;
-  }
-  worker_->wait();
+  worker_->run_alongside(
+      [&] {
+        worker_assembly_.reset(mode, weights);
+        for (const auto& t : model_.terms())
+          if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
+      },
+      [&] {
+        for (const auto& t : model_.terms()) {
+          if (const int n = t->item_count(); n > 1)
+            t->evaluate_items(ctx, out, 0, n / 2);
+          else
+            t->evaluate(ctx, out);
+        }
+      });
   out.add_from(worker_assembly_);
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace addsim {
 
@@ -24,6 +25,23 @@ class WorkerThread {
   void start(std::function<void()> task);
   /// Blocks until the task has finished; rethrows its exception, if any.
   void wait();
+  /// Fork–join: runs `task` on the worker and `own` on the calling thread, then waits. If
+  /// `own` throws, the task is still waited for (it may use the caller's data) and own's
+  /// exception propagates; otherwise the task's, if any.
+  template <class F>
+  void run_alongside(std::function<void()> task, F&& own) {
+    start(std::move(task));
+    try {
+      own();
+    } catch (...) {
+      try {
+        wait();
+      } catch (...) {
+      }
+      throw;
+    }
+    wait();
+  }
 
  private:
   void loop();
