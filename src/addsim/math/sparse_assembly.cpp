@@ -43,6 +43,17 @@ SparsePattern::SparsePattern(int n, const StencilSet& stencils) : n_(n) {
     diag_[c] = static_cast<int>(std::lower_bound(inner_.begin() + outer_[c], inner_.begin() + outer_[c + 1], c) -
                                 inner_.begin());
 
+  // Column triples with identical row lists.
+  const auto same_rows = [&](int a, int b) {
+    return outer_[a + 1] - outer_[a] == outer_[b + 1] - outer_[b] &&
+           std::equal(inner_.begin() + outer_[a], inner_.begin() + outer_[a + 1], inner_.begin() + outer_[b]);
+  };
+  for (int c = 0; c < n;) {
+    groups_.push_back(c);
+    c += c + 2 < n && same_rows(c, c + 1) && same_rows(c, c + 2) ? 3 : 1;
+  }
+  groups_.push_back(n);
+
   // Per-stencil maps local (r, c) -> value index, by binary search in column c.
   map_offsets_.resize(stencils.count() + 1, 0);
   for (int s = 0; s < stencils.count(); ++s) {
@@ -93,17 +104,51 @@ SparseMat SparsePattern::make_matrix(const VecX& values) const {
 }
 
 void SparsePattern::multiply_add(const VecX& values, const VecX& x, VecX& y) const {
-  for (int c = 0; c < n_; ++c) {
+  // Each y[r] receives its column contributions in increasing column order, as a plain
+  // column-by-column product would add them (same result to the bit).
+  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
+    const int c = groups_[g];
+    const int len = outer_[c + 1] - outer_[c];
+    const int* rows = inner_.data() + outer_[c];
+    const double* v = values.data() + outer_[c];
+    if (groups_[g + 1] - c == 3) {
+      const double x0 = x[c], x1 = x[c + 1], x2 = x[c + 2];
+      if (x0 == 0.0 && x1 == 0.0 && x2 == 0.0) continue;
+      for (int k = 0; k < len; ++k) {
+        double& yr = y[rows[k]];
+        yr += v[k] * x0;
+        yr += v[k + len] * x1;
+        yr += v[k + 2 * len] * x2;
+      }
+      continue;
+    }
     const double xc = x[c];
     if (xc == 0.0) continue;
-    for (int k = outer_[c]; k < outer_[c + 1]; ++k) y[inner_[k]] += values[k] * xc;
+    for (int k = 0; k < len; ++k) y[rows[k]] += v[k] * xc;
   }
 }
 
 void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const {
-  for (int c = 0; c < n_; ++c) {
+  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
+    const int c = groups_[g];
+    const int len = outer_[c + 1] - outer_[c];
+    const int* rows = inner_.data() + outer_[c];
+    const double* v = values.data() + outer_[c];
+    if (groups_[g + 1] - c == 3) {
+      double a0 = 0.0, a1 = 0.0, a2 = 0.0;
+      for (int k = 0; k < len; ++k) {
+        const double xr = x[rows[k]];
+        a0 += v[k] * xr;
+        a1 += v[k + len] * xr;
+        a2 += v[k + 2 * len] * xr;
+      }
+      y[c] += a0;
+      y[c + 1] += a1;
+      y[c + 2] += a2;
+      continue;
+    }
     double acc = 0.0;
-    for (int k = outer_[c]; k < outer_[c + 1]; ++k) acc += values[k] * x[inner_[k]];
+    for (int k = 0; k < len; ++k) acc += v[k] * x[rows[k]];
     y[c] += acc;
   }
 }

@@ -75,6 +75,10 @@ class SparsePattern {
   std::vector<int> point_map_;
   std::vector<int> point_map_offsets_;  ///< −1: not a stencil of whole points
   std::vector<int> diag_;
+  /// First columns of the column groups, in order, plus n: a group is one column or three
+  /// consecutive columns with identical row lists (an FEM node's x, y, z), which the
+  /// products traverse together — one row index and one update of y per row instead of three.
+  std::vector<int> groups_;
 };
 
 /// Weights (wq, wv, wa) of ∂r/∂q, ∂r/∂v, ∂r/∂a in a total derivative of r^i (e.g. the
