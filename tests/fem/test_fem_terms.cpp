@@ -1,7 +1,10 @@
 // Every FEM term through the derivative harness (∂r/∂q, ∂r/∂v, ∂r/∂a and ∂r/∂p for E, ν,
 // ρ, ν_visc against central differences), at small and large deformation, for both
-// Neo-Hookean variants, both mass matrices and both viscosity models. expect_* flags
-// make the blocks that must be non-zero fail if they vanish.
+// Neo-Hookean variants, both mass matrices and both viscosity models. The stress term
+// (elasticity and viscosity in one element loop) is checked with both parts, with
+// elasticity alone (ViscosityModel::kNone, or ν_visc = 0) and with viscosity alone (E = 0
+// in p, which makes the Neo-Hookean stress vanish). expect_* flags make the blocks that
+// must be non-zero fail if they vanish.
 
 #include <gtest/gtest.h>
 
@@ -15,24 +18,29 @@
 namespace addsim {
 namespace {
 
+// Which parts of the stress term are active.
+enum class Parts { kBoth, kElasticOnly, kElasticZeroViscosity, kViscousOnly };
+
 struct Case {
   NeoHookeanVariant variant;
   MassMatrixKind mass;
   ViscosityModel viscosity;
   double deformation;  // size of the non-rigid part of the state
+  Parts parts = Parts::kBoth;
 };
 
 std::string describe(const Case& c) {
+  const char* parts[] = {"both", "elastic", "elastic/nu_visc=0", "viscous"};
+  const char* visc = c.viscosity == ViscosityModel::kRotationInvariant ? "rot-inv"
+                     : c.viscosity == ViscosityModel::kLinear          ? "linear"
+                                                                       : "none";
   return std::string(c.variant == NeoHookeanVariant::kAdd ? "add" : "standard") + "/" +
-         (c.mass == MassMatrixKind::kConsistent ? "consistent" : "lumped") + "/" +
-         (c.viscosity == ViscosityModel::kRotationInvariant ? "rot-inv" : "linear") + "/def=" +
-         std::to_string(c.deformation);
+         (c.mass == MassMatrixKind::kConsistent ? "consistent" : "lumped") + "/" + visc + "/def=" +
+         std::to_string(c.deformation) + "/" + parts[static_cast<int>(c.parts)];
 }
 
-class FemTermDerivatives : public ::testing::TestWithParam<Case> {};
-
-TEST_P(FemTermDerivatives, MatchCentralDifferences) {
-  const Case c = GetParam();
+// A small soft box with gravity, the material and options of `c`.
+std::unique_ptr<Model> make_case_model(const Case& c) {
   const TetMesh mesh = make_box_mesh(Vec3(0.2, 0.1, 0.1), Eigen::Vector3i(2, 1, 1), BoxSplit::kFive);
   FemMaterial mat;
   mat.youngs_modulus = 2.0e4;
@@ -44,26 +52,60 @@ TEST_P(FemTermDerivatives, MatchCentralDifferences) {
   opt.mass = c.mass;
   opt.viscosity = c.viscosity;
   opt.gravity = Vec3(0.0, 0.0, -9.81);
-  const auto model = test::make_fem_model(mesh, mat, opt);
-  const auto& body = fem_body(*model, 0);
-  const VecX p = model->params().defaults();
-  const int n = model->num_dofs();
+  return test::make_fem_model(mesh, mat, opt);
+}
 
-  // State: a rotated and stretched/sheared configuration plus random node noise.
+// Default parameters with the parts of `c` switched off: E = 0 zeroes the Neo-Hookean
+// stress (μ = λ = 0), ν_visc = 0 the viscous one.
+VecX case_params(const Model& model, const Case& c) {
+  VecX p = model.params().defaults();
+  const FemParamIndices& idx = fem_body(model, 0).params();
+  if (c.parts == Parts::kViscousOnly) p[idx.youngs_modulus] = 0.0;
+  if (c.parts == Parts::kElasticZeroViscosity) p[idx.viscosity] = 0.0;
+  return p;
+}
+
+// A rotated and stretched/sheared configuration plus random node noise, random v and a.
+struct State {
+  VecX q, v, a;
+};
+State make_state(const Model& model, double deformation) {
+  const auto& body = fem_body(model, 0);
+  const int n = model.num_dofs();
   std::mt19937 rng(1234);
   Mat3 A;
-  A << 1.0 + 0.5 * c.deformation, 0.3 * c.deformation, 0.0, -0.2 * c.deformation, 1.0 - 0.3 * c.deformation,
-      0.1 * c.deformation, 0.0, 0.25 * c.deformation, 1.0 + 0.2 * c.deformation;
+  A << 1.0 + 0.5 * deformation, 0.3 * deformation, 0.0, -0.2 * deformation, 1.0 - 0.3 * deformation,
+      0.1 * deformation, 0.0, 0.25 * deformation, 1.0 + 0.2 * deformation;
   Mat3 R, Jl;
   rotation_and_jacobian(Vec3(0.3, -0.7, 0.4), R, Jl);
-  VecX q(n);
-  for (int k = 0; k < body.num_nodes(); ++k) q.segment<3>(body.dof(k)) = R * A * mesh.nodes[k] + Vec3(0.1, 0.2, 0.3);
-  q += test::random_vector(rng, n, 0.05 * c.deformation * 0.1);
-  const VecX v = test::random_vector(rng, n, 0.5);
-  const VecX a = test::random_vector(rng, n, 3.0);
-  const TermContext ctx{q, v, a, p, 1, model->scheme()};
+  State s;
+  s.q.resize(n);
+  for (int k = 0; k < body.num_nodes(); ++k)
+    s.q.segment<3>(body.dof(k)) = R * A * body.mesh().nodes[k] + Vec3(0.1, 0.2, 0.3);
+  s.q += test::random_vector(rng, n, 0.05 * deformation * 0.1);
+  s.v = test::random_vector(rng, n, 0.5);
+  s.a = test::random_vector(rng, n, 3.0);
+  return s;
+}
+
+const Term* find_term(const Model& model, std::string_view name) {
+  for (const auto& t : model.terms())
+    if (t->name() == name) return t.get();
+  return nullptr;
+}
+
+class FemTermDerivatives : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FemTermDerivatives, MatchCentralDifferences) {
+  const Case c = GetParam();
+  const auto model = make_case_model(c);
+  const VecX p = case_params(*model, c);
+  const State s = make_state(*model, c.deformation);
+  const TermContext ctx{s.q, s.v, s.a, p, 1, model->scheme()};
   for (const auto& term : model->terms()) ASSERT_TRUE(term->admissible(ctx, nullptr)) << term->name();
 
+  const bool elastic = c.parts != Parts::kViscousOnly;
+  const bool viscous = c.parts == Parts::kBoth || c.parts == Parts::kViscousOnly;
   int checked = 0;
   for (const auto& term : model->terms()) {
     DerivativeCheckOptions o;
@@ -72,19 +114,20 @@ TEST_P(FemTermDerivatives, MatchCentralDifferences) {
       o.expect_da = o.expect_dp = true;
     } else if (name == "fem_gravity") {
       o.expect_dp = true;
-    } else if (name == "fem_elasticity") {
-      o.expect_dq = o.expect_dp = true;
-    } else if (name == "fem_viscosity") {
-      o.expect_dv = o.expect_dp = true;
-      o.expect_dq = c.viscosity == ViscosityModel::kRotationInvariant;
+    } else if (name == "fem_stress") {
+      o.expect_dp = true;
+      o.expect_dq = elastic || (viscous && c.viscosity == ViscosityModel::kRotationInvariant);
+      o.expect_dv = viscous;
     } else {
       FAIL() << "unexpected term " << name;
     }
-    const auto res = check_term_derivatives(*model, *term, q, v, a, p, 1, o);
+    const auto res = check_term_derivatives(*model, *term, s.q, s.v, s.a, p, 1, o);
     EXPECT_TRUE(res.ok) << describe(c) << " " << name << "\n" << res.report;
+    // A part that is switched off contributes nothing: no ∂r/∂v without viscosity.
+    if (name == "fem_stress" && !viscous) EXPECT_EQ(res.dv.analytic_scale, 0.0) << describe(c);
     ++checked;
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -94,11 +137,115 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{NeoHookeanVariant::kStandard, MassMatrixKind::kLumped, ViscosityModel::kRotationInvariant, 0.01},
                       Case{NeoHookeanVariant::kStandard, MassMatrixKind::kLumped, ViscosityModel::kRotationInvariant, 1.0},
                       Case{NeoHookeanVariant::kAdd, MassMatrixKind::kLumped, ViscosityModel::kLinear, 1.0},
-                      Case{NeoHookeanVariant::kStandard, MassMatrixKind::kConsistent, ViscosityModel::kLinear, 0.01}));
+                      Case{NeoHookeanVariant::kStandard, MassMatrixKind::kConsistent, ViscosityModel::kLinear, 0.01},
+                      Case{NeoHookeanVariant::kAdd, MassMatrixKind::kConsistent, ViscosityModel::kNone, 1.0,
+                           Parts::kElasticOnly},
+                      Case{NeoHookeanVariant::kStandard, MassMatrixKind::kLumped, ViscosityModel::kRotationInvariant,
+                           1.0, Parts::kElasticZeroViscosity},
+                      Case{NeoHookeanVariant::kAdd, MassMatrixKind::kConsistent, ViscosityModel::kRotationInvariant, 1.0,
+                           Parts::kViscousOnly},
+                      Case{NeoHookeanVariant::kStandard, MassMatrixKind::kLumped, ViscosityModel::kLinear, 0.01,
+                           Parts::kViscousOnly}));
 
-TEST(FemElasticTerm, InvertedElementIsInadmissibleAndFinite) {
+// One evaluation of the stress term into an Assembly of `mode`.
+Assembly evaluate_term(const Model& model, const Term& term, const TermContext& ctx, EvalMode mode,
+                       const JacobianWeights& w = {1.0, 0.0, 0.0}) {
+  Assembly out(&model.pattern(), &model.stencils());
+  out.reset(mode, w);
+  term.evaluate(ctx, out);
+  return out;
+}
+
+// The fused term is the sum of its parts: with both active, r, the partials and the step
+// Jacobian equal those with E = 0 (viscous part) plus those with ν_visc = 0 (elastic part),
+// and r_abs the sum of the parts' r_abs, as if they were two terms.
+TEST(FemStressTerm, EqualsSumOfElasticAndViscousParts) {
+  for (ViscosityModel vm : {ViscosityModel::kRotationInvariant, ViscosityModel::kLinear}) {
+    const Case both{NeoHookeanVariant::kAdd, MassMatrixKind::kConsistent, vm, 1.0};
+    const auto model = make_case_model(both);
+    const Term* stress = find_term(*model, "fem_stress");
+    ASSERT_NE(stress, nullptr);
+    const State s = make_state(*model, 1.0);
+    Case el = both, vi = both;
+    el.parts = Parts::kElasticZeroViscosity;
+    vi.parts = Parts::kViscousOnly;
+    const VecX p = case_params(*model, both), p_el = case_params(*model, el), p_vi = case_params(*model, vi);
+    const TermContext ctx{s.q, s.v, s.a, p, 1, model->scheme()};
+    const TermContext ctx_el{s.q, s.v, s.a, p_el, 1, model->scheme()};
+    const TermContext ctx_vi{s.q, s.v, s.a, p_vi, 1, model->scheme()};
+    auto close = [](const VecX& x, const VecX& y) { return (x - y).norm() <= 1e-13 * std::max(1.0, y.norm()); };
+
+    const Assembly full = evaluate_term(*model, *stress, ctx, EvalMode::kResidualAndJacobians);
+    const Assembly e = evaluate_term(*model, *stress, ctx_el, EvalMode::kResidualAndJacobians);
+    const Assembly v = evaluate_term(*model, *stress, ctx_vi, EvalMode::kResidualAndJacobians);
+    EXPECT_GT(e.kq.norm(), 0.0);
+    EXPECT_GT(v.kv.norm(), 0.0);
+    EXPECT_EQ(e.kv.norm(), 0.0);
+    EXPECT_TRUE(close(full.r, e.r + v.r));
+    EXPECT_TRUE(close(full.r_abs, e.r_abs + v.r_abs));
+    EXPECT_TRUE(close(full.kq, e.kq + v.kq));
+    EXPECT_TRUE(close(full.kv, e.kv + v.kv));
+    EXPECT_EQ(full.ka.norm(), 0.0);
+
+    // Step mode forms wq ∂r/∂q + wv ∂r/∂v of the same partials (the term folds wv/wq into
+    // one block; wq = 0 takes the two-block path).
+    for (const JacobianWeights& w : {JacobianWeights{1.0, 150.0, 2.25e4}, JacobianWeights{0.5, 150.0, 2.25e4},
+                                     JacobianWeights{0.0, 150.0, 2.25e4}}) {
+      const Assembly step = evaluate_term(*model, *stress, ctx, EvalMode::kResidualAndStepJacobian, w);
+      EXPECT_TRUE(close(step.jac, w.wq * full.kq + w.wv * full.kv)) << w.wq;
+      EXPECT_TRUE(close(step.r, full.r));
+      EXPECT_TRUE(close(step.r_abs, full.r_abs));
+    }
+  }
+}
+
+// At ν_visc = 0 the viscous part adds exactly nothing: every output equals that of a body
+// without viscosity, bit for bit, in every mode and for both parameter-derivative forms.
+TEST(FemStressTerm, ZeroViscosityAddsExactlyNothing) {
+  Case none{NeoHookeanVariant::kAdd, MassMatrixKind::kConsistent, ViscosityModel::kNone, 1.0};
+  Case zero{NeoHookeanVariant::kAdd, MassMatrixKind::kConsistent, ViscosityModel::kRotationInvariant, 1.0,
+            Parts::kElasticZeroViscosity};
+  const auto m_none = make_case_model(none), m_zero = make_case_model(zero);
+  const Term* t_none = find_term(*m_none, "fem_stress");
+  const Term* t_zero = find_term(*m_zero, "fem_stress");
+  ASSERT_TRUE(t_none && t_zero);
+  const State s = make_state(*m_none, 1.0);
+  const VecX p_none = case_params(*m_none, none), p_zero = case_params(*m_zero, zero);
+  const TermContext c_none{s.q, s.v, s.a, p_none, 1, m_none->scheme()};
+  const TermContext c_zero{s.q, s.v, s.a, p_zero, 1, m_zero->scheme()};
+  const JacobianWeights w{1.0, 150.0, 2.25e4};
+  for (EvalMode mode : {EvalMode::kResidual, EvalMode::kResidualAndJacobians, EvalMode::kResidualAndStepJacobian}) {
+    const Assembly a = evaluate_term(*m_none, *t_none, c_none, mode, w);
+    const Assembly b = evaluate_term(*m_zero, *t_zero, c_zero, mode, w);
+    EXPECT_EQ(a.r, b.r);
+    EXPECT_EQ(a.r_abs, b.r_abs);
+    EXPECT_EQ(a.kq, b.kq);
+    EXPECT_EQ(a.kv, b.kv);
+    EXPECT_EQ(a.jac, b.jac);
+  }
+  // Parameter columns of E and ν agree; the ν_visc column is the viscous stress at unit
+  // viscosity (non-zero for the rotation-invariant body, absent without viscosity).
+  const int n = m_none->num_dofs();
+  const FemParamIndices& idx = fem_body(*m_none, 0).params();
+  for (int j : {idx.youngs_modulus, idx.poisson_ratio, idx.viscosity}) {
+    VecX col_none = VecX::Zero(n), col_zero = VecX::Zero(n);
+    ParamSink s_none = ParamSink::column(&m_none->stencils(), j, &col_none);
+    ParamSink s_zero = ParamSink::column(&m_zero->stencils(), j, &col_zero);
+    t_none->param_derivatives(c_none, s_none);
+    t_zero->param_derivatives(c_zero, s_zero);
+    if (j == idx.viscosity) {
+      EXPECT_EQ(col_none.norm(), 0.0);
+      EXPECT_GT(col_zero.norm(), 0.0);
+    } else {
+      EXPECT_EQ(col_none, col_zero);
+    }
+  }
+}
+
+TEST(FemStressTerm, InvertedElementIsInadmissibleAndFinite) {
   const TetMesh mesh = make_box_mesh(Vec3(0.2, 0.1, 0.1), Eigen::Vector3i(2, 1, 1), BoxSplit::kSix);
-  const auto model = test::make_fem_model(mesh, FemMaterial{}, FemOptions{});
+  // With viscosity: the viscous part of an inverted element is still added.
+  const auto model = test::make_fem_model(mesh, FemMaterial{.viscosity = 0.3}, FemOptions{});
   const auto& body = fem_body(*model, 0);
   const VecX p = model->params().defaults();
   VecX q(model->num_dofs()), v = VecX::Zero(model->num_dofs());
@@ -109,7 +256,7 @@ TEST(FemElasticTerm, InvertedElementIsInadmissibleAndFinite) {
   bool found = false;
   for (const auto& term : model->terms()) {
     std::string why;
-    if (term->name() != "fem_elasticity") continue;
+    if (term->name() != "fem_stress") continue;
     found = true;
     EXPECT_FALSE(term->admissible(ctx, &why));
     EXPECT_NE(why.find("bodies.0"), std::string::npos) << why;
@@ -120,6 +267,8 @@ TEST(FemElasticTerm, InvertedElementIsInadmissibleAndFinite) {
     term->evaluate(ctx, out);
     EXPECT_TRUE(out.r.allFinite());
     EXPECT_TRUE(out.kq.allFinite());
+    EXPECT_TRUE(out.kv.allFinite());
+    EXPECT_GT(out.kv.norm(), 0.0);
     EXPECT_EQ(term->energy(ctx), std::numeric_limits<double>::infinity());
   }
   EXPECT_TRUE(found);
@@ -186,6 +335,16 @@ TEST(FemKernels, ClosedFormStiffnessesMatchTangentSandwiches) {
     const Mat12 kv_ref = sandwich(G, vr.dP_dFdot), kq_ref = sandwich(G, vr.dP_dF);
     EXPECT_LT((Kv - kv_ref).norm(), 1e-12 * kv_ref.norm());
     EXPECT_LE((Kq - kq_ref).norm(), 1e-12 * kq_ref.norm());
+    // add_to_kq: Kq += the viscous ∂r/∂q (scaled), Kv as without it.
+    Mat12 base = sandwich(G, Mat9::Identity()), Kq_sum = base, Kv_sum;
+    viscous_stiffness(F, Fdot, grad, 0.37, model, Kq_sum, Kv_sum, 2.0, true);
+    EXPECT_LE((Kq_sum - (base + 2.0 * kq_ref)).norm(), 1e-12 * (base.norm() + kq_ref.norm()));
+    EXPECT_LT((Kv_sum - 2.0 * kv_ref).norm(), 1e-12 * kv_ref.norm());
+    // The combined step block: K += (Kq + c Kv) · scale.
+    Mat12 K_comb = base;
+    viscous_stiffness_combined_add(F, Fdot, grad, 0.37, model, 150.0, K_comb, 2.0);
+    const Mat12 comb_ref = base + 2.0 * (kq_ref + 150.0 * kv_ref);
+    EXPECT_LE((K_comb - comb_ref).norm(), 1e-12 * comb_ref.norm());
   }
 }
 

@@ -43,10 +43,12 @@ TEST(FemValidation, NoForceUnderRigidMotion) {
     opt.viscosity = vm;
     const auto model = test::make_fem_model(mesh, mat, opt);
     const auto& body = fem_body(*model, 0);
-    const VecX p = model->params().defaults();
-    const Term* elastic = find_term(*model, "fem_elasticity");
-    const Term* viscous = find_term(*model, "fem_viscosity");
-    ASSERT_TRUE(elastic && viscous);
+    // The stress term's parts alone: elastic with ν_visc = 0, viscous with E = 0 (μ = λ = 0).
+    const Term* stress = find_term(*model, "fem_stress");
+    ASSERT_TRUE(stress);
+    VecX p_el = model->params().defaults(), p_vi = p_el;
+    p_el[body.params().viscosity] = 0.0;
+    p_vi[body.params().youngs_modulus] = 0.0;
     // Force scale for the relative check: E · (element size)².
     const double scale = mat.youngs_modulus * 0.05 * 0.05;
     for (const Vec3& theta : {Vec3(0, 0, 0), Vec3(0.3, -1.2, 2.0), Vec3(0, 3.0, 0)}) {
@@ -59,9 +61,9 @@ TEST(FemValidation, NoForceUnderRigidMotion) {
         v_trans.segment<3>(body.dof(k)) = vel;
         v_rigid.segment<3>(body.dof(k)) = vel + w.cross(R * mesh.nodes[k]);
       }
-      EXPECT_LT(term_residual(*model, *elastic, q, v_trans, p).lpNorm<Eigen::Infinity>(), 1e-12 * scale);
-      EXPECT_LT(term_residual(*model, *viscous, q, v_trans, p).lpNorm<Eigen::Infinity>(), 1e-12 * scale);
-      const double rot = term_residual(*model, *viscous, q, v_rigid, p).lpNorm<Eigen::Infinity>();
+      EXPECT_LT(term_residual(*model, *stress, q, v_trans, p_el).lpNorm<Eigen::Infinity>(), 1e-12 * scale);
+      EXPECT_LT(term_residual(*model, *stress, q, v_trans, p_vi).lpNorm<Eigen::Infinity>(), 1e-12 * scale);
+      const double rot = term_residual(*model, *stress, q, v_rigid, p_vi).lpNorm<Eigen::Infinity>();
       if (vm == ViscosityModel::kRotationInvariant) {
         EXPECT_LT(rot, 1e-12 * scale);
       } else if (theta.norm() > 0.0) {
@@ -84,7 +86,7 @@ double bar_extension_error(NeoHookeanVariant variant) {
   opt.viscosity = ViscosityModel::kNone;
   const auto model = test::make_fem_model(mesh, mat, opt);
   const auto& body = fem_body(*model, 0);
-  const Term* elastic = find_term(*model, "fem_elasticity");
+  const Term* elastic = find_term(*model, "fem_stress");
   const VecX p = model->params().defaults();
   const int n = model->num_dofs();
   constexpr double tol = 1e-9;
@@ -212,7 +214,7 @@ double vibration_energy_drift(double h, double* elastic_swing_ratio) {
   const int start = static_cast<int>(std::ceil(pulse / h)) + 2;
   const double e0 = total_energy(model, traj, start);
   double drift = 0.0, min_elastic = 1e300, max_elastic = 0.0;
-  const Term* elastic = find_term(model, "fem_elasticity");
+  const Term* elastic = find_term(model, "fem_stress");
   for (int i = start; i < static_cast<int>(traj.q.size()); ++i) {
     drift = std::max(drift, std::abs(total_energy(model, traj, i) - e0) / e0);
     const double w = elastic->energy(TermContext{traj.q[i], traj.q[i], traj.q[i], traj.p, i, model.scheme()});
@@ -262,7 +264,7 @@ SpinResult spin_ball(ViscosityModel vm, double viscosity) {
   const Trajectory traj = sim.run(model.params().defaults());
   EXPECT_TRUE(traj.completed()) << traj.failure;
   const auto& body = fem_body(model, 0);
-  const Term* elastic = find_term(model, "fem_elasticity");
+  const Term* elastic = find_term(model, "fem_stress");
   const Vec3 L0 = body.angular_momentum(traj.q0, traj.v0, traj.p);
   SpinResult res;
   double lo[2] = {1e300, 1e300}, hi[2] = {0.0, 0.0};

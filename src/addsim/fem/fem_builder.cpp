@@ -81,9 +81,7 @@ int add_fem_body(Model& model, const std::string& name, const TetMesh& mesh, con
   model.add_body(std::move(body));
   model.add_term(std::make_unique<FemInertiaTerm>(fem, options.mass));
   if (options.gravity != Vec3::Zero()) model.add_term(std::make_unique<FemGravityTerm>(fem, options.gravity));
-  model.add_term(std::make_unique<FemElasticTerm>(fem, options.elasticity));
-  if (options.viscosity != ViscosityModel::kNone)
-    model.add_term(std::make_unique<FemViscosityTerm>(fem, options.viscosity));
+  model.add_term(std::make_unique<FemStressTerm>(fem, options.elasticity, options.viscosity));
   if (!obstacles.empty()) {
     std::vector<DofIndex> dofs;
     dofs.reserve(fem->surface_nodes().size());

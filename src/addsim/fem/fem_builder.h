@@ -1,6 +1,6 @@
 #pragma once
 /// Builds a soft body into a Model: the FemBody, its parameters (initial rigid motion and
-/// material) and its terms (inertia, gravity, elasticity, viscosity, contact). This is
+/// material) and its terms (inertia, gravity, stress = elasticity + viscosity, contact). This is
 /// what a scene loader calls for every "fem" body.
 
 #include <memory>
@@ -30,8 +30,8 @@ void validate_material(const FemMaterial& material, const std::string& key_prefi
 /// Registers the parameters "bodies.<i>.position|orientation|velocity|angular_velocity"
 /// (kInitialCondition, 3 each) and "bodies.<i>.material.youngs_modulus|poisson_ratio|
 /// density|viscosity" (kMaterial, bounded; aliases use "bodies.<name>" when `name` is
-/// non-empty), then the terms: inertia, gravity (if non-zero), elasticity, viscosity (if
-/// not kNone) and, if `obstacles` is non-empty, a PointContactTerm over the boundary-
+/// non-empty), then the terms: inertia, gravity (if non-zero), the stress (elasticity and,
+/// unless kNone, viscosity in one FemStressTerm) and, if `obstacles` is non-empty, a PointContactTerm over the boundary-
 /// surface nodes only (one penalty point per vertex, no area weighting, as the paper
 /// authors' code). Throws InputError for bad meshes or materials.
 int add_fem_body(Model& model, const std::string& name, const TetMesh& mesh, const FemMaterial& material,

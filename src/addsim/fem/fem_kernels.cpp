@@ -135,12 +135,12 @@ Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, doubl
 }
 
 void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
-                       Mat12& Kq, Mat12& Kv, double scale) {
+                       Mat12& Kq, Mat12& Kv, double scale, bool add_to_kq) {
   const Eigen::Matrix4d gg = grad * grad.transpose();
   if (model == ViscosityModel::kLinear) {
     // P = ν (Ḟ + Ḟᵀ): δP g_k = ν [(g_k·g_l) δv_l + g_l (δv_l·g_k)].
     const double nu = scale * viscosity;
-    Kq.setZero();
+    if (!add_to_kq) Kq.setZero();
     for (int l = 0; l < 4; ++l)
       for (int k = 0; k < 4; ++k) {
         Mat3 B = nu * grad.row(l).transpose() * grad.row(k);
@@ -165,8 +165,43 @@ void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, doubl
     for (int j = 0; j < 3; ++j) {
       Eigen::Map<Eigen::Matrix<double, 3, 4>> kv(Kv.col(3 * l + j).data()), kq(Kq.col(3 * l + j).data());
       kv.noalias() = FFt.col(j) * hgg.col(l).transpose() + f.col(l) * hf.row(j);
-      kq.noalias() = FFdt.col(j) * hgg.col(l).transpose() + f.col(l) * hd.row(j);
+      if (add_to_kq)
+        kq.noalias() += FFdt.col(j) * hgg.col(l).transpose() + f.col(l) * hd.row(j);
+      else
+        kq.noalias() = FFdt.col(j) * hgg.col(l).transpose() + f.col(l) * hd.row(j);
       kq.row(j) += geg.row(l);
+    }
+}
+
+void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                    ViscosityModel model, double c, Mat12& K, double scale) {
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  if (model == ViscosityModel::kLinear) {
+    // Kq = 0: K += c Kv, Kv_kl = ν [(g_k·g_l) I + g_l g_kᵀ].
+    const double cnu = c * scale * viscosity;
+    for (int l = 0; l < 4; ++l)
+      for (int k = 0; k < 4; ++k) {
+        Mat3 B = cnu * grad.row(l).transpose() * grad.row(k);
+        B.diagonal().array() += cnu * gg(k, l);
+        K.block<3, 3>(3 * k, 3 * l) += B;
+      }
+    return;
+  }
+  // Rotation-invariant: the terms of Kq and c Kv with equal rank-one structure are summed
+  // before the 12 × 12 pass (see viscous_stiffness for the blocks).
+  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
+  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose();
+  const Eigen::Matrix<double, 3, 4> hdf = hs * (Fdot * grad.transpose() + c * f);
+  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
+  const Eigen::Matrix4d hgg = hs * gg;
+  for (int l = 0; l < 4; ++l)
+    for (int j = 0; j < 3; ++j) {
+      Eigen::Map<Eigen::Matrix<double, 3, 4>> k(K.col(3 * l + j).data());
+      k.noalias() += FM.col(j) * hgg.col(l).transpose() + f.col(l) * hdf.row(j);
+      k.row(j) += geg.row(l);
     }
 }
 

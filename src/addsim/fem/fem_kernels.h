@@ -98,8 +98,18 @@ void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, Viscosity
 ///   Kq_kl = s [(g_lᵀ Ė g_k) I + ½ f_l d_kᵀ + ½ (g_k·g_l) F Ḟᵀ];
 /// linear: Kv_kl = ν [(g_k·g_l) I + g_l g_kᵀ], Kq = 0. Equal to the sandwiches of
 /// viscous_stress()'s tangents up to round-off. Both are multiplied by `scale` (e.g. the
-/// rest volume) at no extra cost.
+/// rest volume) at no extra cost. With `add_to_kq`, Kq += the viscous ∂r/∂q instead of
+/// Kq = (Kq unchanged for kLinear): a caller holding the elastic stiffness in Kq gets the
+/// sum without another pass over the 12 × 12 block.
 void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
-                       Mat12& Kq, Mat12& Kv, double scale = 1.0);
+                       Mat12& Kq, Mat12& Kv, double scale = 1.0, bool add_to_kq = false);
+
+/// K += (Kq + c Kv) · scale with Kq, Kv the blocks of viscous_stiffness() (not kNone): the
+/// viscous share of a step Jacobian wq (∂r/∂q + (wv/wq) ∂r/∂v) formed in one pass, at the
+/// cost of Kq alone (the rotation-invariant blocks share their rank-one factors:
+/// column 3l + j is (F Ḟᵀ + c F Fᵀ)_j (s/2)(g_k·g_l) + f_l ((s/2)(d_k + c f_k))[j] plus
+/// s (g_lᵀ Ė g_k) on row j). Equal to the sum of viscous_stiffness()'s blocks up to round-off.
+void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                    ViscosityModel model, double c, Mat12& K, double scale = 1.0);
 
 }  // namespace addsim

@@ -101,71 +101,123 @@ double FemGravityTerm::energy(const TermContext& ctx) const {
   return e_pot;
 }
 
-// ---------------------------------------------------------------- elasticity
+// ---------------------------------------------------------------- stress
 
-void FemElasticTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
+void FemStressTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
-void FemElasticTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+void FemStressTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   evaluate_items(ctx, out, 0, body_->num_tets());
 }
 
-void FemElasticTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
+  const double nu_visc = viscosity_ == ViscosityModel::kNone ? 0.0 : ctx.p[body_->params().viscosity];
+  // The viscous stress and both its tangents are linear in ν_visc: at ν_visc = 0 it adds
+  // exactly nothing, so it is skipped.
+  const bool viscous = nu_visc != 0.0;
   const bool tangent = out.wants_jacobians();
+  // Step mode (jac = wq ∂r/∂q + wv ∂r/∂v + wa ∂r/∂a): the viscous ∂r/∂v is folded into the
+  // ∂r/∂q block as (wv/wq) Kv by the kernel, so Assembly forms and scatters one block.
+  const JacobianWeights& w = out.weights();
+  const bool step_block = out.mode() == EvalMode::kResidualAndStepJacobian && w.wq != 0.0;
+  // The linear model has no viscous ∂r/∂q.
+  const bool viscous_kq = viscous && viscosity_ == ViscosityModel::kRotationInvariant;
   NeoHookeanResult nh;
+  ViscousResult vr;
   for (int e = begin; e < end; ++e) {
-    const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    // Inverted elements are reported by admissible(); skipping keeps r finite.
-    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
     const Mat43& grad = body_->shape_gradients(e);
+    const Mat3 F = body_->element_positions(ctx.q, e) * grad;
     const double V = body_->rest_volume(e);
-    const Vec12 r = V * element_forces(nh.P, grad);
+    // Inverted elements are reported by admissible(); skipping their elastic part keeps r
+    // finite.
+    const bool elastic = neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh);
+    if (!viscous) {
+      if (!elastic) continue;
+      const Vec12 r = V * element_forces(nh.P, grad);
+      if (!tangent) {
+        out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
+        continue;
+      }
+      const Mat12 K = neo_hookean_stiffness(nh, grad, lame.mu, V);
+      out.add<12>(stencil_[e], r, &K, nullptr, nullptr);
+      continue;
+    }
+    // The two residuals are added separately so that r_abs sums |r_elastic| + |r_viscous|
+    // per entry, as for two terms; the summed local Jacobians ride on the second call.
+    if (elastic) out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
+    const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
+    viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
+    const Vec12 r = V * element_forces(vr.P, grad);
     if (!tangent) {
       out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
-    const Mat12 K = neo_hookean_stiffness(nh, grad, lame.mu, V);
-    out.add<12>(stencil_[e], r, &K, nullptr, nullptr);
+    Mat12 Kq = elastic ? neo_hookean_stiffness(nh, grad, lame.mu, V) : Mat12(Mat12::Zero());
+    if (step_block) {
+      viscous_stiffness_combined_add(F, Fdot, grad, nu_visc, viscosity_, w.wv / w.wq, Kq, V);
+      out.add<12>(stencil_[e], r, &Kq, nullptr, nullptr);
+      continue;
+    }
+    // Kq = elastic + viscous ∂r/∂q, the viscous part added in place by viscous_stiffness.
+    Mat12 Kv;
+    viscous_stiffness(F, Fdot, grad, nu_visc, viscosity_, Kq, Kv, V, true);
+    out.add<12>(stencil_[e], r, elastic || viscous_kq ? &Kq : nullptr, &Kv, nullptr);
   }
 }
 
-void FemElasticTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
+void FemStressTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pE = body_->params().youngs_modulus, pnu = body_->params().poisson_ratio;
-  if (!sink.wants(pE) && !sink.wants(pnu)) return;
+  const int pv = body_->params().viscosity;
+  const bool want_elastic = sink.wants(pE) || sink.wants(pnu);
+  const bool want_viscous = viscosity_ != ViscosityModel::kNone && sink.wants(pv);
+  if (!want_elastic && !want_viscous) return;
   const LameParameters lame = lame_parameters(ctx.p[pE], ctx.p[pnu]);
   const int idx[2] = {pE, pnu};
   const VecX* lambda = sink.adjoint();
   // vjp mode: Σ_e λ_eᵀ V_e vec(∂P/∂p G_eᵀ) = Σ_e ∂P/∂p : (V_e Λ_e G_e), accumulated per
-  // Lamé parameter and chained to (E, ν) at the end.
-  double dmu = 0.0, dlambda = 0.0;
+  // Lamé parameter (chained to (E, ν) at the end) and for ν_visc.
+  double dmu = 0.0, dlambda = 0.0, dvisc = 0.0;
   NeoHookeanResult nh;
+  ViscousResult vr;
   for (int e = 0; e < body_->num_tets(); ++e) {
-    const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    if (!neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) continue;
     const Mat43& grad = body_->shape_gradients(e);
+    const Mat3 F = body_->element_positions(ctx.q, e) * grad;
     const double V = body_->rest_volume(e);
+    const Mat3 M = lambda ? Mat3(V * (body_->element_positions(*lambda, e) * grad)) : Mat3::Zero();
+    if (want_elastic && neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh)) {
+      if (lambda) {
+        dmu += nh.dP_dmu.cwiseProduct(M).sum();
+        dlambda += nh.dP_dlambda.cwiseProduct(M).sum();
+      } else {
+        // ∂P/∂E and ∂P/∂ν through the Lamé parameters.
+        const Mat3 dP_dE = lame.dmu_dE * nh.dP_dmu + lame.dlambda_dE * nh.dP_dlambda;
+        const Mat3 dP_dnu = lame.dmu_dnu * nh.dP_dmu + lame.dlambda_dnu * nh.dP_dlambda;
+        Eigen::Matrix<double, 12, 2> block;
+        block.col(0) = V * element_forces(dP_dE, grad);
+        block.col(1) = V * element_forces(dP_dnu, grad);
+        sink.add(stencil_[e], std::span<const int>(idx, 2), block);
+      }
+    }
+    if (!want_viscous) continue;
+    // The viscous stress is linear in ν_visc: ∂P/∂ν_visc is the stress at unit viscosity.
+    viscous_stress(F, body_->element_positions(ctx.v, e) * grad, 1.0, viscosity_, false, vr);
     if (lambda) {
-      const Mat3 M = V * (body_->element_positions(*lambda, e) * grad);
-      dmu += nh.dP_dmu.cwiseProduct(M).sum();
-      dlambda += nh.dP_dlambda.cwiseProduct(M).sum();
+      dvisc += vr.P.cwiseProduct(M).sum();
       continue;
     }
-    // ∂P/∂E and ∂P/∂ν through the Lamé parameters.
-    const Mat3 dP_dE = lame.dmu_dE * nh.dP_dmu + lame.dlambda_dE * nh.dP_dlambda;
-    const Mat3 dP_dnu = lame.dmu_dnu * nh.dP_dmu + lame.dlambda_dnu * nh.dP_dlambda;
-    Eigen::Matrix<double, 12, 2> block;
-    block.col(0) = V * element_forces(dP_dE, grad);
-    block.col(1) = V * element_forces(dP_dnu, grad);
-    sink.add(stencil_[e], std::span<const int>(idx, 2), block);
+    const Vec12 col = V * element_forces(vr.P, grad);
+    sink.add(stencil_[e], std::span<const int>(&pv, 1), col);
   }
-  if (lambda) {
+  if (!lambda) return;
+  if (want_elastic) {
     sink.add_contracted(pE, lame.dmu_dE * dmu + lame.dlambda_dE * dlambda);
     sink.add_contracted(pnu, lame.dmu_dnu * dmu + lame.dlambda_dnu * dlambda);
   }
+  if (want_viscous) sink.add_contracted(pv, dvisc);
 }
 
-double FemElasticTerm::energy(const TermContext& ctx) const {
+double FemStressTerm::energy(const TermContext& ctx) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
   NeoHookeanResult nh;
@@ -178,7 +230,7 @@ double FemElasticTerm::energy(const TermContext& ctx) const {
   return w;
 }
 
-bool FemElasticTerm::admissible(const TermContext& ctx, std::string* why) const {
+bool FemStressTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int e = 0; e < body_->num_tets(); ++e) {
     const double J = body_->deformation_gradient(ctx.q, e).determinant();
     if (J > 0.0) continue;
@@ -190,59 +242,6 @@ bool FemElasticTerm::admissible(const TermContext& ctx, std::string* why) const 
     return false;
   }
   return true;
-}
-
-// ---------------------------------------------------------------- viscosity
-
-void FemViscosityTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
-
-void FemViscosityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  evaluate_items(ctx, out, 0, body_->num_tets());
-}
-
-void FemViscosityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
-  if (model_ == ViscosityModel::kNone) return;
-  const double nu = ctx.p[body_->params().viscosity];
-  // The stress and both tangents are linear in ν: at ν = 0 the term adds exactly nothing.
-  if (nu == 0.0) return;
-  const bool tangent = out.wants_jacobians();
-  ViscousResult vr;
-  Mat12 Kq, Kv;
-  for (int e = begin; e < end; ++e) {
-    const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    const Mat43& grad = body_->shape_gradients(e);
-    const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
-    viscous_stress(F, Fdot, nu, model_, false, vr);
-    const double V = body_->rest_volume(e);
-    const Vec12 r = V * element_forces(vr.P, grad);
-    if (!tangent) {
-      out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
-      continue;
-    }
-    viscous_stiffness(F, Fdot, grad, nu, model_, Kq, Kv, V);
-    out.add<12>(stencil_[e], r, model_ == ViscosityModel::kLinear ? nullptr : &Kq, &Kv, nullptr);
-  }
-}
-
-void FemViscosityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
-  const int pv = body_->params().viscosity;
-  if (model_ == ViscosityModel::kNone || !sink.wants(pv)) return;
-  const VecX* lambda = sink.adjoint();
-  double acc = 0.0;  // vjp mode: Σ_e ∂P/∂ν : (V_e Λ_e G_e), as for elasticity
-  ViscousResult vr;
-  for (int e = 0; e < body_->num_tets(); ++e) {
-    const Mat3 F = body_->deformation_gradient(ctx.q, e);
-    const Mat3 Fdot = body_->element_positions(ctx.v, e) * body_->shape_gradients(e);
-    // The stress is linear in ν: ∂P/∂ν is the stress at unit viscosity.
-    viscous_stress(F, Fdot, 1.0, model_, false, vr);
-    if (lambda) {
-      acc += vr.P.cwiseProduct(body_->rest_volume(e) * (body_->element_positions(*lambda, e) * body_->shape_gradients(e))).sum();
-      continue;
-    }
-    const Vec12 col = body_->rest_volume(e) * element_forces(vr.P, body_->shape_gradients(e));
-    sink.add(stencil_[e], std::span<const int>(&pv, 1), col);
-  }
-  if (lambda) sink.add_contracted(pv, acc);
 }
 
 }  // namespace addsim

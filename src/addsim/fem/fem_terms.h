@@ -2,8 +2,8 @@
 /// Terms of FEM soft bodies (paper §5.1), one stencil of 12 DOFs per tetrahedron:
 ///   inertia     r += M a                        (consistent or lumped M, ∝ ρ)
 ///   gravity     r −= (m_e/4) g per node         (equals M g for either mass matrix)
-///   elasticity  r += V Gᵀ vec(P(F))             (Neo-Hookean, μ, λ from E, ν)
-///   viscosity   r += V Gᵀ vec(P_visc(F, Ḟ))     (paper eq. rotInvViscStress, or linear)
+///   stress      r += V Gᵀ vec(P(F) + P_visc(F, Ḟ))
+///               (Neo-Hookean P, μ, λ from E, ν; P_visc: paper eq. rotInvViscStress, or linear)
 /// All partials are exact; parameter derivatives cover ρ, E, ν and ν_visc.
 
 #include <string_view>
@@ -50,14 +50,26 @@ class FemGravityTerm final : public Term {
   std::vector<int> stencil_;
 };
 
-/// Neo-Hookean elasticity r_e += V_e Gᵀ vec(P(F_e)) with ∂r/∂q = V Gᵀ (dP/dF) G and
-/// ∂r/∂E, ∂r/∂ν through μ(E, ν), λ(E, ν). An element with J = det F ≤ 0 makes the state
-/// inadmissible (admissible() names body and element); evaluate() then skips it, so the
-/// residual stays finite, and energy() returns +∞.
-class FemElasticTerm final : public Term {
+/// The internal stress of a soft body, elastic plus viscous, in one element loop:
+///   r_e += V_e Gᵀ vec(P(F_e)) + V_e Gᵀ vec(P_visc(F_e, Ḟ_e)),  Ḟ = Σ_k v_k g_kᵀ,
+/// Neo-Hookean P with μ, λ from (E, ν); P_visc per ViscosityModel: kRotationInvariant
+/// (paper eq. rotInvViscStress, P = 64 ν_visc F Ė) exerts no force under rigid motion,
+/// kLinear (P = ν_visc (Ḟ + Ḟᵀ)) damps rigid rotation, kNone adds nothing. Partials:
+/// ∂r/∂q = V Gᵀ (dP/dF + dP_visc/dF) G, ∂r/∂v = V Gᵀ (dP_visc/dḞ) G, exact; parameter
+/// derivatives for E, ν (through μ, λ) and ν_visc (P_visc is linear in it).
+/// Both stresses share F, the element's positions and shape gradients, and their local
+/// Jacobians are summed before one 12 × 12 scatter per element (the scatter dominated
+/// the evaluation when elasticity and viscosity were separate terms); in step-Jacobian mode
+/// the viscous ∂r/∂v enters that block as (wv/wq) Kv (one block, weighted once). The viscous part
+/// is linear in ν_visc: at ν_visc = 0 it adds exactly nothing and is skipped.
+/// An element with J = det F ≤ 0 makes the state inadmissible (admissible() names body
+/// and element); evaluate() then skips its elastic part, so the residual stays finite,
+/// and energy() (the elastic energy Σ_e V_e W(F_e)) returns +∞.
+class FemStressTerm final : public Term {
  public:
-  FemElasticTerm(const FemBody* body, NeoHookeanVariant variant) : body_(body), variant_(variant) {}
-  std::string_view name() const override { return "fem_elasticity"; }
+  FemStressTerm(const FemBody* body, NeoHookeanVariant variant, ViscosityModel viscosity)
+      : body_(body), variant_(variant), viscosity_(viscosity) {}
+  std::string_view name() const override { return "fem_stress"; }
   void declare(StencilSet& stencils) override;
   void evaluate(const TermContext& ctx, Assembly& out) const override;
   int item_count() const override { return body_->num_tets(); }
@@ -66,31 +78,12 @@ class FemElasticTerm final : public Term {
   double energy(const TermContext& ctx) const override;
   bool admissible(const TermContext& ctx, std::string* why) const override;
   NeoHookeanVariant variant() const { return variant_; }
+  ViscosityModel viscosity_model() const { return viscosity_; }
 
  private:
   const FemBody* body_;
   NeoHookeanVariant variant_;
-  std::vector<int> stencil_;
-};
-
-/// Viscous damping r_e += V_e Gᵀ vec(P_visc(F_e, Ḟ_e)), Ḟ = Σ_k v_k g_kᵀ, with
-/// ∂r/∂q, ∂r/∂v and ∂r/∂ν_visc exact. kRotationInvariant (paper eq. rotInvViscStress,
-/// P = 64 ν F Ė) exerts no force under rigid motion; kLinear (P = ν (Ḟ + Ḟᵀ)) damps
-/// rigid rotation.
-class FemViscosityTerm final : public Term {
- public:
-  FemViscosityTerm(const FemBody* body, ViscosityModel model) : body_(body), model_(model) {}
-  std::string_view name() const override { return "fem_viscosity"; }
-  void declare(StencilSet& stencils) override;
-  void evaluate(const TermContext& ctx, Assembly& out) const override;
-  int item_count() const override { return body_->num_tets(); }
-  void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
-  void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
-  ViscosityModel model() const { return model_; }
-
- private:
-  const FemBody* body_;
-  ViscosityModel model_;
+  ViscosityModel viscosity_;
   std::vector<int> stencil_;
 };
 
