@@ -1,5 +1,6 @@
 #include "addsim/fem/fem_terms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -25,39 +26,117 @@ Eigen::Matrix4d unit_node_mass(MassMatrixKind kind) {
 
 // ---------------------------------------------------------------- inertia
 
+FemInertiaTerm::FemInertiaTerm(const FemBody* body, MassMatrixKind kind) : body_(body), kind_(kind) {
+  // S = Σ_e V_e (unit element coupling) over the elements, gathered per node row.
+  const int n = body->num_nodes();
+  const Eigen::Matrix4d unit = unit_node_mass(kind);
+  std::vector<std::vector<std::pair<int, double>>> rows(n);
+  for (int e = 0; e < body->num_tets(); ++e) {
+    const auto& tet = body->mesh().tets[e];
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < 4; ++l)
+        if (unit(k, l) != 0.0) rows[tet[k]].emplace_back(tet[l], body->rest_volume(e) * unit(k, l));
+  }
+  row_start_.assign(n + 1, 0);
+  for (int k = 0; k < n; ++k) {
+    auto& row = rows[k];
+    std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (size_t j = 0; j < row.size(); ++j) {
+      if (j > 0 && row[j].first == row[j - 1].first) {
+        unit_mass_.back() += row[j].second;
+        continue;
+      }
+      col_node_.push_back(row[j].first);
+      unit_mass_.push_back(row[j].second);
+    }
+    row_start_[k + 1] = static_cast<int>(col_node_.size());
+  }
+}
+
 void FemInertiaTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
+void FemInertiaTerm::bind(const SparsePattern& pattern) const {
+  std::call_once(bound_, [&] {
+    const auto& outer = pattern.outer();
+    const auto& inner = pattern.inner();
+    block_index_.resize(col_node_.size());
+    column_length_.resize(body_->num_nodes());
+    for (int l = 0; l < body_->num_nodes(); ++l) column_length_[l] = outer[body_->dof(l) + 1] - outer[body_->dof(l)];
+    for (int k = 0; k < body_->num_nodes(); ++k)
+      for (int j = row_start_[k]; j < row_start_[k + 1]; ++j) {
+        const int col = body_->dof(col_node_[j]);
+        const auto first = inner.begin() + outer[col], last = inner.begin() + outer[col + 1];
+        const auto it = std::lower_bound(first, last, body_->dof(k));
+        ADDSIM_CHECK(it != last && *it == body_->dof(k), "mass block outside the pattern");
+        block_index_[j] = static_cast<int>(it - inner.begin());
+      }
+    bound_pattern_ = &pattern;
+  });
+  ADDSIM_CHECK(bound_pattern_ == &pattern, "FEM inertia evaluated on a pattern other than the model's");
+}
+
+Vec3 FemInertiaTerm::unit_mass_times(const VecX& a, int k) const {
+  Vec3 sum = Vec3::Zero();
+  for (int j = row_start_[k]; j < row_start_[k + 1]; ++j) sum += unit_mass_[j] * a.segment<3>(body_->dof(col_node_[j]));
+  return sum;
+}
+
 void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  evaluate_items(ctx, out, 0, body_->num_tets());
+  evaluate_items(ctx, out, 0, body_->num_nodes());
 }
 
 void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
-  const Eigen::Matrix4d unit = unit_node_mass(kind_);
-  for (int e = begin; e < end; ++e) {
-    const Eigen::Matrix4d S = (rho * body_->rest_volume(e)) * unit;
-    const Eigen::Matrix<double, 3, 4> r = body_->element_positions(ctx.a, e) * S;
-    out.add_isotropic_a<4>(stencil_[e], Eigen::Map<const Vec12>(r.data()), S);
+  // ∂r/∂a = M into ka (partials) or wa M into the step Jacobian; nothing for the residual alone.
+  double* values = nullptr;
+  double w = 0.0;
+  if (out.mode() == EvalMode::kResidualAndJacobians) {
+    values = out.ka.data();
+    w = rho;
+  } else if (out.mode() == EvalMode::kResidualAndStepJacobian && out.weights().wa != 0.0) {
+    values = out.jac.data();
+    w = rho * out.weights().wa;
+  }
+  if (values) bind(out.pattern());
+  for (int k = begin; k < end; ++k) {
+    Vec3 r = Vec3::Zero(), r_abs = Vec3::Zero();
+    for (int j = row_start_[k]; j < row_start_[k + 1]; ++j) {
+      const int l = col_node_[j];
+      const Vec3 c = (rho * unit_mass_[j]) * ctx.a.segment<3>(body_->dof(l));
+      r += c;
+      r_abs += c.cwiseAbs();
+      if (!values) continue;
+      // Entry (3k + i, 3l + i) of column 3l + i sits i rows after row 3k; the node's three
+      // columns have the same rows, stored one after the other.
+      const int b = block_index_[j], len = column_length_[l];
+      const double m = w * unit_mass_[j];
+      values[b] += m;
+      values[b + len + 1] += m;
+      values[b + 2 * len + 2] += m;
+    }
+    out.r.segment<3>(body_->dof(k)) += r;
+    out.r_abs.segment<3>(body_->dof(k)) += r_abs;
   }
 }
 
 void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pr = body_->params().density;
   if (!sink.wants(pr)) return;
-  const Eigen::Matrix4d unit = unit_node_mass(kind_);
+  const int n = body_->num_nodes();
   if (const VecX* lambda = sink.adjoint()) {
-    // λ_eᵀ ∂r_e/∂ρ = V_e Λ_e : (A_e S), with Λ_e, A_e the element's λ and a as 3 × 4.
+    // λᵀ ∂r/∂ρ = λᵀ (S ⊗ I₃) a.
     double acc = 0.0;
-    for (int e = 0; e < body_->num_tets(); ++e)
-      acc += body_->rest_volume(e) *
-             body_->element_positions(*lambda, e).cwiseProduct(body_->element_positions(ctx.a, e) * unit).sum();
+    for (int k = 0; k < n; ++k) acc += lambda->segment<3>(body_->dof(k)).dot(unit_mass_times(ctx.a, k));
     sink.add_contracted(pr, acc);
     return;
   }
-  for (int e = 0; e < body_->num_tets(); ++e) {
-    const Eigen::Matrix<double, 3, 4> col = body_->rest_volume(e) * (body_->element_positions(ctx.a, e) * unit);
-    sink.add(stencil_[e], std::span<const int>(&pr, 1), Eigen::Map<const Vec12>(col.data()));
+  std::vector<DofIndex> dofs(3 * n);
+  MatX col(3 * n, 1);
+  for (int k = 0; k < n; ++k) {
+    col.block<3, 1>(3 * k, 0) = unit_mass_times(ctx.a, k);
+    for (int i = 0; i < 3; ++i) dofs[3 * k + i] = body_->dof(k) + i;
   }
+  sink.add_rows(dofs, std::span<const int>(&pr, 1), col);
 }
 
 // ---------------------------------------------------------------- gravity

@@ -107,6 +107,7 @@ class Assembly {
   bool wants_jacobians() const { return mode_ != EvalMode::kResidual; }
   EvalMode mode() const { return mode_; }
   const JacobianWeights& weights() const { return weights_; }
+  const SparsePattern& pattern() const { return *pattern_; }
   /// Adds the outputs of `other` (same pattern, reset to the same mode): the share of an
   /// evaluation that another thread assembled.
   void add_from(const Assembly& other);
