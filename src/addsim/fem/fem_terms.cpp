@@ -141,42 +141,50 @@ void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
 
 // ---------------------------------------------------------------- gravity
 
-void FemGravityTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
+FemGravityTerm::FemGravityTerm(const FemBody* body, const Vec3& gravity) : body_(body), gravity_(gravity) {
+  // Each tet gives a quarter of its volume to each of its nodes.
+  node_volume_.assign(body->num_nodes(), 0.0);
+  for (int e = 0; e < body->num_tets(); ++e)
+    for (int k : body->mesh().tets[e]) node_volume_[k] += 0.25 * body->rest_volume(e);
+}
 
 void FemGravityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  evaluate_items(ctx, out, 0, body_->num_tets());
+  evaluate_items(ctx, out, 0, body_->num_nodes());
 }
 
 void FemGravityTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
-  for (int e = begin; e < end; ++e) {
-    const Vec12 r = (-0.25 * rho * body_->rest_volume(e)) * gravity_.replicate<4, 1>();
-    out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
+  for (int k = begin; k < end; ++k) {
+    const Vec3 r = (-rho * node_volume_[k]) * gravity_;
+    out.r.segment<3>(body_->dof(k)) += r;
+    out.r_abs.segment<3>(body_->dof(k)) += r.cwiseAbs();
   }
 }
 
 void FemGravityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
   const int pr = body_->params().density;
   if (!sink.wants(pr)) return;
+  const int n = body_->num_nodes();
   if (const VecX* lambda = sink.adjoint()) {
-    // λ_eᵀ ∂r_e/∂ρ = −(V_e/4) g · Σ_k λ_k.
+    // λᵀ ∂r/∂ρ = −Σ_k V_k g · λ_k.
     double acc = 0.0;
-    for (int e = 0; e < body_->num_tets(); ++e)
-      acc -= 0.25 * body_->rest_volume(e) * gravity_.dot(body_->element_positions(*lambda, e).rowwise().sum());
+    for (int k = 0; k < n; ++k) acc -= node_volume_[k] * gravity_.dot(lambda->segment<3>(body_->dof(k)));
     sink.add_contracted(pr, acc);
     return;
   }
-  for (int e = 0; e < body_->num_tets(); ++e) {
-    const Vec12 col = (-0.25 * body_->rest_volume(e)) * gravity_.replicate<4, 1>();
-    sink.add(stencil_[e], std::span<const int>(&pr, 1), col);
+  std::vector<DofIndex> dofs(3 * n);
+  MatX col(3 * n, 1);
+  for (int k = 0; k < n; ++k) {
+    col.block<3, 1>(3 * k, 0) = -node_volume_[k] * gravity_;
+    for (int i = 0; i < 3; ++i) dofs[3 * k + i] = body_->dof(k) + i;
   }
+  sink.add_rows(dofs, std::span<const int>(&pr, 1), col);
 }
 
 double FemGravityTerm::energy(const TermContext& ctx) const {
   const double rho = ctx.p[body_->params().density];
   double e_pot = 0.0;
-  for (int e = 0; e < body_->num_tets(); ++e)
-    e_pot -= 0.25 * rho * body_->rest_volume(e) * gravity_.dot(body_->element_positions(ctx.q, e).rowwise().sum());
+  for (int k = 0; k < body_->num_nodes(); ++k) e_pot -= rho * node_volume_[k] * gravity_.dot(ctx.q.segment<3>(body_->dof(k)));
   return e_pot;
 }
 

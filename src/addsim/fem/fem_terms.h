@@ -50,13 +50,15 @@ class FemInertiaTerm final : public Term {
 };
 
 /// r_k −= Σ_e (ρ V_e / 4) g over the tets e of node k (g: m/s²); energy −Σ m_k g·x_k.
+/// The node volumes V_k = Σ_e V_e / 4 are summed once; an evaluation is one pass over the
+/// nodes (one item per node). It adds no Jacobian and needs no stencil.
 class FemGravityTerm final : public Term {
  public:
-  FemGravityTerm(const FemBody* body, const Vec3& gravity) : body_(body), gravity_(gravity) {}
+  FemGravityTerm(const FemBody* body, const Vec3& gravity);
   std::string_view name() const override { return "fem_gravity"; }
-  void declare(StencilSet& stencils) override;
+  void declare(StencilSet&) override {}
   void evaluate(const TermContext& ctx, Assembly& out) const override;
-  int item_count() const override { return body_->num_tets(); }
+  int item_count() const override { return body_->num_nodes(); }
   void evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const override;
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
   double energy(const TermContext& ctx) const override;
@@ -64,7 +66,7 @@ class FemGravityTerm final : public Term {
  private:
   const FemBody* body_;
   Vec3 gravity_;
-  std::vector<int> stencil_;
+  std::vector<double> node_volume_;  ///< V_k (m³)
 };
 
 /// The internal stress of a soft body, elastic plus viscous, in one element loop:
