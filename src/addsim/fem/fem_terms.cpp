@@ -1,6 +1,7 @@
 #include "addsim/fem/fem_terms.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -20,6 +21,12 @@ void declare_elements(const FemBody& body, StencilSet& stencils, std::vector<int
 Eigen::Matrix4d unit_node_mass(MassMatrixKind kind) {
   return kind == MassMatrixKind::kConsistent ? Eigen::Matrix4d(0.05 * (Eigen::Matrix4d::Ones() + Eigen::Matrix4d::Identity()))
                                              : Eigen::Matrix4d(0.25 * Eigen::Matrix4d::Identity());
+}
+
+// Column mode: ∂r/∂p_pidx += `block` on node k's three rows (no allocation: fixed size).
+void add_node_column(const FemBody& body, int k, int pidx, const Vec3& block, ParamSink& sink) {
+  const std::array<DofIndex, 3> dofs{body.dof(k), body.dof(k) + 1, body.dof(k) + 2};
+  sink.add_rows(dofs, std::span<const int>(&pidx, 1), block);
 }
 
 }  // namespace
@@ -130,13 +137,7 @@ void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
     sink.add_contracted(pr, acc);
     return;
   }
-  std::vector<DofIndex> dofs(3 * n);
-  MatX col(3 * n, 1);
-  for (int k = 0; k < n; ++k) {
-    col.block<3, 1>(3 * k, 0) = unit_mass_times(ctx.a, k);
-    for (int i = 0; i < 3; ++i) dofs[3 * k + i] = body_->dof(k) + i;
-  }
-  sink.add_rows(dofs, std::span<const int>(&pr, 1), col);
+  for (int k = 0; k < n; ++k) add_node_column(*body_, k, pr, unit_mass_times(ctx.a, k), sink);
 }
 
 // ---------------------------------------------------------------- gravity
@@ -172,13 +173,7 @@ void FemGravityTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
     sink.add_contracted(pr, acc);
     return;
   }
-  std::vector<DofIndex> dofs(3 * n);
-  MatX col(3 * n, 1);
-  for (int k = 0; k < n; ++k) {
-    col.block<3, 1>(3 * k, 0) = -node_volume_[k] * gravity_;
-    for (int i = 0; i < 3; ++i) dofs[3 * k + i] = body_->dof(k) + i;
-  }
-  sink.add_rows(dofs, std::span<const int>(&pr, 1), col);
+  for (int k = 0; k < n; ++k) add_node_column(*body_, k, pr, Vec3(-node_volume_[k] * gravity_), sink);
 }
 
 double FemGravityTerm::energy(const TermContext& ctx) const {

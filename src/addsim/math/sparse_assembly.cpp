@@ -106,51 +106,45 @@ SparseMat SparsePattern::make_matrix(const VecX& values) const {
 void SparsePattern::multiply_add(const VecX& values, const VecX& x, VecX& y) const {
   // Each y[r] receives its column contributions in increasing column order, as a plain
   // column-by-column product would add them (same result to the bit).
-  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
-    const int c = groups_[g];
-    const int len = outer_[c + 1] - outer_[c];
-    const int* rows = inner_.data() + outer_[c];
-    const double* v = values.data() + outer_[c];
-    if (groups_[g + 1] - c == 3) {
-      const double x0 = x[c], x1 = x[c + 1], x2 = x[c + 2];
-      if (x0 == 0.0 && x1 == 0.0 && x2 == 0.0) continue;
-      for (int k = 0; k < len; ++k) {
-        double& yr = y[rows[k]];
-        yr += v[k] * x0;
-        yr += v[k + len] * x1;
-        yr += v[k + 2 * len] * x2;
-      }
-      continue;
-    }
-    const double xc = x[c];
-    if (xc == 0.0) continue;
-    for (int k = 0; k < len; ++k) y[rows[k]] += v[k] * xc;
-  }
+  for_each_group(
+      values,
+      [&](int c, int len, const int* rows, const double* v) {
+        const double x0 = x[c], x1 = x[c + 1], x2 = x[c + 2];
+        if (x0 == 0.0 && x1 == 0.0 && x2 == 0.0) return;
+        for (int k = 0; k < len; ++k) {
+          double& yr = y[rows[k]];
+          yr += v[k] * x0;
+          yr += v[k + len] * x1;
+          yr += v[k + 2 * len] * x2;
+        }
+      },
+      [&](int c, int len, const int* rows, const double* v) {
+        const double xc = x[c];
+        if (xc == 0.0) return;
+        for (int k = 0; k < len; ++k) y[rows[k]] += v[k] * xc;
+      });
 }
 
 void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const {
-  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
-    const int c = groups_[g];
-    const int len = outer_[c + 1] - outer_[c];
-    const int* rows = inner_.data() + outer_[c];
-    const double* v = values.data() + outer_[c];
-    if (groups_[g + 1] - c == 3) {
-      double a0 = 0.0, a1 = 0.0, a2 = 0.0;
-      for (int k = 0; k < len; ++k) {
-        const double xr = x[rows[k]];
-        a0 += v[k] * xr;
-        a1 += v[k + len] * xr;
-        a2 += v[k + 2 * len] * xr;
-      }
-      y[c] += a0;
-      y[c + 1] += a1;
-      y[c + 2] += a2;
-      continue;
-    }
-    double acc = 0.0;
-    for (int k = 0; k < len; ++k) acc += v[k] * x[rows[k]];
-    y[c] += acc;
-  }
+  for_each_group(
+      values,
+      [&](int c, int len, const int* rows, const double* v) {
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0;
+        for (int k = 0; k < len; ++k) {
+          const double xr = x[rows[k]];
+          a0 += v[k] * xr;
+          a1 += v[k + len] * xr;
+          a2 += v[k + 2 * len] * xr;
+        }
+        y[c] += a0;
+        y[c + 1] += a1;
+        y[c + 2] += a2;
+      },
+      [&](int c, int len, const int* rows, const double* v) {
+        double acc = 0.0;
+        for (int k = 0; k < len; ++k) acc += v[k] * x[rows[k]];
+        y[c] += acc;
+      });
 }
 
 Assembly::Assembly(const SparsePattern* pattern, const StencilSet* stencils)

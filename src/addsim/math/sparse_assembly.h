@@ -79,6 +79,23 @@ class SparsePattern {
   /// consecutive columns with identical row lists (an FEM node's x, y, z), which the
   /// products traverse together — one row index and one update of y per row instead of three.
   std::vector<int> groups_;
+
+  // Calls triple(c, len, rows, v) for each column triple starting at c and single(c, len,
+  // rows, v) for each other column, in column order: rows / v point at column c's row
+  // indices and values (len each); a triple's columns c + 1, c + 2 follow at v + len, v + 2 len.
+  template <class Triple, class Single>
+  void for_each_group(const VecX& values, Triple&& triple, Single&& single) const {
+    for (size_t g = 0; g + 1 < groups_.size(); ++g) {
+      const int c = groups_[g];
+      const int len = outer_[c + 1] - outer_[c];
+      const int* rows = inner_.data() + outer_[c];
+      const double* v = values.data() + outer_[c];
+      if (groups_[g + 1] - c == 3)
+        triple(c, len, rows, v);
+      else
+        single(c, len, rows, v);
+    }
+  }
 };
 
 /// Weights (wq, wv, wa) of ∂r/∂q, ∂r/∂v, ∂r/∂a in a total derivative of r^i (e.g. the
