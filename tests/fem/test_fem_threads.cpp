@@ -1,12 +1,14 @@
 // Two-thread evaluation (solver.threads = 2, Simulator::evaluate): the helper thread
 // assembles the upper half of every FEM element loop into its own Assembly. The split
 // evaluation must equal the one-thread sum in every mode, whole trajectories must agree to
-// the Newton tolerance, and a failing task must surface its exception in the caller.
+// the Newton tolerance (the helper also factorises step Jacobians ahead, and runs stay
+// reproducible bit for bit), and a failing task must surface its exception in the caller.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include "addsim/solver/simulator.h"
 #include "addsim/solver/worker_thread.h"
@@ -80,6 +82,11 @@ TEST(FemThreads, TrajectoryMatchesOneThreadToTheNewtonTolerance) {
   double lowest = 1.0;
   for (const VecX& q : t1.q) lowest = std::min(lowest, q.reshaped(3, q.size() / 3).row(2).minCoeff());
   EXPECT_LT(lowest, 0.0);
+  // With two threads the helper also factorised Jacobians ahead, adopted at later steps.
+  long background = 0;
+  for (const StepReport& r : t2.reports) background += r.background_factorizations;
+  EXPECT_GT(background, 0);
+  for (const StepReport& r : t1.reports) EXPECT_EQ(r.background_factorizations, 0);
   // Both converge every step to ‖r‖ < 1e-10 N; the states agree far below the box's size.
   for (size_t i = 0; i < t1.q.size(); ++i) EXPECT_LT((t1.q[i] - t2.q[i]).norm(), 1e-9) << "step " << i;
   // The same run twice with two threads is reproducible bit for bit.
@@ -104,6 +111,7 @@ TEST(FemThreads, WorkerRethrowsAndStaysUsable) {
   int value = 0;
   worker.start([&] { value = 42; });
   EXPECT_THROW(worker.start([] {}), InternalError);  // one task at a time
+  while (!worker.finished()) std::this_thread::yield();
   worker.wait();
   EXPECT_EQ(value, 42);
 }

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "addsim/core/error.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
+#include "addsim/solver/worker_thread.h"
 
 namespace addsim {
 namespace {
@@ -208,6 +210,61 @@ TEST(ReusedFactorization, DisabledRefactorisesEverySolve) {
   }
   EXPECT_EQ(plain.stats().factorizations, 3);
   EXPECT_EQ(plain.stats().krylov_iterations, 0);
+}
+
+// Factorisation ahead on a worker thread (two-thread forward runs): the adopted LU is that
+// of the submitted matrix (its own system then solves in one GMRES iteration), it is not
+// counted as a foreground factorisation, and a foreground factorisation made after the
+// submission (of a later matrix) supersedes it.
+TEST(ReusedFactorization, BackgroundFactorisationIsAdoptedOrSuperseded) {
+  if (!have_umfpack()) GTEST_SKIP() << "needs UMFPACK";
+  const Grid g = make_grid(7);
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal;
+  const VecX first = matrix_values(g, 5.0, 2.0, rng, 0.001);
+  const VecX second = matrix_values(g, 5.0, 2.0, rng, 0.01);
+  const VecX third = matrix_values(g, 5.0, -2.0, rng, 0.2);
+  VecX b(g.n);
+  for (int i = 0; i < g.n; ++i) b[i] = normal(rng);
+  const VecX q = VecX::Zero(g.n);
+  WorkerThread worker;
+  ReusedFactorization reused(&g.pattern, make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern));
+  EXPECT_FALSE(reused.has_background());
+  EXPECT_FALSE(reused.factorize_in_background(second, q));  // no worker
+  reused.set_background(&worker, make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern));
+  ASSERT_TRUE(reused.has_background());
+  EXPECT_FALSE(reused.factorize_in_background(second, q));  // nothing to precondition yet: solve first
+  VecX x;
+  ASSERT_TRUE(reused.solve(first, b, x));
+  EXPECT_EQ(reused.stats().factorizations, 1);
+
+  // Adopted: solves of `second` go on with the LU of `first` until the install.
+  ASSERT_TRUE(reused.factorize_in_background(second, q));
+  EXPECT_FALSE(reused.factorize_in_background(third, q));  // one at a time
+  ASSERT_TRUE(reused.solve(second, b, x));
+  const long before = reused.stats().krylov_iterations;
+  EXPECT_GT(before, 1);
+  while (reused.background_running()) std::this_thread::yield();
+  reused.install_background();
+  EXPECT_EQ(reused.stats().background_factorizations, 1);
+  ASSERT_TRUE(reused.solve(second, b, x));
+  EXPECT_EQ(reused.stats().krylov_iterations - before, 1);
+  EXPECT_LT(relative_residual(g, second, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
+  reused.install_background();  // nothing pending: no-op
+  EXPECT_EQ(reused.stats().background_factorizations, 1);
+
+  // Superseded: a foreground factorisation of `third` after submitting `second` again.
+  ASSERT_TRUE(reused.factorize_in_background(second, q));
+  reused.invalidate();
+  ASSERT_TRUE(reused.solve(third, b, x));
+  EXPECT_EQ(reused.stats().factorizations, 2);
+  reused.install_background();  // waits, then drops the LU of `second`
+  EXPECT_EQ(reused.stats().background_factorizations, 1);
+  const long kept = reused.stats().krylov_iterations;
+  ASSERT_TRUE(reused.solve(third, b, x));
+  EXPECT_EQ(reused.stats().krylov_iterations - kept, 1);  // still the LU of `third`
+  EXPECT_LT(relative_residual(g, third, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
+  EXPECT_GT(reused.stats().background_ms, 0.0);
 }
 
 TEST(ReusedFactorization, SingularMatrixIsReported) {

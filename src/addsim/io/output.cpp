@@ -35,10 +35,11 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   const Model& model = *scene.model;
   const TimeScheme& s = model.scheme();
   const int completed_steps = static_cast<int>(traj.q.size()) - 1;
-  int total_iterations = 0, max_iterations = 0, halvings = 0, factorizations = 0, krylov = 0;
+  int total_iterations = 0, max_iterations = 0, halvings = 0, factorizations = 0, background = 0, krylov = 0;
   for (const StepReport& r : traj.reports) {
     total_iterations += r.iterations;
     factorizations += r.factorizations;
+    background += r.background_factorizations;
     krylov += r.krylov_iterations;
     max_iterations = std::max(max_iterations, r.iterations);
     halvings += r.line_search_halvings;
@@ -56,6 +57,7 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   j["newton_iterations_max"] = max_iterations;
   j["line_search_halvings_total"] = halvings;
   j["factorizations_total"] = factorizations;
+  j["background_factorizations_total"] = background;
   j["krylov_iterations_total"] = krylov;
   j["completed"] = traj.completed();
   j["failure"] = traj.completed() ? json(nullptr) : json(traj.failure);

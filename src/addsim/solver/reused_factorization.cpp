@@ -33,11 +33,17 @@ bool ReusedFactorization::factorize(const VecX& values) {
   const bool ok = lu_->factorize(values);
   stats_.factor_ms += ms_since(t0);
   ++stats_.factorizations;
+  if (background_ != Background::kNone) superseded_ = true;
   have_lu_ = ok;
+  // The new LU is of the current configuration: the reference of later rotations.
+  adopt_lu(configuration_);
+  return ok;
+}
+
+void ReusedFactorization::adopt_lu(const VecX& reference) {
   refactor_next_ = false;
   if (!groups_.empty()) {
-    // The new LU is of the current configuration: the reference of later rotations.
-    reference_ = configuration_;
+    reference_ = reference;
     rotated_ = false;
   }
   excess_iterations_ = 0.0;
@@ -46,7 +52,50 @@ bool ReusedFactorization::factorize(const VecX& values) {
   const double n = pattern_->size();
   const double iteration = lu_->solve_flops() + 2.0 * pattern_->nnz() + 4.0 * n * kTypicalKrylov;
   factor_to_iteration_ = lu_->factor_flops() / iteration;
-  return ok;
+}
+
+void ReusedFactorization::set_background(WorkerThread* worker, std::unique_ptr<LinearSolver> spare) {
+  ADDSIM_CHECK(background_ == Background::kNone, "set_background while a background factorisation is pending");
+  ADDSIM_CHECK((worker == nullptr) == (spare == nullptr), "a background factorisation needs a worker and a spare solver");
+  worker_ = worker;
+  spare_ = std::move(spare);
+}
+
+bool ReusedFactorization::factorize_in_background(const VecX& values, const VecX& q) {
+  if (!worker_ || !enabled_ || background_ != Background::kNone || !have_lu_ || refactor_next_) return false;
+  background_values_ = values;
+  background_reference_ = q;
+  superseded_ = false;
+  background_ = Background::kRunning;
+  worker_->start([this] {
+    const auto t0 = Clock::now();
+    background_ok_ = spare_->factorize(background_values_);
+    background_task_ms_ = ms_since(t0);
+  });
+  return true;
+}
+
+bool ReusedFactorization::background_running() {
+  if (background_ == Background::kRunning && worker_->finished()) {
+    background_ = Background::kFinished;
+    worker_->wait();
+  }
+  return background_ == Background::kRunning;
+}
+
+void ReusedFactorization::install_background() {
+  if (background_ == Background::kNone) return;
+  if (background_ == Background::kRunning) {
+    background_ = Background::kFinished;  // wait() may rethrow the worker's exception
+    worker_->wait();
+  }
+  background_ = Background::kNone;
+  stats_.background_ms += background_task_ms_;
+  if (superseded_ || !background_ok_) return;
+  std::swap(lu_, spare_);
+  have_lu_ = true;
+  ++stats_.background_factorizations;
+  adopt_lu(background_reference_);
 }
 
 void ReusedFactorization::set_relative_tolerance(double tolerance) {

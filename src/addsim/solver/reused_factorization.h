@@ -26,6 +26,7 @@
 
 #include "addsim/model/model.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/solver/worker_thread.h"
 
 namespace addsim {
 
@@ -58,6 +59,26 @@ class ReusedFactorization {
   /// change of the system such as a new contact active set).
   void invalidate() { have_lu_ = false; }
 
+  /// Factorisation ahead, on a second core (two-thread forward runs). With a worker and a
+  /// second solver on the same pattern (`spare`), factorize_in_background() hands a copy of
+  /// a matrix to the worker, which factorises it into the spare while solves go on with the
+  /// current LU; install_background() waits for it and makes it the current LU. The caller
+  /// chooses both moments at fixed points of its algorithm, so which LU preconditions which
+  /// solve never depends on timing and runs are reproducible bit for bit. A foreground
+  /// factorisation made in between supersedes the background one (it is of a later matrix),
+  /// which is then dropped. `worker` must outlive the background job (not this object).
+  void set_background(WorkerThread* worker, std::unique_ptr<LinearSolver> spare);
+  bool has_background() const { return worker_ != nullptr; }
+  /// Starts factorising the matrix with nonzero `values`, linearised at configuration q
+  /// (the rotation reference of that LU), unless a background factorisation is already
+  /// pending or the next solve would refactorise anyway. True if started.
+  bool factorize_in_background(const VecX& values, const VecX& q);
+  /// True while the worker is still factorising (non-blocking). Once it has finished the
+  /// worker is free for other fork–join work; the LU waits for install_background().
+  bool background_running();
+  /// Waits for a pending background factorisation and adopts it (no-op without one).
+  void install_background();
+
   const char* name() const { return lu_->name(); }
   bool reuses() const { return enabled_; }
 
@@ -66,6 +87,10 @@ class ReusedFactorization {
   struct Stats {
     long factorizations = 0, solves = 0, krylov_iterations = 0;
     double factor_ms = 0.0, solve_ms = 0.0;
+    /// Factorisations made in the background and adopted (not in `factorizations`), and
+    /// the worker's time on all of them (off the caller's critical path).
+    long background_factorizations = 0;
+    double background_ms = 0.0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -82,6 +107,8 @@ class ReusedFactorization {
 
  private:
   bool factorize(const VecX& values);
+  // Resets the reuse bookkeeping for a new current LU of the matrix at `reference`.
+  void adopt_lu(const VecX& reference);
   // GMRES with the current LU as right preconditioner; true if it reached the tolerance
   // within max_iterations (x set), and the iterations it took.
   bool gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target, int max_iterations,
@@ -111,6 +138,15 @@ class ReusedFactorization {
   VecX w_, residual_, guess_residual_;
   Eigen::MatrixXd hessenberg_;             ///< GMRES Hessenberg matrix (with Givens rotations applied)
   Eigen::VectorXd rhs_, cos_, sin_;        ///< GMRES rotated right-hand side and rotations
+  // Background factorisation (set_background).
+  enum class Background { kNone, kRunning, kFinished };
+  WorkerThread* worker_ = nullptr;
+  std::unique_ptr<LinearSolver> spare_;    ///< the LU being factorised in the background
+  Background background_ = Background::kNone;
+  bool background_ok_ = false;             ///< the worker's factorisation succeeded
+  bool superseded_ = false;                ///< a foreground factorisation came after the submission
+  double background_task_ms_ = 0.0;
+  VecX background_values_, background_reference_;
 };
 
 /// The rotation groups of `model`: one per FEM body (its nodes).

@@ -25,6 +25,11 @@ constexpr double kMaxForcing = 1e-2;
 constexpr double kWellResolved = 1e3;
 // A full step is expected to converge when C ‖r‖² is below this fraction of the tolerance.
 constexpr double kSureConvergence = 0.1;
+// Two threads: the Newton iteration of a step whose Jacobian the helper factorises ahead.
+// The second one's is closer to the step's converged Jacobian than the first one's, taken
+// at the extrapolated guess (tori drop: 0.42 instead of 0.44 foreground factorisations per
+// step, 4 % less wall time); steps that converge in one iteration submit none.
+constexpr int kBackgroundIteration = 2;
 }  // namespace
 
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
@@ -54,6 +59,9 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
     worker_assembly_ = Assembly(&model.pattern(), &model.stencils());
   }
   lu_ = make_step_solver(model);
+  // Two threads: the helper also factorises ahead (solve_step), between evaluations.
+  if (worker_ && lu_->reuses())
+    lu_->set_background(worker_.get(), make_linear_solver(model.solver().linear_solver, &model.pattern()));
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
@@ -99,23 +107,30 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
   }
   // Fork–join: the helper takes the upper half of every splittable term's items, this
   // thread the lower halves and the other terms. The split is fixed, so results are
-  // reproducible run to run (they differ from one thread's at round-off).
+  // reproducible run to run (they differ from one thread's at round-off). While the helper
+  // is still factorising ahead (solve_step), this thread does both halves, into the same two
+  // assemblies: the sums, and so the results, do not depend on which thread did them.
   const EvalMode mode = out.mode();
   const JacobianWeights weights = out.weights();
-  worker_->run_alongside(
-      [&] {
-        worker_assembly_.reset(mode, weights);
-        for (const auto& t : model_.terms())
-          if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
-      },
-      [&] {
-        for (const auto& t : model_.terms()) {
-          if (const int n = t->item_count(); n > 1)
-            t->evaluate_items(ctx, out, 0, n / 2);
-          else
-            t->evaluate(ctx, out);
-        }
-      });
+  auto upper = [&] {
+    worker_assembly_.reset(mode, weights);
+    for (const auto& t : model_.terms())
+      if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
+  };
+  auto lower = [&] {
+    for (const auto& t : model_.terms()) {
+      if (const int n = t->item_count(); n > 1)
+        t->evaluate_items(ctx, out, 0, n / 2);
+      else
+        t->evaluate(ctx, out);
+    }
+  };
+  if (lu_->background_running()) {
+    lower();
+    upper();
+  } else {
+    worker_->run_alongside(upper, lower);
+  }
   out.add_from(worker_assembly_);
 }
 
@@ -203,6 +218,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const SolverSettings& opt = model_.solver();
   StepReport rep;
   rep.step = step;
+  // A factorisation made ahead during the previous step preconditions this one.
+  const long adopted = lu_->stats().background_factorizations;
+  lu_->install_background();
+  rep.background_factorizations = static_cast<int>(lu_->stats().background_factorizations - adopted);
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
 
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
@@ -284,6 +303,9 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // trial's partials would never be used (tori drop: one Jacobian fewer in most steps).
     const bool converges = newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol;
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
+    // With two threads the helper factorises this Jacobian while Newton goes on with the
+    // older LU; the new one preconditions from the next step on (install above).
+    if (rep.iterations == kBackgroundIteration && lu_->has_background()) lu_->factorize_in_background(jac_, q);
     const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
                                             opt.max_halvings, trial_eval, newton_, rep);
     if (it.at_floor) {

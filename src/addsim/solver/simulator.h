@@ -34,7 +34,8 @@ struct StepReport {
   double factor_ms = 0.0;          ///< time in LU factorisation
   double solve_ms = 0.0;           ///< time in triangular solves (and GMRES, with reuse)
   int assemblies = 0;              ///< residual (+ partials) evaluations
-  int factorizations = 0;          ///< numeric LU factorisations
+  int factorizations = 0;          ///< numeric LU factorisations (on this thread)
+  int background_factorizations = 0;  ///< LUs factorised ahead by the helper thread and adopted here
   int krylov_iterations = 0;       ///< GMRES iterations on a reused factorisation
   std::string failure;             ///< empty when converged
   std::string note;                ///< e.g. "converged at the round-off floor of ‖r‖"
@@ -116,6 +117,8 @@ class Simulator {
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_;
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
+  // Declared after lu_, so destroyed before it: the helper's thread finishes a background
+  // factorisation (into lu_'s spare solver) before lu_ goes.
   std::unique_ptr<WorkerThread> worker_;  ///< null with one thread
   mutable Assembly worker_assembly_;      ///< the helper thread's share of an evaluation
 };

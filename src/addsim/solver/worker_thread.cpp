@@ -36,6 +36,11 @@ void WorkerThread::wait() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+bool WorkerThread::finished() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !busy_;
+}
+
 void WorkerThread::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

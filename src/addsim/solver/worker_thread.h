@@ -25,6 +25,8 @@ class WorkerThread {
   void start(std::function<void()> task);
   /// Blocks until the task has finished; rethrows its exception, if any.
   void wait();
+  /// True once the task has finished (non-blocking); wait() then returns at once.
+  bool finished();
   /// Fork–join: runs `task` on the worker and `own` on the calling thread, then waits. If
   /// `own` throws, the task is still waited for (it may use the caller's data) and own's
   /// exception propagates; otherwise the task's, if any.
