@@ -62,11 +62,12 @@ class ReusedFactorization {
   /// Factorisation ahead, on a second core (two-thread forward runs). With a worker and a
   /// second solver on the same pattern (`spare`), factorize_in_background() hands a copy of
   /// a matrix to the worker, which factorises it into the spare while solves go on with the
-  /// current LU; install_background() waits for it and makes it the current LU. The caller
-  /// chooses both moments at fixed points of its algorithm, so which LU preconditions which
-  /// solve never depends on timing and runs are reproducible bit for bit. A foreground
-  /// factorisation made in between supersedes the background one (it is of a later matrix),
-  /// which is then dropped. `worker` must outlive the background job (not this object).
+  /// current LU; install_background() makes it the current LU. The caller calls both at
+  /// fixed points of its algorithm and the adoption depends on counted work only, so which
+  /// LU preconditions which solve never depends on timing and runs are reproducible bit for
+  /// bit. A foreground factorisation made in between supersedes the background one (it is
+  /// of a later matrix), which is then dropped. `worker` must outlive the background job
+  /// (not this object).
   void set_background(WorkerThread* worker, std::unique_ptr<LinearSolver> spare);
   bool has_background() const { return worker_ != nullptr; }
   /// Starts factorising the matrix with nonzero `values`, linearised at configuration q
@@ -76,8 +77,11 @@ class ReusedFactorization {
   /// True while the worker is still factorising (non-blocking). Once it has finished the
   /// worker is free for other fork–join work; the LU waits for install_background().
   bool background_running();
-  /// Waits for a pending background factorisation and adopts it (no-op without one).
-  void install_background();
+  /// Adopts a pending background factorisation, waiting for the worker if it has not
+  /// finished, once the solves since its submission have done GMRES iterations worth one
+  /// factorisation (reused_factorization.cpp); before that, and without one, a no-op.
+  /// True if an LU was adopted. A superseded or singular one is dropped.
+  bool install_background();
 
   const char* name() const { return lu_->name(); }
   bool reuses() const { return enabled_; }
@@ -146,6 +150,7 @@ class ReusedFactorization {
   bool background_ok_ = false;             ///< the worker's factorisation succeeded
   bool superseded_ = false;                ///< a foreground factorisation came after the submission
   double background_task_ms_ = 0.0;
+  double background_work_ = 0.0;           ///< GMRES iterations since the submission
   VecX background_values_, background_reference_;
 };
 

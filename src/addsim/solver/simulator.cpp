@@ -218,7 +218,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const SolverSettings& opt = model_.solver();
   StepReport rep;
   rep.step = step;
-  // A factorisation made ahead during the previous step preconditions this one.
+  // A factorisation made ahead during an earlier step preconditions this one, once the
+  // GMRES work since its submission is worth a factorisation (install_background).
   const long adopted = lu_->stats().background_factorizations;
   lu_->install_background();
   rep.background_factorizations = static_cast<int>(lu_->stats().background_factorizations - adopted);
@@ -304,7 +305,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     const bool converges = newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol;
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
-    // older LU; the new one preconditions from the next step on (install above).
+    // older LU; the new one preconditions from a later step on (install above).
     if (rep.iterations == kBackgroundIteration && lu_->has_background()) lu_->factorize_in_background(jac_, q);
     const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
                                             opt.max_halvings, trial_eval, newton_, rep);
