@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "addsim/objectives/objective_terms.h"
+#include "addsim/sensitivity/adjoint.h"
 #include "addsim/solver/simulator.h"
 #include "addsim/solver/worker_thread.h"
 #include "addsim/terms/contact_term.h"
@@ -93,6 +95,32 @@ TEST(FemThreads, TrajectoryMatchesOneThreadToTheNewtonTolerance) {
   Simulator again(*model, 2);
   const Trajectory t3 = again.run(p);
   for (size_t i = 0; i < t2.q.size(); ++i) EXPECT_EQ(t2.q[i], t3.q[i]) << "step " << i;
+}
+
+// The adjoint on two threads (a helper linearising ahead and factorising the fresh-LU steps'
+// Jacobians with UMFPACK, sensitivity/adjoint.cpp) gives the one-thread gradient bit for bit,
+// on a two-thread forward run whose steps also adopted LUs factorised ahead.
+TEST(FemThreads, AdjointOnTwoThreadsEqualsOneThread) {
+  auto model = make_sliding_box();
+  const VecX p = model->params().defaults();
+  Simulator two(*model, 2);
+  const Trajectory t = two.run(p);
+  ASSERT_TRUE(t.completed()) << t.failure;
+  int fresh = 0;
+  for (std::size_t i = 1; i < t.reports.size(); ++i)
+    fresh += t.reports[i].factorizations + t.reports[i].background_factorizations > 0;
+  EXPECT_GT(fresh, 0);
+  Objective objective;
+  objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0.2, 0.0, 0.05)));
+  model->solver_mut().threads = 1;
+  const GradientResult g1 = gradient_adjoint(*model, t, objective);
+  model->solver_mut().threads = 2;
+  const GradientResult g2 = gradient_adjoint(*model, t, objective);
+  EXPECT_GT(g1.dphi_dp.norm(), 0.0);
+  EXPECT_EQ(g1.dphi_dp, g2.dphi_dp);
+  EXPECT_EQ(g1.factorizations, g2.factorizations);
+  EXPECT_EQ(g1.krylov_iterations, g2.krylov_iterations);
+  EXPECT_GE(g1.factorizations, fresh);
 }
 
 TEST(FemThreads, WorkerRethrowsAndStaysUsable) {

@@ -150,15 +150,21 @@ TEST(Adjoint, MismatchedTrajectoryIsAnInputError) {
   EXPECT_THROW(gradient_adjoint(*b.model, traj, b.objective), InputError);
 }
 
-// solver.threads = 2: a helper thread linearises step i − 1 while step i is solved (and
-// step i + 1 in the direct pass). The arithmetic is the same, so the gradient is identical
-// bit for bit; a failing step still throws through the pipeline.
+// solver.threads = 2: a helper thread linearises the steps ahead of the adjoint's sweep and
+// factorises the Jacobians of the fresh-LU steps (those before a forward step that
+// factorised); in the direct pass it linearises step i + 1 while step i is solved. The
+// arithmetic is the same, so the gradient is identical bit for bit; a failing step still
+// throws through the pipeline.
 TEST(Adjoint, TwoThreadsGiveTheSameGradientAdjointAndDirect) {
   Scene s = make_scene(SceneKind::kBouncingCluster, Integrator::kBdf2, ContactModel::kLinear);
   Simulator sim(*s.model);
   const Trajectory traj = sim.run(s.model->params().defaults());
   ASSERT_TRUE(traj.completed()) << traj.failure;
+  int fresh = 0;
+  for (std::size_t i = 1; i < traj.reports.size(); ++i) fresh += traj.reports[i].factorizations > 0;
+  EXPECT_GT(fresh, 0) << "no fresh-LU step: the scene no longer exercises them";
   const GradientResult one = gradient_adjoint(*s.model, traj, s.objective);
+  EXPECT_GE(one.factorizations, fresh);
   s.model->solver_mut().threads = 2;
   const GradientResult two = gradient_adjoint(*s.model, traj, s.objective);
   EXPECT_GT(one.dphi_dp.norm(), 0.0);

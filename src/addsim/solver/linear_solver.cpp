@@ -79,6 +79,7 @@ class DenseLu final : public LinearSolver {
     const double n = pattern_->size();
     return 2.0 * n * n;
   }
+  bool counts_flops() const override { return true; }
   const char* name() const override { return "dense_lu"; }
 
  private:
@@ -120,6 +121,7 @@ class Umfpack final : public LinearSolver {
   }
   double factor_flops() const override { return status_ok(factor_flops_); }
   double solve_flops() const override { return status_ok(solve_flops_); }
+  bool counts_flops() const override { return true; }
   void precondition(const VecX& b, VecX& x, bool transpose) override { solve_with(b, x, transpose, control_plain_); }
   void solve(const VecX& b, VecX& x, bool transpose) override { solve_with(b, x, transpose, control_); }
   const char* name() const override { return "umfpack"; }

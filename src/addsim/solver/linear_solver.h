@@ -25,6 +25,8 @@ class LinearSolver {
   /// ReusedFactorization never reuses the factorisation).
   virtual double factor_flops() const { return 0.0; }
   virtual double solve_flops() const { return 0.0; }
+  /// True if factor_flops() and solve_flops() are reported after a factorisation.
+  virtual bool counts_flops() const { return false; }
   virtual const char* name() const = 0;
 };
 

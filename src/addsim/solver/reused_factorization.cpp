@@ -70,7 +70,7 @@ void ReusedFactorization::set_background(WorkerThread* worker, std::unique_ptr<L
 }
 
 bool ReusedFactorization::factorize_in_background(const VecX& values, const VecX& q) {
-  if (!worker_ || !enabled_ || background_ != Background::kNone || !have_lu_ || refactor_next_) return false;
+  if (!worker_ || !reuses() || background_ != Background::kNone || !have_lu_ || refactor_next_) return false;
   background_values_ = values;
   background_reference_ = q;
   superseded_ = false;
@@ -102,11 +102,17 @@ bool ReusedFactorization::install_background() {
   background_ = Background::kNone;
   stats_.background_ms += background_task_ms_;
   if (superseded_ || !background_ok_) return false;
-  std::swap(lu_, spare_);
-  have_lu_ = true;
+  spare_ = adopt(std::move(spare_), background_reference_);
   ++stats_.background_factorizations;
-  adopt_lu(background_reference_);
   return true;
+}
+
+std::unique_ptr<LinearSolver> ReusedFactorization::adopt(std::unique_ptr<LinearSolver> lu, const VecX& reference) {
+  ADDSIM_CHECK(lu != nullptr, "adopt: no solver");
+  std::swap(lu_, lu);
+  have_lu_ = true;
+  adopt_lu(reference);
+  return lu;
 }
 
 void ReusedFactorization::set_relative_tolerance(double tolerance) {

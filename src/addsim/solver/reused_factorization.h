@@ -83,8 +83,15 @@ class ReusedFactorization {
   /// True if an LU was adopted. A superseded or singular one is dropped.
   bool install_background();
 
+  /// Makes `lu`, a solver on the same pattern already factorised (successfully) for the
+  /// matrix linearised at configuration `reference`, the current LU, as if this object had
+  /// factorised it (e.g. on another thread); returns the previous solver, for reuse.
+  std::unique_ptr<LinearSolver> adopt(std::unique_ptr<LinearSolver> lu, const VecX& reference);
+
   const char* name() const { return lu_->name(); }
-  bool reuses() const { return enabled_; }
+  /// True if solves reuse LUs: enabled, and the solver reports the flop counts the reuse
+  /// rule needs (UMFPACK, dense LU).
+  bool reuses() const { return enabled_ && lu_->counts_flops(); }
 
   /// Counters since construction: factorisations, solves, GMRES iterations, and the time
   /// (ms) spent factorising and solving (solve time includes GMRES).
