@@ -93,7 +93,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // Fresh LUs: the steps just before a forward step that factorised (on its own thread or
   // ahead) get an LU of their own Jacobian before their solve. There the Jacobians had moved
   // away from the LU in use, and going backwards the new LU serves the steps before the
-  // change (cylinder drop: 41 factorisations and 1,195 GMRES iterations instead of 34 and
+  // change (cylinder drop: 41 factorisations and 1,225 GMRES iterations instead of 34 and
   // 1,350 by the reuse rule alone). With two threads the helper factorises them ahead of
   // the sweep; one thread factorises them in place. Same steps, same LUs, same gradient.
   std::vector<char> fresh(n + 1, 0);

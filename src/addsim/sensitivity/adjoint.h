@@ -3,7 +3,9 @@
 /// and adjGrad, with initial conditions per §6 "Throwing"). One backward sweep i = n … 1
 /// with one transposed solve per step; the step Jacobians are re-evaluated at the converged
 /// states, never stored. Memory: O(K·|q|) for the adjoint history window plus what the
-/// objective's ∂Φ/∂q^i needs (at most O(n·|q|)). See docs/gradients.md.
+/// objective's ∂Φ/∂q^i needs (at most O(n·|q|)); with solver.threads = 2 also a ring of
+/// 3–8 step linearisations (≤ 64 MB) and up to two LUs factorised ahead. See
+/// docs/gradients.md.
 
 #include "addsim/model/model.h"
 #include "addsim/sensitivity/objective_function.h"

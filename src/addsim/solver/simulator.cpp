@@ -27,8 +27,9 @@ constexpr double kWellResolved = 1e3;
 constexpr double kSureConvergence = 0.1;
 // Two threads: the Newton iteration of a step whose Jacobian the helper factorises ahead.
 // The second one's is closer to the step's converged Jacobian than the first one's, taken
-// at the extrapolated guess (tori drop: 0.42 instead of 0.44 foreground factorisations per
-// step, 4 % less wall time); steps that converge in one iteration submit none.
+// at the extrapolated guess (tori drop, adopting at the next step: 0.42 instead of 0.44
+// foreground factorisations per step, 4 % less wall time; docs/solver.md); steps that
+// converge in one iteration submit none.
 constexpr int kBackgroundIteration = 2;
 }  // namespace
 
