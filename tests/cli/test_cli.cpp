@@ -35,6 +35,26 @@ TEST(Cli, SimulateWritesTheFourOutputs) {
   EXPECT_EQ(r.err, "");
 }
 
+// summary.json counts the LU factorisations on the stepping thread and, with two threads,
+// those made ahead by the helper and adopted (docs/solver.md).
+TEST(Cli, SummaryCountsFactorisationsMadeAheadOnTwoThreads) {
+  const fs::path dir = fresh_temp_dir();
+  for (const char* threads : {"1", "2"}) {
+    const std::string out = std::string("t") + threads;
+    const CliRun r = run("simulate -q -o " + out + " --set steps=40 --set solver.threads=" + threads + " '" +
+                             scene("soft_ball_throw").string() + "'",
+                         dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto summary = nlohmann::json::parse(slurp(dir / out / "summary.json"));
+    EXPECT_GT(summary["factorizations_total"].get<int>(), 0);
+    EXPECT_GT(summary["krylov_iterations_total"].get<int>(), 0);
+    if (std::string(threads) == "1")
+      EXPECT_EQ(summary["background_factorizations_total"].get<int>(), 0);
+    else
+      EXPECT_GT(summary["background_factorizations_total"].get<int>(), 0);
+  }
+}
+
 TEST(Cli, SimulateDefaultsToOutSceneStem) {
   const fs::path dir = fresh_temp_dir();
   const CliRun r = run("simulate '" + scene("particle_incline").string() + "' --set steps=5", dir);
