@@ -124,46 +124,71 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     }
   } else {
     // Two threads: a helper linearises the steps ahead of this thread's sweep (they need only
-    // the recorded trajectory) into a ring of linearisations, and factorises the fresh-LU
-    // steps' Jacobians into spare solvers; this thread adopts those, solves, and adds the
-    // history and parameter products in step order — the one-thread arithmetic.
+    // the recorded trajectory) into a ring of linearisations; this thread solves, and adds
+    // the history and parameter products in step order — the one-thread arithmetic. The
+    // fresh LUs are shared out: while the ring is full (this thread is the slower one) the
+    // helper factorises the next fresh-LU steps in it, and a fresh LU nobody has started when
+    // this thread reaches its step (clusters of them at impacts, where the helper falls
+    // behind) is factorised here. An LU depends only on its step's Jacobian, not on the
+    // thread that made it, so the gradient is the same either way.
     const std::size_t bytes = (5 + K) * sizeof(double) * static_cast<std::size_t>(model.pattern().nnz());
     const int ring_size = static_cast<int>(std::clamp<std::size_t>(kRingBytes / std::max<std::size_t>(bytes, 1), 3, 8));
     std::vector<std::unique_ptr<StepLinearization>> ring(ring_size);
     for (auto& l : ring) l = make_linearization();
+    enum class FreshLu : char { kWanted, kTaken, kReady };  // a fresh-LU step's LU, per slot
+    std::vector<FreshLu> lu_state(ring_size, FreshLu::kWanted);
     std::vector<std::unique_ptr<LinearSolver>> ring_lu(ring_size);
     std::vector<char> ring_ok(ring_size, 0);
-    std::vector<std::unique_ptr<LinearSolver>> spares;  // free solvers for the helper
+    std::vector<std::unique_ptr<LinearSolver>> spares;  // free solvers (more are made here if need be)
     if (std::find(fresh.begin(), fresh.end(), 1) != fresh.end())
       for (int k = 0; k < 2; ++k) spares.push_back(make_spare());
     std::mutex mutex;
     std::condition_variable changed;
-    int linearised = n + 1;  // lowest step the helper has finished (with its fresh LU)
+    int linearised = n + 1;  // lowest step the helper has linearised
     int consumed = n + 1;    // lowest step this thread has finished (its ring slot is free)
     bool stop = false;
     std::exception_ptr helper_error;
+    // Under the lock: the highest fresh-LU step in the ring that nobody has started, below
+    // the step this thread is on (0 if none).
+    auto wanted_lu = [&] {
+      for (int k = std::min(consumed - 2, n); k > linearised - 1 && k >= 1; --k)
+        if (fresh[k] && lu_state[k % ring_size] == FreshLu::kWanted) return k;
+      return 0;
+    };
     std::thread helper([&] {
       try {
         for (int j = n; j >= 1; --j) {
-          std::unique_ptr<LinearSolver> solver;
-          {
-            std::unique_lock<std::mutex> lock(mutex);
-            // Slot j mod R held step j + R, which must be finished; a fresh LU needs a spare.
-            changed.wait(lock, [&] { return stop || (consumed <= j + ring_size && (!fresh[j] || !spares.empty())); });
-            if (stop) return;
-            if (fresh[j]) {
+          // Slot j mod R held step j + R, which must be finished; until then, factorise a
+          // wanted fresh LU if a solver is free.
+          while (true) {
+            std::unique_ptr<LinearSolver> solver;
+            int k = 0;
+            {
+              std::unique_lock<std::mutex> lock(mutex);
+              if (stop) return;
+              if (consumed <= j + ring_size) break;
+              k = wanted_lu();
+              if (k == 0 || spares.empty()) {
+                changed.wait(lock);
+                continue;
+              }
               solver = std::move(spares.back());
               spares.pop_back();
+              lu_state[k % ring_size] = FreshLu::kTaken;
             }
+            const bool ok = solver->factorize(ring[k % ring_size]->step_jacobian());
+            {
+              std::lock_guard<std::mutex> lock(mutex);
+              ring_ok[k % ring_size] = ok;
+              ring_lu[k % ring_size] = std::move(solver);
+              lu_state[k % ring_size] = FreshLu::kReady;
+            }
+            changed.notify_all();
           }
-          const int slot = j % ring_size;
-          ring[slot]->evaluate(traj, j);
-          if (solver) {
-            ring_ok[slot] = solver->factorize(ring[slot]->step_jacobian());
-            ring_lu[slot] = std::move(solver);
-          }
+          ring[j % ring_size]->evaluate(traj, j);
           {
             std::lock_guard<std::mutex> lock(mutex);
+            lu_state[j % ring_size] = FreshLu::kWanted;
             linearised = j;
           }
           changed.notify_all();
@@ -190,17 +215,38 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       }
     } join{helper, mutex, changed, stop};
     for (int i = n; i >= 1; --i) {
+      const int slot = i % ring_size;
+      std::unique_ptr<LinearSolver> solver;
+      bool ok = false, factorize_here = false;
       {
         std::unique_lock<std::mutex> lock(mutex);
         changed.wait(lock, [&] { return linearised <= i || helper_error; });
         if (helper_error) std::rethrow_exception(helper_error);
+        if (fresh[i]) {
+          changed.wait(lock, [&] { return lu_state[slot] != FreshLu::kTaken || helper_error; });
+          if (helper_error) std::rethrow_exception(helper_error);
+          if (lu_state[slot] == FreshLu::kReady) {
+            solver = std::move(ring_lu[slot]);
+            ok = ring_ok[slot];
+          } else {
+            factorize_here = true;
+            lu_state[slot] = FreshLu::kTaken;
+            if (!spares.empty()) {
+              solver = std::move(spares.back());
+              spares.pop_back();
+            }
+          }
+        }
       }
-      const int slot = i % ring_size;
+      if (factorize_here) {
+        if (!solver) solver = make_spare();
+        ok = solver->factorize(ring[slot]->step_jacobian());
+      }
       if (fresh[i]) {
-        adopt_fresh(ring_lu[slot], ring_ok[slot], i);
+        adopt_fresh(solver, ok, i);
         {
           std::lock_guard<std::mutex> lock(mutex);
-          spares.push_back(std::move(ring_lu[slot]));
+          spares.push_back(std::move(solver));
         }
         changed.notify_all();
       }
