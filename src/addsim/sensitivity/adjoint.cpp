@@ -124,17 +124,19 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     }
   } else {
     // Two threads: a helper linearises the steps ahead of this thread's sweep (they need only
-    // the recorded trajectory) into a ring of linearisations; this thread solves, and adds
-    // the history and parameter products in step order — the one-thread arithmetic. The
-    // fresh LUs are shared out: while the ring is full (this thread is the slower one) the
-    // helper factorises the next fresh-LU steps in it, and a fresh LU nobody has started when
-    // this thread reaches its step (clusters of them at impacts, where the helper falls
-    // behind) is factorised here. An LU depends only on its step's Jacobian, not on the
-    // thread that made it, so the gradient is the same either way.
+    // the recorded trajectory) into a ring of linearisations, and adds each step's parameter
+    // products once this thread has solved it (λ^i kept in the ring), in step order; this
+    // thread solves and pushes the history products — the one-thread arithmetic. The fresh
+    // LUs balance the load: the helper factorises wanted ones in the ring when it has
+    // nothing else to do, and a fresh LU that nobody has started when this thread reaches
+    // its step (clusters at impacts, or a helper behind) is factorised here. An LU depends
+    // only on its step's Jacobian, not on the thread that made it, so the gradient is the
+    // same either way.
     const std::size_t bytes = (5 + K) * sizeof(double) * static_cast<std::size_t>(model.pattern().nnz());
     const int ring_size = static_cast<int>(std::clamp<std::size_t>(kRingBytes / std::max<std::size_t>(bytes, 1), 3, 8));
     std::vector<std::unique_ptr<StepLinearization>> ring(ring_size);
     for (auto& l : ring) l = make_linearization();
+    std::vector<VecX> ring_lambda(ring_size, VecX(nq));
     enum class FreshLu : char { kWanted, kTaken, kReady };  // a fresh-LU step's LU, per slot
     std::vector<FreshLu> lu_state(ring_size, FreshLu::kWanted);
     std::vector<std::unique_ptr<LinearSolver>> ring_lu(ring_size);
@@ -145,51 +147,67 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     std::mutex mutex;
     std::condition_variable changed;
     int linearised = n + 1;  // lowest step the helper has linearised
-    int consumed = n + 1;    // lowest step this thread has finished (its ring slot is free)
+    int consumed = n + 1;    // lowest step this thread has solved (λ in the ring)
+    int added = n + 1;       // lowest step whose parameter products are added (its slot is free)
     bool stop = false;
     std::exception_ptr helper_error;
     // Under the lock: the highest fresh-LU step in the ring that nobody has started, below
     // the step this thread is on (0 if none).
     auto wanted_lu = [&] {
-      for (int k = std::min(consumed - 2, n); k > linearised - 1 && k >= 1; --k)
+      for (int k = std::min(consumed - 2, n); k >= linearised && k >= 1; --k)
         if (fresh[k] && lu_state[k % ring_size] == FreshLu::kWanted) return k;
       return 0;
     };
     std::thread helper([&] {
       try {
-        for (int j = n; j >= 1; --j) {
-          // Slot j mod R held step j + R, which must be finished; until then, factorise a
-          // wanted fresh LU if a solver is free.
-          while (true) {
-            std::unique_ptr<LinearSolver> solver;
-            int k = 0;
-            {
-              std::unique_lock<std::mutex> lock(mutex);
+        VecX buffer(nq);
+        int next = n;  // next step to linearise
+        while (true) {
+          enum class Task { kLinearize, kProducts, kFactorize } task;
+          int k = 0;
+          std::unique_ptr<LinearSolver> solver;
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            while (true) {
               if (stop) return;
-              if (consumed <= j + ring_size) break;
-              k = wanted_lu();
-              if (k == 0 || spares.empty()) {
+              // Slot of step `next` held step next + R, whose products must be added.
+              const bool can_linearize = next >= 1 && added <= next + ring_size;
+              const bool can_add = added > consumed;
+              // Linearising keeps this thread's sweep fed; products free ring slots.
+              if (can_linearize && (consumed - linearised < 2 || !can_add)) {
+                task = Task::kLinearize;
+              } else if (can_add) {
+                task = Task::kProducts;
+              } else if ((k = wanted_lu()) != 0 && !spares.empty()) {
+                task = Task::kFactorize;
+                solver = std::move(spares.back());
+                spares.pop_back();
+                lu_state[k % ring_size] = FreshLu::kTaken;
+              } else if (next < 1 && added == 1) {
+                return;  // every step linearised and its products added
+              } else {
                 changed.wait(lock);
                 continue;
               }
-              solver = std::move(spares.back());
-              spares.pop_back();
-              lu_state[k % ring_size] = FreshLu::kTaken;
+              break;
             }
-            const bool ok = solver->factorize(ring[k % ring_size]->step_jacobian());
-            {
-              std::lock_guard<std::mutex> lock(mutex);
-              ring_ok[k % ring_size] = ok;
-              ring_lu[k % ring_size] = std::move(solver);
-              lu_state[k % ring_size] = FreshLu::kReady;
-            }
-            changed.notify_all();
           }
-          ring[j % ring_size]->evaluate(traj, j);
-          {
+          if (task == Task::kLinearize) {
+            ring[next % ring_size]->evaluate(traj, next);
             std::lock_guard<std::mutex> lock(mutex);
-            lu_state[j % ring_size] = FreshLu::kWanted;
-            linearised = j;
+            lu_state[next % ring_size] = FreshLu::kWanted;
+            linearised = next--;
+          } else if (task == Task::kProducts) {
+            const int step = added - 1;
+            add_parameter_products(*ring[step % ring_size], ring_lambda[step % ring_size], buffer);
+            std::lock_guard<std::mutex> lock(mutex);
+            added = step;
+          } else {
+            const bool ok = solver->factorize(ring[k % ring_size]->step_jacobian());
+            std::lock_guard<std::mutex> lock(mutex);
+            ring_ok[k % ring_size] = ok;
+            ring_lu[k % ring_size] = std::move(solver);
+            lu_state[k % ring_size] = FreshLu::kReady;
           }
           changed.notify_all();
         }
@@ -214,6 +232,9 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         thread.join();
       }
     } join{helper, mutex, changed, stop};
+    auto rethrow = [&] {
+      if (helper_error) std::rethrow_exception(helper_error);
+    };
     for (int i = n; i >= 1; --i) {
       const int slot = i % ring_size;
       std::unique_ptr<LinearSolver> solver;
@@ -221,10 +242,10 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       {
         std::unique_lock<std::mutex> lock(mutex);
         changed.wait(lock, [&] { return linearised <= i || helper_error; });
-        if (helper_error) std::rethrow_exception(helper_error);
+        rethrow();
         if (fresh[i]) {
           changed.wait(lock, [&] { return lu_state[slot] != FreshLu::kTaken || helper_error; });
-          if (helper_error) std::rethrow_exception(helper_error);
+          rethrow();
           if (lu_state[slot] == FreshLu::kReady) {
             solver = std::move(ring_lu[slot]);
             ok = ring_ok[slot];
@@ -251,13 +272,16 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         changed.notify_all();
       }
       backward_step(*ring[slot], i);
-      add_parameter_products(*ring[slot], lambda, sink_lambda);
+      ring_lambda[slot] = lambda;
       {
         std::lock_guard<std::mutex> lock(mutex);
         consumed = i;
       }
       changed.notify_all();
     }
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return added == 1 || helper_error; });
+    rethrow();
   }
 
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
