@@ -4,7 +4,7 @@
 /// with one transposed solve per step; the step Jacobians are re-evaluated at the converged
 /// states, never stored. Memory: O(K·|q|) for the adjoint history window plus what the
 /// objective's ∂Φ/∂q^i needs (at most O(n·|q|)); with solver.threads = 2 also a ring of
-/// 3–8 step linearisations (≤ 64 MB) and up to two LUs factorised ahead. See
+/// 3–8 step linearisations (≤ 64 MB) and the fresh LUs of steps in it. See
 /// docs/gradients.md.
 
 #include "addsim/model/model.h"
