@@ -94,8 +94,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // ahead) get an LU of their own Jacobian before their solve. There the Jacobians had moved
   // away from the LU in use, and going backwards the new LU serves the steps before the
   // change (cylinder drop: 41 factorisations and 1,225 GMRES iterations instead of 34 and
-  // 1,350 by the reuse rule alone). With two threads the helper factorises them ahead of
-  // the sweep; one thread factorises them in place. Same steps, same LUs, same gradient.
+  // 1,350 by the reuse rule alone). One thread factorises them in place; two threads share
+  // them out (below). Same steps, same LUs, same gradient.
   std::vector<char> fresh(n + 1, 0);
   if (lu->reuses())
     for (int i = 1; i < n; ++i)
