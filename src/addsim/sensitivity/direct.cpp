@@ -1,5 +1,6 @@
 #include "addsim/sensitivity/direct.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -41,9 +42,11 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   for (int c = 0; c < m; ++c) out.dphi_dp[c] = og.dphi_dp()[params[c]];
 
   // Initial-state tangents ∂q⁰/∂p_j, ∂v⁰/∂p_j; s^0 opens each parameter's ring buffer
-  // ring[c][i mod (K+1)] = s^i_c for the last K+1 steps.
+  // ring[c][i mod R] = s^i_c for the last R steps (the K the history reads, and the four the
+  // initial guess extrapolates from).
+  const int R = std::max(K + 1, 5);
   std::vector<VecX> dq0(m, VecX::Zero(nq)), dv0(m, VecX::Zero(nq));
-  std::vector<std::vector<VecX>> ring(m, std::vector<VecX>(K + 1, VecX::Zero(nq)));
+  std::vector<std::vector<VecX>> ring(m, std::vector<VecX>(R, VecX::Zero(nq)));
   for (int c = 0; c < m; ++c) {
     for (const auto& b : model.bodies()) b->initial_state_jvp(traj.p, params[c], dq0[c], dv0[c]);
     ring[c][0] = dq0[c];
@@ -60,7 +63,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   // it refactorises more often. A solve that stagnates on the old LU gives up early.
   const std::unique_ptr<ReusedFactorization> lu = make_step_solver(model);
   lu->set_relative_tolerance(kSensitivitySolveTolerance);
-  VecX rhs(nq), sol(nq);
+  VecX rhs(nq), sol(nq), guess(nq);
   // Step i with its linearisation `lin`: s^i_j for every listed parameter.
   auto forward_step = [&](const StepLinearization& lin, int i) {
     lu->set_configuration(traj.q[i]);
@@ -72,11 +75,16 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       lin.param_derivatives(sink);
       lin.project_rows(rhs);  // constrained rows carry no ∂r/∂p
       for (int k = 1; k <= K && i - k >= 0; ++k)
-        pattern.multiply_add(lin.history_jacobian(k), ring[c][(i - k) % (K + 1)], rhs);
+        pattern.multiply_add(lin.history_jacobian(k), ring[c][(i - k) % R], rhs);
       if (lin.depends_on_v0()) pattern.multiply_add(lin.v0_jacobian(), dv0[c], rhs);
       rhs = -rhs;
-      // GMRES starts from s^{i-1}_j: sensitivities change little from step to step.
-      if (!lu->solve(lin.step_jacobian(), rhs, sol, /*transpose=*/false, 0.0, &ring[c][(i - 1) % (K + 1)]))
+      // GMRES starts from the cubic extrapolation of s^{i-1}_j … s^{i-4}_j (lower orders
+      // while fewer exist): sensitivities change smoothly from step to step. Cylinder drop,
+      // 19 parameters: 1,064 GMRES iterations and 23 factorisations instead of 1,665 and 41
+      // from s^{i-1}_j; soft ball 369 and 13 instead of 384 and 14. Per-step controls, which
+      // start at their step with a jump, extrapolate worse: sheet 308 instead of 259.
+      extrapolate_solution([&](int k) -> const VecX& { return ring[c][(i - k) % R]; }, i, guess);
+      if (!lu->solve(lin.step_jacobian(), rhs, sol, /*transpose=*/false, 0.0, &guess))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
                                   " is singular",
                               i);
@@ -84,7 +92,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
         throw SimulationError("direct sensitivities: sensitivity of step " + std::to_string(i) + " to parameter " +
                                   model.params().name_of(params[c]) + " is not finite",
                               i);
-      ring[c][i % (K + 1)] = sol;
+      ring[c][i % R] = sol;
       if (g) out.dphi_dp[c] += g->dot(sol);
       if (c == keep) out.sensitivities.push_back(sol);
     }

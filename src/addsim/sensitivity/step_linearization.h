@@ -27,6 +27,23 @@ namespace addsim {
 /// iterations (cylinder drop).
 inline constexpr double kSensitivitySolveTolerance = 1e-12;
 
+/// Initial guess for the next solve of a sequence of step systems whose solutions change
+/// smoothly from step to step (adjoint states, direct sensitivities): the cubic through the
+/// last four solutions, lower orders while fewer are `known`; last(k) is the k-th last
+/// (k = 1 … min(known, 4), known ≥ 1). The adjoint and direct passes start GMRES there
+/// (docs/validation/gradients.md §3).
+template <class Last>
+void extrapolate_solution(const Last& last, int known, VecX& out) {
+  if (known >= 4)
+    out = 4.0 * last(1) - 6.0 * last(2) + 4.0 * last(3) - last(4);
+  else if (known == 3)
+    out = 3.0 * last(1) - 3.0 * last(2) + last(3);
+  else if (known == 2)
+    out = 2.0 * last(1) - last(2);
+  else
+    out = last(1);
+}
+
 class StepLinearization {
  public:
   /// How the history blocks dr^i/dq^{i-k}, dr^i/dv⁰ are provided: as value arrays (the direct
