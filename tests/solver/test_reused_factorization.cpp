@@ -64,6 +64,14 @@ double relative_residual(const Grid& g, const VecX& values, const VecX& b, const
   return (b - y).norm() / b.norm();
 }
 
+// A right-hand side with standard-normal entries.
+VecX random_rhs(int n, std::mt19937& rng) {
+  std::normal_distribution<double> normal;
+  VecX b(n);
+  for (int i = 0; i < n; ++i) b[i] = normal(rng);
+  return b;
+}
+
 // The LUs that report flop counts (and so are reused): UMFPACK and the dense LU.
 class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
 
@@ -110,12 +118,10 @@ TEST(ReusedFactorization, EarlyRefactorisationGivesUpOnAStagnatingSolve) {
   if (!have_umfpack()) GTEST_SKIP() << "needs UMFPACK";
   const Grid g = make_grid(9);
   std::mt19937 rng(5);
-  std::normal_distribution<double> normal;
   const VecX before = matrix_values(g, 0.01, 2.0, rng, 0.001);
   // Every entry re-drawn by up to ±90 % and the nonsymmetric part reversed.
   const VecX after = matrix_values(g, 0.01, -6.0, rng, 0.9);
-  VecX b(g.n);
-  for (int i = 0; i < g.n; ++i) b[i] = normal(rng);
+  const VecX b = random_rhs(g.n, rng);
   const auto direct = make_linear_solver(LinearSolverKind::kEigenLu, &g.pattern);
   ASSERT_TRUE(direct->factorize(after));
   ReusedFactorization::Stats stats[2];
@@ -170,9 +176,7 @@ TEST(DenseLu, MatchesSparseLuForAAndItsTranspose) {
   const double n = g.n;
   EXPECT_DOUBLE_EQ(dense->factor_flops(), 2.0 * n * n * n / 3.0);
   EXPECT_DOUBLE_EQ(dense->solve_flops(), 2.0 * n * n);
-  std::normal_distribution<double> normal;
-  VecX b(g.n);
-  for (int i = 0; i < g.n; ++i) b[i] = normal(rng);
+  const VecX b = random_rhs(g.n, rng);
   for (bool transpose : {false, true}) {
     VecX x, x_sparse;
     dense->solve(b, x, transpose);
@@ -220,12 +224,10 @@ TEST(ReusedFactorization, BackgroundFactorisationIsAdoptedOrSuperseded) {
   if (!have_umfpack()) GTEST_SKIP() << "needs UMFPACK";
   const Grid g = make_grid(7);
   std::mt19937 rng(11);
-  std::normal_distribution<double> normal;
   const VecX first = matrix_values(g, 5.0, 2.0, rng, 0.001);
   const VecX second = matrix_values(g, 5.0, 2.0, rng, 0.01);
   const VecX third = matrix_values(g, 5.0, -2.0, rng, 0.2);
-  VecX b(g.n);
-  for (int i = 0; i < g.n; ++i) b[i] = normal(rng);
+  const VecX b = random_rhs(g.n, rng);
   const VecX q = VecX::Zero(g.n);
   WorkerThread worker;
   ReusedFactorization reused(&g.pattern, make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern));

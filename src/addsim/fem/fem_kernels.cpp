@@ -134,19 +134,24 @@ Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, doubl
   return K;
 }
 
+namespace {
+// Block (k, l) of the linear model's Kv: P = ν (Ḟ + Ḟᵀ) gives δP g_k = ν [(g_k·g_l) δv_l +
+// g_l (δv_l·g_k)], i.e. ν [(g_k·g_l) I + g_l g_kᵀ]; gg = G Gᵀ.
+Mat3 linear_viscous_block(const Mat43& grad, const Eigen::Matrix4d& gg, double nu, int k, int l) {
+  Mat3 B = nu * grad.row(l).transpose() * grad.row(k);
+  B.diagonal().array() += nu * gg(k, l);
+  return B;
+}
+}  // namespace
+
 void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
                        Mat12& Kq, Mat12& Kv, double scale, bool add_to_kq) {
   const Eigen::Matrix4d gg = grad * grad.transpose();
   if (model == ViscosityModel::kLinear) {
-    // P = ν (Ḟ + Ḟᵀ): δP g_k = ν [(g_k·g_l) δv_l + g_l (δv_l·g_k)].
     const double nu = scale * viscosity;
     if (!add_to_kq) Kq.setZero();
     for (int l = 0; l < 4; ++l)
-      for (int k = 0; k < 4; ++k) {
-        Mat3 B = nu * grad.row(l).transpose() * grad.row(k);
-        B.diagonal().array() += nu * gg(k, l);
-        Kv.block<3, 3>(3 * k, 3 * l) = B;
-      }
+      for (int k = 0; k < 4; ++k) Kv.block<3, 3>(3 * k, 3 * l) = linear_viscous_block(grad, gg, nu, k, l);
     return;
   }
   // Rotation-invariant, s = 64 ν; column 3l + j as a 3 × 4 matrix (row i, node k), a sum of
@@ -177,14 +182,10 @@ void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43
                                     ViscosityModel model, double c, Mat12& K, double scale) {
   const Eigen::Matrix4d gg = grad * grad.transpose();
   if (model == ViscosityModel::kLinear) {
-    // Kq = 0: K += c Kv, Kv_kl = ν [(g_k·g_l) I + g_l g_kᵀ].
+    // Kq = 0: K += c Kv.
     const double cnu = c * scale * viscosity;
     for (int l = 0; l < 4; ++l)
-      for (int k = 0; k < 4; ++k) {
-        Mat3 B = cnu * grad.row(l).transpose() * grad.row(k);
-        B.diagonal().array() += cnu * gg(k, l);
-        K.block<3, 3>(3 * k, 3 * l) += B;
-      }
+      for (int k = 0; k < 4; ++k) K.block<3, 3>(3 * k, 3 * l) += linear_viscous_block(grad, gg, cnu, k, l);
     return;
   }
   // Rotation-invariant: the terms of Kq and c Kv with equal rank-one structure are summed

@@ -33,7 +33,7 @@ void add_node_column(const FemBody& body, int k, int pidx, const Vec3& block, Pa
 
 // ---------------------------------------------------------------- inertia
 
-FemInertiaTerm::FemInertiaTerm(const FemBody* body, MassMatrixKind kind) : body_(body), kind_(kind) {
+FemInertiaTerm::FemInertiaTerm(const FemBody* body, MassMatrixKind kind) : body_(body) {
   // S = Σ_e V_e (unit element coupling) over the elements, gathered per node row.
   const int n = body->num_nodes();
   const Eigen::Matrix4d unit = unit_node_mass(kind);

@@ -39,7 +39,6 @@ class FemInertiaTerm final : public Term {
   void bind(const SparsePattern& pattern) const;
 
   const FemBody* body_;
-  MassMatrixKind kind_;
   std::vector<int> stencil_;  ///< element stencils: they put the (k, l) blocks in the pattern
   std::vector<int> row_start_, col_node_;  ///< S in compressed rows over nodes (diagonal included)
   std::vector<double> unit_mass_;          ///< S_kl (m³: the mass per unit density)

@@ -140,13 +140,20 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     // same either way.
     const std::size_t bytes = (5 + K) * sizeof(double) * static_cast<std::size_t>(model.pattern().nnz());
     const int ring_size = static_cast<int>(std::clamp<std::size_t>(kRingBytes / std::max<std::size_t>(bytes, 1), 3, 8));
-    std::vector<std::unique_ptr<StepLinearization>> ring(ring_size);
-    for (auto& l : ring) l = make_linearization();
-    std::vector<VecX> ring_lambda(ring_size, VecX(nq));
-    enum class FreshLu : char { kWanted, kTaken, kReady };  // a fresh-LU step's LU, per slot
-    std::vector<FreshLu> lu_state(ring_size, FreshLu::kWanted);
-    std::vector<std::unique_ptr<LinearSolver>> ring_lu(ring_size);
-    std::vector<char> ring_ok(ring_size, 0);
+    enum class FreshLu : char { kWanted, kTaken, kReady };
+    // Step j lives in slot j mod R.
+    struct Slot {
+      std::unique_ptr<StepLinearization> lin;
+      VecX lambda;                       ///< λ^j, once solved (for the parameter products)
+      FreshLu lu_state = FreshLu::kWanted;  ///< a fresh-LU step's LU
+      std::unique_ptr<LinearSolver> lu;  ///< that LU, when kReady
+      bool lu_ok = false;                ///< … and not singular
+    };
+    std::vector<Slot> ring(ring_size);
+    for (Slot& slot : ring) {
+      slot.lin = make_linearization();
+      slot.lambda.resize(nq);
+    }
     std::vector<std::unique_ptr<LinearSolver>> spares;  // free solvers (more are made here if need be)
     if (std::find(fresh.begin(), fresh.end(), 1) != fresh.end())
       for (int k = 0; k < 2; ++k) spares.push_back(make_spare());
@@ -161,7 +168,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     // the step this thread is on (0 if none).
     auto wanted_lu = [&] {
       for (int k = std::min(consumed - 2, n); k >= linearised && k >= 1; --k)
-        if (fresh[k] && lu_state[k % ring_size] == FreshLu::kWanted) return k;
+        if (fresh[k] && ring[k % ring_size].lu_state == FreshLu::kWanted) return k;
       return 0;
     };
     std::thread helper([&] {
@@ -188,7 +195,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
                 task = Task::kFactorize;
                 solver = std::move(spares.back());
                 spares.pop_back();
-                lu_state[k % ring_size] = FreshLu::kTaken;
+                ring[k % ring_size].lu_state = FreshLu::kTaken;
               } else if (next < 1 && added == 1) {
                 return;  // every step linearised and its products added
               } else {
@@ -199,21 +206,23 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
             }
           }
           if (task == Task::kLinearize) {
-            ring[next % ring_size]->evaluate(traj, next);
+            Slot& slot = ring[next % ring_size];
+            slot.lin->evaluate(traj, next);
             std::lock_guard<std::mutex> lock(mutex);
-            lu_state[next % ring_size] = FreshLu::kWanted;
+            slot.lu_state = FreshLu::kWanted;
             linearised = next--;
           } else if (task == Task::kProducts) {
-            const int step = added - 1;
-            add_parameter_products(*ring[step % ring_size], ring_lambda[step % ring_size], buffer);
+            const Slot& slot = ring[(added - 1) % ring_size];
+            add_parameter_products(*slot.lin, slot.lambda, buffer);
             std::lock_guard<std::mutex> lock(mutex);
-            added = step;
+            --added;
           } else {
-            const bool ok = solver->factorize(ring[k % ring_size]->step_jacobian());
+            Slot& slot = ring[k % ring_size];
+            const bool ok = solver->factorize(slot.lin->step_jacobian());
             std::lock_guard<std::mutex> lock(mutex);
-            ring_ok[k % ring_size] = ok;
-            ring_lu[k % ring_size] = std::move(solver);
-            lu_state[k % ring_size] = FreshLu::kReady;
+            slot.lu_ok = ok;
+            slot.lu = std::move(solver);
+            slot.lu_state = FreshLu::kReady;
           }
           changed.notify_all();
         }
@@ -242,7 +251,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       if (helper_error) std::rethrow_exception(helper_error);
     };
     for (int i = n; i >= 1; --i) {
-      const int slot = i % ring_size;
+      Slot& slot = ring[i % ring_size];
       std::unique_ptr<LinearSolver> solver;
       bool ok = false, factorize_here = false;
       {
@@ -250,14 +259,14 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         changed.wait(lock, [&] { return linearised <= i || helper_error; });
         rethrow();
         if (fresh[i]) {
-          changed.wait(lock, [&] { return lu_state[slot] != FreshLu::kTaken || helper_error; });
+          changed.wait(lock, [&] { return slot.lu_state != FreshLu::kTaken || helper_error; });
           rethrow();
-          if (lu_state[slot] == FreshLu::kReady) {
-            solver = std::move(ring_lu[slot]);
-            ok = ring_ok[slot];
+          if (slot.lu_state == FreshLu::kReady) {
+            solver = std::move(slot.lu);
+            ok = slot.lu_ok;
           } else {
             factorize_here = true;
-            lu_state[slot] = FreshLu::kTaken;
+            slot.lu_state = FreshLu::kTaken;
             if (!spares.empty()) {
               solver = std::move(spares.back());
               spares.pop_back();
@@ -267,7 +276,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       }
       if (factorize_here) {
         if (!solver) solver = make_spare();
-        ok = solver->factorize(ring[slot]->step_jacobian());
+        ok = solver->factorize(slot.lin->step_jacobian());
       }
       if (fresh[i]) {
         adopt_fresh(solver, ok, i);
@@ -277,8 +286,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         }
         changed.notify_all();
       }
-      backward_step(*ring[slot], i);
-      ring_lambda[slot] = lambda;
+      backward_step(*slot.lin, i);
+      slot.lambda = lambda;
       {
         std::lock_guard<std::mutex> lock(mutex);
         consumed = i;

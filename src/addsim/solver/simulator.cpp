@@ -307,7 +307,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
-    if (rep.iterations == kBackgroundIteration && lu_->has_background()) lu_->factorize_in_background(jac_, q);
+    if (rep.iterations == kBackgroundIteration) lu_->factorize_in_background(jac_, q);
     const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
                                             opt.max_halvings, trial_eval, newton_, rep);
     if (it.at_floor) {
