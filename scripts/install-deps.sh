@@ -13,7 +13,14 @@ packages=(
   libmujoco-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-pytest
+  liblbfgspp-dev libpagmo-dev
+  pybind11-dev python3-dev python3-torch python3-distributed
+  liburdfdom-dev dart-doc
+  chromium
+  ccache
 )
+# node and npm fetch the bunny and the viewer's three.js; Debian's when the machine has none.
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
