@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -153,7 +154,9 @@ Design grid_design(const Task& task, const Options& opt) {
     for (std::size_t a = axes.size(); a-- > 0;) {
       const long i = rest % n[a];
       rest /= n[a];
-      row.insert(row.begin(), r[a].first + (r[a].second - r[a].first) * static_cast<double>(i) / (n[a] - 1));
+      // (1 − t) a + t b hits both ends of the range exactly.
+      const double t = static_cast<double>(i) / static_cast<double>(n[a] - 1);
+      row.insert(row.begin(), (1.0 - t) * r[a].first + t * r[a].second);
     }
     d.values.push_back(std::move(row));
   }
@@ -186,6 +189,13 @@ Design sample_design(const Task& task, const Options& opt) {
     d.values.push_back(std::move(row));
   }
   return d;
+}
+
+// The shortest text that reads back as the same double ("0.7", not "0.69999999999999996").
+std::string number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 // Writes `text` to `file` through a temporary next to it, so a reader never sees half a file.
@@ -264,7 +274,6 @@ std::function<int()> setup_sweep(CLI::App& app) {
 
     // sweep.csv: one row per point; failed points have NaN values, completed = 0 and the reason.
     std::ostringstream csv;
-    csv.precision(17);
     csv << "k";
     for (const auto& n : d.names) csv << "," << n;
     csv << ",phi";
@@ -275,10 +284,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
     for (std::size_t k = 0; k < results.size(); ++k) {
       const BatchItemResult& r = results[k];
       csv << k;
-      for (double v : d.values[k]) csv << "," << v;
-      csv << "," << (r.completed ? r.phi : std::numeric_limits<double>::quiet_NaN());
+      for (double v : d.values[k]) csv << "," << number(v);
+      csv << "," << (r.completed ? number(r.phi) : "nan");
       if (!opt->no_gradient)
-        for (int j : d.index) csv << "," << (r.completed ? r.dphi_dp[j] : std::numeric_limits<double>::quiet_NaN());
+        for (int j : d.index) csv << "," << (r.completed ? number(r.dphi_dp[j]) : "nan");
       std::string why = r.failure;
       for (char& c : why)
         if (c == '"') c = '\'';
