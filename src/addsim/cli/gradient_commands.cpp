@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "addsim/cli/commands.h"
+#include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 #include "addsim/sensitivity/adjoint.h"
@@ -471,10 +472,14 @@ std::function<int()> make_landscape(CLI::App& app) {
     if (!opt->no_png) {
       const char* env = std::getenv("ADDSIM_SOURCE_DIR");
       const fs::path script = fs::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT) / "scripts" / "plot_landscape.py";
-      const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + (out / "landscape.csv").string() +
-                              "' '" + (out / "landscape.png").string() + "' --title '" + task.name + "'";
-      if (std::system(cmd.c_str()) != 0)
-        throw InternalError("plotting failed: " + cmd + " (use --no-png to skip the PNG)");
+      // Run without a shell: the task name and paths go to the plotter verbatim ("--title=..."
+      // so that a title starting with '-' is not read as an option).
+      const std::vector<std::string> argv = {"/usr/bin/python3", script.string(), (out / "landscape.csv").string(),
+                                             (out / "landscape.png").string(), "--title=" + task.name};
+      const ProgramResult plot = run_program(argv);
+      if (!plot.ok())
+        throw InternalError("plotting failed: /usr/bin/python3 " + script.string() + " " + plot.describe() +
+                            " (landscape.csv is written; use --no-png to skip the PNG)");
       std::printf("wrote %s\n", (out / "landscape.png").string().c_str());
     }
     if (failed > 0)

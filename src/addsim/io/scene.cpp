@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/scene_builder.h"
 #include "addsim/terms/particle_terms.h"
@@ -249,16 +250,7 @@ void parse_springs(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& 
   }
 }
 
-std::string read_file(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) throw InputError(file.string() + ": no such file");
-  if (std::filesystem::is_directory(file, ec)) throw InputError(file.string() + ": is a directory, not a scene file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const std::filesystem::path& file) { return read_input_file(file, "scene file"); }
 
 }  // namespace
 

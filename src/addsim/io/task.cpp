@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/json_reader.h"
 #include "addsim/objectives/objective_terms.h"
@@ -19,16 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& file, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(file, ec)) throw InputError(file.string() + ": no such " + what);
-  if (fs::is_directory(file, ec)) throw InputError(file.string() + ": is a directory, not a " + what);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& file, const std::string& what) { return read_input_file(file, what); }
 
 // Everything a term parser needs.
 struct TaskContext {
