@@ -37,11 +37,11 @@ inline std::string format_bytes(double bytes) {
   return buf;
 }
 
-/// The whole content of a user-named input file. Throws InputError "<file>: <reason>" when it
-/// does not exist, is a directory or not a regular file (device, FIFO, socket), cannot be
-/// opened, or is larger than `max_bytes`. `what` names the kind in messages ("scene file").
-inline std::string read_input_file(const std::filesystem::path& file, const std::string& what,
-                                   std::uintmax_t max_bytes = kMaxInputFileBytes) {
+/// Checks that a user-named input file can be read: throws InputError "<file>: <reason>" when
+/// it does not exist, is a directory or not a regular file (device, FIFO, socket), or is
+/// larger than `max_bytes`. `what` names the kind in messages ("scene file").
+inline void check_input_file(const std::filesystem::path& file, const std::string& what,
+                             std::uintmax_t max_bytes = kMaxInputFileBytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(file, ec);
@@ -56,9 +56,20 @@ inline std::string read_input_file(const std::filesystem::path& file, const std:
   if (st.type() != fs::file_type::regular)
     throw InputError(file.string() + ": is not a regular file (a device, pipe or socket cannot be a " + what + ")");
   const std::uintmax_t size = fs::file_size(file, ec);
+  if (!ec && size > max_bytes)
+    throw InputError(file.string() + ": the " + what + " is larger than the limit of " +
+                     format_bytes(static_cast<double>(max_bytes)) + " for input files");
+}
+
+/// The whole content of a user-named input file, checked first by check_input_file; also
+/// fails if more than `max_bytes` can be read (files whose size the system does not know).
+inline std::string read_input_file(const std::filesystem::path& file, const std::string& what,
+                                   std::uintmax_t max_bytes = kMaxInputFileBytes) {
+  check_input_file(file, what, max_bytes);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
   const std::string too_large = ": the " + what + " is larger than the limit of " +
                                 format_bytes(static_cast<double>(max_bytes)) + " for input files";
-  if (!ec && size > max_bytes) throw InputError(file.string() + too_large);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string() + ": cannot open the " + what + " for reading");
   // Read in chunks up to the cap: the size reported above may be 0 or stale (/proc files,

@@ -212,7 +212,7 @@ std::string join_path(const std::string& path, const std::string& key) {
 
 json parse_json_text(const std::string& text, const std::string& source) {
   PathTrackingSax sax;
-  const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, false);
+  const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, true);
   if (ok) return std::move(sax.root);
   // The byte where parsing stopped: the offending character (the parser reports the count
   // of characters read, one past it), or the bracket that opened one level too many.

@@ -465,7 +465,12 @@ Task load_task_file(const fs::path& file, const std::vector<std::string>& overri
     for (const auto& [path, value] : set.items()) scene_sets.push_back(path + "=" + value.dump());
   }
   scene_sets.insert(scene_sets.end(), scene_overrides.begin(), scene_overrides.end());
-  t.scene = load_scene_file(scene_file, scene_sets);
+  try {
+    t.scene = load_scene_file(scene_file, scene_sets);
+  } catch (const InputError& e) {
+    // Name the task too: the problem may come from its "set" or its "scene" path.
+    throw InputError(source + ": scene: " + e.what());
+  }
   const Model& model = *t.scene.model;
 
   t.specs = parse_parameters(top);

@@ -243,7 +243,7 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext != ".obj" && ext != ".stl") throw InputError(path + ": expected a .obj or .stl surface mesh");
-  if (!std::filesystem::exists(path)) throw InputError(path + ": no such file");
+  check_input_file(path, "surface mesh");
 #ifdef ADDSIM_HAVE_GMSH
   std::vector<Vec3> vertices;
   std::vector<std::array<int, 3>> triangles;

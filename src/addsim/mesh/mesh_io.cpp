@@ -43,10 +43,10 @@ class Reader {
   }
   // Fails unless 0 <= n and n entries of at least `min_bytes` bytes each fit in the file,
   // so that a header announcing 10^18 nodes or a negative count cannot cause an allocation.
-  void check_count(long long n, int min_bytes, const std::string& what) const {
+  void check_count(long long n, int min_bytes, const std::string& what, const std::string& plural) const {
     if (n < 0) fail("negative " + what + " count " + std::to_string(n));
     if (bytes_ >= 0 && n > bytes_ / min_bytes)
-      fail("the header announces " + std::to_string(n) + " " + what + "s, but the file (" + std::to_string(bytes_) +
+      fail("the header announces " + std::to_string(n) + " " + plural + ", but the file (" + std::to_string(bytes_) +
            " bytes) can hold at most " + std::to_string(bytes_ / min_bytes));
   }
 
@@ -87,7 +87,7 @@ void read_msh2_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
   std::istringstream head(r.require_line("$Nodes count"));
   long long n = -1;
   if (!(head >> n)) r.fail("bad node count");
-  r.check_count(n, kMinNodeBytes, "node");
+  r.check_count(n, kMinNodeBytes, "node", "nodes");
   mesh.nodes.reserve(n);
   for (long long k = 0; k < n; ++k) {
     std::istringstream ls(r.require_line("a node"));
@@ -103,7 +103,7 @@ void read_msh2_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
   std::istringstream head(r.require_line("$Elements count"));
   long long n = -1;
   if (!(head >> n)) r.fail("bad element count");
-  r.check_count(n, kMinElementBytes, "element");
+  r.check_count(n, kMinElementBytes, "element", "elements");
   for (long long k = 0; k < n; ++k) {
     std::istringstream ls(r.require_line("an element"));
     long long tag;
@@ -128,15 +128,15 @@ void read_msh4_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
   std::istringstream head(r.require_line("$Nodes header"));
   long long blocks, total, min_tag, max_tag;
   if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Nodes header (format 4.1 expected)");
-  r.check_count(blocks, kMinElementBytes, "node block");
-  r.check_count(total, kMinNodeTagBytes + kMinCoordinateBytes, "node");
+  r.check_count(blocks, kMinElementBytes, "node block", "node blocks");
+  r.check_count(total, kMinNodeTagBytes + kMinCoordinateBytes, "node", "nodes");
   mesh.nodes.reserve(total);
   for (long long b = 0; b < blocks; ++b) {
     std::istringstream bh(r.require_line("a node block header"));
     int dim, entity, parametric;
     long long count;
     if (!(bh >> dim >> entity >> parametric >> count)) r.fail("bad node block header");
-    r.check_count(count, kMinNodeTagBytes + kMinCoordinateBytes, "node");
+    r.check_count(count, kMinNodeTagBytes + kMinCoordinateBytes, "node", "nodes");
     std::vector<long long> block_tags(count);
     for (long long k = 0; k < count; ++k) {
       std::istringstream ls(r.require_line("a node tag"));
@@ -156,14 +156,14 @@ void read_msh4_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
   std::istringstream head(r.require_line("$Elements header"));
   long long blocks, total, min_tag, max_tag;
   if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Elements header (format 4.1 expected)");
-  r.check_count(blocks, kMinElementBytes, "element block");
-  r.check_count(total, kMinElementBytes, "element");
+  r.check_count(blocks, kMinElementBytes, "element block", "element blocks");
+  r.check_count(total, kMinElementBytes, "element", "elements");
   for (long long b = 0; b < blocks; ++b) {
     std::istringstream bh(r.require_line("an element block header"));
     int dim, entity, type;
     long long count;
     if (!(bh >> dim >> entity >> type >> count)) r.fail("bad element block header");
-    r.check_count(count, kMinElementBytes, "element");
+    r.check_count(count, kMinElementBytes, "element", "elements");
     for (long long k = 0; k < count; ++k) {
       const std::string line = r.require_line("an element");
       if (type != 4) continue;
@@ -263,8 +263,8 @@ TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::str
     long long n;
     int dim;
     if (!(head >> n >> dim)) r.fail("bad .node header");
-    r.check_count(n, kMinNodeBytes, "node");
     if (dim != 3) r.fail("dimension must be 3, got " + std::to_string(dim));
+    r.check_count(n, kMinNodeBytes, "node", "nodes");
     mesh.nodes.reserve(n);
     for (long long k = 0; k < n; ++k) {
       std::istringstream ls(tetgen_line(r, "a node"));
@@ -281,8 +281,8 @@ TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::str
     long long n;
     int per;
     if (!(head >> n >> per)) r.fail("bad .ele header");
-    r.check_count(n, kMinTetBytes, "tetrahedron");
     if (per != 4 && per != 10) r.fail("nodes per tetrahedron must be 4 or 10, got " + std::to_string(per));
+    r.check_count(n, kMinTetBytes, "tetrahedron", "tetrahedra");
     mesh.tets.reserve(n);
     for (long long k = 0; k < n; ++k) {
       std::istringstream ls(tetgen_line(r, "a tetrahedron"));
