@@ -1,7 +1,6 @@
 #include "addsim/cli/gradient_commands.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,12 +10,11 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "addsim/batch/batch.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
@@ -502,54 +500,44 @@ std::function<int()> make_landscape(CLI::App& app) {
     const fs::path out(opt->out);
     make_output_dir(out, "--out");
 
-    // Evaluate the grid in parallel: one Simulator per thread, points handed out by an atomic counter.
+    // Evaluate the grid as one batch over all cores (batch/batch.h): one fresh simulator per
+    // point, so the CSV is the same for any thread count.
     const int total = static_cast<int>(points_requested);
     struct Point {
       double x = 0, y = 0, phi = 0, g0 = 0, g1 = 0;
       std::string failure;
     };
     std::vector<Point> points(total);
-    const int threads = std::max(1, std::min(total, opt->threads > 0 ? opt->threads
-                                                                     : static_cast<int>(std::thread::hardware_concurrency())));
-    std::atomic<int> next{0}, done{0};
-    std::mutex progress_mutex;
+    std::vector<VecX> ps(total, p);
+    for (int k = 0; k < total; ++k) {
+      Point& pt = points[k];
+      const int i = k / n[1], j = k % n[1];
+      pt.x = lo[0] + (hi[0] - lo[0]) * i / (n[0] - 1);
+      pt.y = lo[1] + (hi[1] - lo[1]) * j / (n[1] - 1);
+      ps[k][idx[0]] = pt.x;
+      ps[k][idx[1]] = pt.y;
+    }
+    const int threads = batch_threads(opt->threads, total);
     const auto start = std::chrono::steady_clock::now();
-    auto worker = [&]() {
-      // Grid points already run one per core: each simulation on one thread unless the
-      // grid leaves cores free.
-      Simulator sim(model, threads > 1 ? 1 : 0);
-      for (int k = next++; k < total; k = next++) {
-        Point& pt = points[k];
-        const int i = k / n[1], j = k % n[1];
-        pt.x = lo[0] + (hi[0] - lo[0]) * i / (n[0] - 1);
-        pt.y = lo[1] + (hi[1] - lo[1]) * j / (n[1] - 1);
-        VecX q = p;
-        q[idx[0]] = pt.x;
-        q[idx[1]] = pt.y;
-        try {
-          const Trajectory traj = sim.run(q);
-          if (!traj.completed()) {
-            pt.failure = "step " + std::to_string(traj.failed_step) + ": " + traj.failure;
-          } else {
-            const GradientResult r = gradient_adjoint(model, traj, task.objective);
-            pt.phi = r.phi;
-            pt.g0 = r.dphi_dp[idx[0]];
-            pt.g1 = r.dphi_dp[idx[1]];
-          }
-        } catch (const std::exception& e) {
-          pt.failure = e.what();
-        }
-        const int d = ++done;
-        if ((d * 10) / total != ((d - 1) * 10) / total) {
-          std::lock_guard<std::mutex> lock(progress_mutex);
-          std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, total,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
-      }
+    BatchOptions batch;
+    batch.threads = threads;
+    batch.gradients = true;
+    batch.progress = [&](int d, int all) {
+      if ((d * 10) / all != ((d - 1) * 10) / all)
+        std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, all,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
+    const std::vector<BatchItemResult> results = run_batch(model, ps, &task.objective, batch);
+    for (int k = 0; k < total; ++k) {
+      Point& pt = points[k];
+      if (!results[k].completed) {
+        pt.failure = results[k].failure;
+        continue;
+      }
+      pt.phi = results[k].phi;
+      pt.g0 = results[k].dphi_dp[idx[0]];
+      pt.g1 = results[k].dphi_dp[idx[1]];
+    }
 
     // CSV: one row per grid point; failed points have NaN values and completed = 0.
     std::ostringstream csv;
