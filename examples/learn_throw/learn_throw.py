@@ -44,6 +44,7 @@ X_RANGE = (1.2, 2.0)  # m, the rectangle of targets
 Y_RANGE = (-0.4, 0.4)
 TAU = 0.01            # m, soft-minimum temperature
 K_P = 10.0            # 1/m, weight of the no-contact penalty
+FALLBACK = 1.0        # m, added to S of a throw without a descending flight after one bounce
 
 
 class Controller(torch.nn.Module):
@@ -64,18 +65,17 @@ class Controller(torch.nn.Module):
 
 def descending_after_bounce(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
     """Mask (B, n+1) of the steps a sample's loss looks at: after the ball first leaves the
-    floor and before it touches it again, moving down. Without any contact: all descending
-    steps (the penalty P then pushes the throw towards the floor)."""
+    floor and before it touches it again, moving down. All False for a throw without such
+    steps (no contact, never leaving the floor, or still rising when the rollout ends)."""
     mask = np.zeros_like(z, dtype=bool)
     for b in range(z.shape[0]):
         touching = z[b] < RADIUS
         first = np.flatnonzero(touching)
         if first.size == 0:
-            mask[b] = vz[b] < 0
             continue
         leave = first[0] + np.flatnonzero(~touching[first[0]:])
         if leave.size == 0:
-            continue  # never leaves the floor: no descending flight, loss from S is undefined → P only
+            continue
         start = leave[0]
         again = start + np.flatnonzero(touching[start:])
         end = again[0] if again.size else len(z[b])
@@ -84,18 +84,24 @@ def descending_after_bounce(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
 
 
 def sample_losses(q: torch.Tensor, v: torch.Tensor, targets: torch.Tensor):
-    """Per-sample Φ = S + k_p P (B,), and the hard closest distance over the same steps (B,)."""
+    """Per-sample Φ = S + k_p P (B,), and the closest distance over the same steps (B,).
+
+    A throw without a descending flight after one bounce must not score by passing the target
+    on its way to the bounce or rising from it: its S is the distance at the last step plus
+    FALLBACK (1 m), which still pulls it towards the target but never beats a real hit."""
     c = q[..., :3]
     target = torch.cat([targets, torch.full_like(targets[:, :1], TARGET_Z)], dim=1)
     dist = torch.sqrt(((c - target[:, None, :]) ** 2).sum(-1) + 1e-12)
     mask = torch.from_numpy(descending_after_bounce(q[..., 2].detach().numpy(), v[..., 2].detach().numpy()))
+    valid = mask.any(dim=1)
     masked = torch.where(mask, -dist / TAU, torch.full_like(dist, -math.inf))
-    has_steps = mask.any(dim=1)
-    soft = -TAU * torch.logsumexp(torch.where(has_steps[:, None], masked, -dist / TAU), dim=1)
+    masked = torch.where(valid[:, None], masked, torch.zeros_like(dist))  # finite where unused
+    soft = -TAU * torch.logsumexp(masked, dim=1)
+    fallback = dist[:, -1] + FALLBACK
     penalty = torch.clamp(q[..., 2].min(dim=1).values - RADIUS, min=0.0) ** 2
     hard = torch.where(mask, dist, torch.full_like(dist, math.inf)).min(dim=1).values
-    hard = torch.where(has_steps, hard, dist.min(dim=1).values)
-    return soft + K_P * penalty, hard.detach()
+    hard = torch.where(valid, hard, fallback)
+    return torch.where(valid, soft, fallback) + K_P * penalty, hard.detach()
 
 
 def evaluate(scene, select, model, targets):
@@ -159,6 +165,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="C++ threads per mini-batch (0 = all cores)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--frictions", type=float, nargs="+", default=[0.5, 0.0],
+                        help="friction coefficients to train with (each controller is tested with the first)")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -181,22 +189,26 @@ def main() -> None:
                             "x_range_m": X_RANGE, "y_range_m": Y_RANGE, "adam": [0.95, 0.999, 1e-8],
                             "lr": "1e-2, halved after every epoch"}}
     models = {}
-    for mu in (0.5, 0.0):
+    for mu in args.frictions:
         models[mu], results[f"history_mu{mu}"] = train(mu, args, train_targets, test_targets, log)
+        torch.save(models[mu].state_dict(), out / f"controller_mu{mu}.pt")
 
     # Both controllers in the frictional world (the paper's friction figure).
-    world = addsim.Scene.load(HERE / "throw.json", {"obstacles.0.friction": 0.5})
+    world_mu = args.frictions[0]
+    world = addsim.Scene.load(HERE / "throw.json", {"obstacles.0.friction": world_mu})
     select = world.select(["bodies.0.velocity"])
     evals = {}
     for mu, model in models.items():
         loss, err, q = evaluate(world, select, model, test_targets)
         evals[mu] = (err, q)
-        results[f"trained_mu{mu}_tested_mu0.5"] = {
+        results[f"trained_mu{mu}_tested_mu{world_mu}"] = {
             "test_loss": loss, "error_median_m": float(np.median(err)), "error_mean_m": float(np.mean(err)),
             "error_p95_m": float(np.percentile(err, 95)), "within_radius": float(np.mean(err < RADIUS))}
-        log(f"trained with mu={mu}, tested with mu=0.5: median error {np.median(err):.4f} m, "
+        np.save(out / f"test_errors_trained_mu{mu}.npy", err)
+        log(f"trained with mu={mu}, tested with mu={world_mu}: median error {np.median(err):.4f} m, "
             f"95th percentile {np.percentile(err, 95):.4f} m, within r {100 * np.mean(err < RADIUS):.0f} %")
     (out / "metrics.json").write_text(json.dumps(results, indent=2))
+    np.save(out / "test_targets.npy", test_targets.numpy())
     plot(out, results, evals, test_targets.numpy())
 
 
@@ -206,7 +218,7 @@ def plot(out, results, evals, targets):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for mu, style in ((0.5, "-"), (0.0, "--")):
+    for mu, style in zip(evals, ("-", "--", ":")):
         h = results[f"history_mu{mu}"]
         ax.plot([e["epoch"] for e in h[1:]], [e["train_loss"] for e in h[1:]], "o" + style, label=f"train, μ={mu}")
         ax.plot([e["epoch"] for e in h], [e["test_loss"] for e in h], "s" + style, label=f"test, μ={mu}")
@@ -219,7 +231,8 @@ def plot(out, results, evals, targets):
     fig.savefig(out / "learning_curve.png", dpi=150)
 
     fig, (side, top) = plt.subplots(1, 2, figsize=(11, 4))
-    for mu, colour in ((0.5, "k"), (0.0, "r")):
+    world_mu = next(iter(evals))
+    for mu, colour in zip(evals, ("k", "r", "g")):
         err, q = evals[mu]
         label = f"trained with μ={mu}"
         for k in range(3):
@@ -234,7 +247,7 @@ def plot(out, results, evals, targets):
     side.axhline(0, color="grey", lw=0.5)
     side.set_xlabel("x (m)")
     side.set_ylabel("z (m)")
-    side.set_title("Tested with friction μ = 0.5: three throws")
+    side.set_title(f"Tested with friction μ = {world_mu}: three throws")
     side.legend(fontsize=8)
     top.plot(targets[:, 0], targets[:, 1], "bx", label="test targets")
     top.set_xlabel("x (m)")
