@@ -12,7 +12,13 @@ if [ ! -f "$package_dir/addsim/__init__.py" ] || ! ls "$package_dir"/addsim/_add
 fi
 site="$(/usr/bin/python3 -c 'import sys, sysconfig; print(sysconfig.get_path("purelib", "posix_local") if "posix_local" in sysconfig.get_scheme_names() else sysconfig.get_path("purelib"))')"
 sudo_cmd=()
-if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$site")" ]; then sudo_cmd=(sudo); fi
+if [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$site")" ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "install-python: cannot write $site (not root, no sudo); use PYTHONPATH=$package_dir instead" >&2
+    exit 0
+  fi
+  sudo_cmd=(sudo)
+fi
 "${sudo_cmd[@]}" mkdir -p "$site"
 echo "$package_dir" | "${sudo_cmd[@]}" tee "$site/addsim.pth" >/dev/null
 (cd / && /usr/bin/python3 -c "import addsim; print('install-python: addsim importable from', addsim.__file__)")

@@ -474,6 +474,9 @@ PYBIND11_MODULE(_addsim, m) {
   m.def(
       "simulate",
       [](const std::shared_ptr<Scene>& scene, const py::handle& params, int threads) {
+        if (threads < 0 || threads > 2)
+          throw InputError("simulate: threads must be 0 (the scene's solver.threads), 1 or 2, got " +
+                           std::to_string(threads));
         const VecX p = resolve_params(*scene->model, params);
         py::gil_scoped_release release;
         return run_rollout(scene, p, threads);
@@ -483,6 +486,7 @@ PYBIND11_MODULE(_addsim, m) {
   m.def(
       "simulate_batch",
       [](const std::shared_ptr<Scene>& scene, const py::handle& batch, int threads) {
+        if (threads < 0) throw InputError("simulate_batch: threads must be >= 0 (0 = all cores)");
         const MatX P = to_mat(batch, "params");
         const Model& model = *scene->model;
         if (P.cols() != model.params().size())
@@ -507,6 +511,7 @@ PYBIND11_MODULE(_addsim, m) {
   m.def(
       "vjp_batch",
       [](const std::vector<RolloutRef>& rollouts, const py::handle& dl_dq, const py::handle& dl_dv, int threads) {
+        if (threads < 0) throw InputError("vjp_batch: threads must be >= 0 (0 = all cores)");
         const int count = static_cast<int>(rollouts.size());
         const Array gq = Array::ensure(dl_dq);
         if (!gq || gq.ndim() != 3 || gq.shape(0) != count)

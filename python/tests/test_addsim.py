@@ -224,6 +224,8 @@ def test_bad_input_raises_input_error(source_dir, tmp_path, capfd, rigid_scene):
         rigid_scene.simulate({"bodies.0.mass": -1.0})
     with pytest.raises(addsim.InputError, match=r"\|p\|"):
         rigid_scene.simulate(np.zeros(3))
+    with pytest.raises(addsim.InputError, match="threads"):
+        rigid_scene.simulate(threads=3)
     r = rigid_scene.simulate()
     with pytest.raises(addsim.InputError, match="dL_dq"):
         r.vjp(np.zeros((3, 6)))
