@@ -44,11 +44,16 @@ X_RANGE = (1.2, 2.0)  # m, the rectangle of targets
 Y_RANGE = (-0.4, 0.4)
 TAU = 0.01            # m, soft-minimum temperature
 K_P = 10.0            # 1/m, weight of the no-contact penalty
+V_LOW = (0.5, -1.5, -0.5)   # m/s, the range of throw velocities the controller can output
+V_HIGH = (4.0, 1.5, 2.5)
 FALLBACK = 1.0        # m, added to S of a throw without a descending flight after one bounce
 
 
 class Controller(torch.nn.Module):
-    """Target (x*, y*) → throw velocity v⁰ (m/s): 2 → 64 → 64 → 3, tanh hidden layers."""
+    """Target (x*, y*) → throw velocity v⁰ (m/s): 2 → 64 → 64 → 3, tanh hidden layers, and a
+    tanh output scaled to the throwing arm's range V_LOW … V_HIGH. The range keeps every throw
+    one that bounces and comes down again within the 1.5 s rollout (a throw up at more than
+    about 3 m/s would still be rising after its bounce when the rollout ends)."""
 
     def __init__(self):
         super().__init__()
@@ -56,11 +61,12 @@ class Controller(torch.nn.Module):
                                        torch.nn.Tanh(), torch.nn.Linear(64, 3))
         self.register_buffer("center", torch.tensor([sum(X_RANGE) / 2, sum(Y_RANGE) / 2]))
         self.register_buffer("half_size", torch.tensor([(X_RANGE[1] - X_RANGE[0]) / 2, (Y_RANGE[1] - Y_RANGE[0]) / 2]))
-        # Output around a throw that bounces once and lands near the rectangle's middle.
-        self.register_buffer("v_ref", torch.tensor([2.0, 0.0, 1.0]))
+        low, high = torch.tensor(V_LOW), torch.tensor(V_HIGH)
+        self.register_buffer("v_mid", (low + high) / 2)
+        self.register_buffer("v_half", (high - low) / 2)
 
     def forward(self, target_xy: torch.Tensor) -> torch.Tensor:
-        return self.v_ref + self.net((target_xy - self.center) / self.half_size)
+        return self.v_mid + self.v_half * torch.tanh(self.net((target_xy - self.center) / self.half_size))
 
 
 def descending_after_bounce(z: np.ndarray, vz: np.ndarray) -> np.ndarray:
@@ -185,7 +191,7 @@ def main() -> None:
 
     train_targets, test_targets = sample(args.train), sample(args.test)
     results = {"settings": {"epochs": args.epochs, "train": args.train, "test": args.test, "batch": args.batch,
-                            "tau_m": TAU, "k_p": K_P, "radius_m": RADIUS, "target_z_m": TARGET_Z,
+                            "tau_m": TAU, "k_p": K_P, "v_low": V_LOW, "v_high": V_HIGH, "radius_m": RADIUS, "target_z_m": TARGET_Z,
                             "x_range_m": X_RANGE, "y_range_m": Y_RANGE, "adam": [0.95, 0.999, 1e-8],
                             "lr": "1e-2, halved after every epoch"}}
     models = {}
@@ -212,24 +218,41 @@ def main() -> None:
     plot(out, results, evals, test_targets.numpy())
 
 
+def plot_learning_curve(out, results):
+    """Loss (linear: the soft minimum goes below the closest distance, by up to τ ln(steps))
+    and median test error (log) per epoch, for every friction trained with."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (loss_ax, err_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    keys = [k for k in results if k.startswith("history_mu")]
+    for key, style in zip(keys, ("-", "--", ":")):
+        mu, h = key[len("history_mu"):], results[key]
+        loss_ax.plot([e["epoch"] for e in h[1:]], [e["train_loss"] for e in h[1:]], "o" + style, label=f"train, μ={mu}")
+        loss_ax.plot([e["epoch"] for e in h], [e["test_loss"] for e in h], "s" + style, label=f"test, μ={mu}")
+        err_ax.plot([e["epoch"] for e in h], [e["test_error_median_m"] for e in h], "s" + style,
+                    label=f"test, trained and tested with μ={mu}")
+    err_ax.axhline(RADIUS, color="grey", lw=0.8, ls=":", label="ball radius")
+    loss_ax.set_xlabel("epoch")
+    loss_ax.set_ylabel("loss Φ = S + k_p P (mean over samples, m)")
+    loss_ax.set_title("Throw controller: training and test loss")
+    loss_ax.legend()
+    err_ax.set_yscale("log")
+    err_ax.set_xlabel("epoch")
+    err_ax.set_ylabel("median closest distance to the target (m)")
+    err_ax.set_title("Test error (100 targets)")
+    err_ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "learning_curve.png", dpi=150)
+
+
 def plot(out, results, evals, targets):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for mu, style in zip(evals, ("-", "--", ":")):
-        h = results[f"history_mu{mu}"]
-        ax.plot([e["epoch"] for e in h[1:]], [e["train_loss"] for e in h[1:]], "o" + style, label=f"train, μ={mu}")
-        ax.plot([e["epoch"] for e in h], [e["test_loss"] for e in h], "s" + style, label=f"test, μ={mu}")
-    ax.set_yscale("log")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("loss Φ (mean over samples)")
-    ax.set_title("Throw controller: learning curve")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "learning_curve.png", dpi=150)
-
+    plot_learning_curve(out, results)
     fig, (side, top) = plt.subplots(1, 2, figsize=(11, 4))
     world_mu = next(iter(evals))
     for mu, colour in zip(evals, ("k", "r", "g")):
@@ -238,7 +261,7 @@ def plot(out, results, evals, targets):
         for k in range(3):
             side.plot(q[k, :, 0], q[k, :, 2], colour, lw=1, label=label if k == 0 else None)
         c = q[..., :3]
-        # Closest approach of each test throw (the error's point), top view.
+        # Closest approach of each test throw while above the floor, top view.
         target3 = np.concatenate([targets, np.full((len(targets), 1), TARGET_Z)], 1)
         idx = np.argmin(np.linalg.norm(c - target3[:, None, :], axis=2) + np.where(c[..., 2] < RADIUS, 1e3, 0), 1)
         pts = c[np.arange(len(c)), idx]
@@ -253,7 +276,7 @@ def plot(out, results, evals, targets):
     top.set_xlabel("x (m)")
     top.set_ylabel("y (m)")
     top.set_aspect("equal")
-    top.set_title("Closest approach to each test target")
+    top.set_title("Closest approach (above the floor) to each test target")
     top.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "friction.png", dpi=150)
