@@ -10,7 +10,6 @@
 #include <chrono>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -51,11 +50,11 @@ VecX to_vec(const py::handle& obj, const char* what) {
   return v;
 }
 
-// A (rows × cols) C-ordered matrix from a 2-D array-like.
-MatX to_mat(const py::handle& obj, const char* what) {
+// A (rows × cols) matrix from a 2-D array-like; `shape` names the expected shape in messages.
+MatX to_mat(const py::handle& obj, const char* what, const char* shape = "(steps + 1, |q|)") {
   const Array a = Array::ensure(obj);
   if (!a) throw InputError(std::string(what) + ": expected an array of numbers");
-  if (a.ndim() != 2) throw InputError(std::string(what) + ": expected a 2-D array (steps + 1, |q|), got " +
+  if (a.ndim() != 2) throw InputError(std::string(what) + ": expected a 2-D array " + shape + ", got " +
                                       std::to_string(a.ndim()) + "-D");
   MatX m(a.shape(0), a.shape(1));
   for (py::ssize_t i = 0; i < a.shape(0); ++i)
@@ -487,7 +486,7 @@ PYBIND11_MODULE(_addsim, m) {
       "simulate_batch",
       [](const std::shared_ptr<Scene>& scene, const py::handle& batch, int threads) {
         if (threads < 0) throw InputError("simulate_batch: threads must be >= 0 (0 = all cores)");
-        const MatX P = to_mat(batch, "params");
+        const MatX P = to_mat(batch, "params", "(batch, |p|)");
         const Model& model = *scene->model;
         if (P.cols() != model.params().size())
           throw InputError("simulate_batch: params has " + std::to_string(P.cols()) + " columns, expected |p| = " +
