@@ -52,3 +52,10 @@ def fem_scene() -> addsim.Scene:
     # A 48-tet soft cube thrown with spin, high above the floor: elasticity, viscosity, no contact.
     return addsim.Scene.load(SOURCE_DIR / "tasks" / "scenes" / "soft_ball_small.json", steps=8,
                              solver__tolerance=1e-11, bodies__0__position=[0, 0, 1.0])
+
+
+@pytest.fixture(scope="session")
+def spinning_scene() -> addsim.Scene:
+    # The sphere spinning at 40 rad/s: its rotation vector switches chart (|θ| near π) mid-run.
+    return addsim.Scene.load(SOURCE_DIR / "scenes" / "rigid_sphere_throw.json", steps=60, dt=0.002,
+                             solver__tolerance=1e-12, bodies__0__angular_velocity=[3.0, -40.0, 5.0])
