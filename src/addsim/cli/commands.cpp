@@ -11,11 +11,8 @@
 
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
-<<<<<<< HEAD
 #include "addsim/cli/sweep_command.h"
-=======
 #include "addsim/cli/notices.h"
->>>>>>> reliability
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
