@@ -23,7 +23,8 @@ the same C++ batch function, so the results equal the in-process batch bit for b
 
 Also a command (the path ``addsim sweep --scheduler ADDRESS`` runs)::
 
-    python3 -m addsim.dask --scheduler ADDRESS --task TASK --points IN --out OUT [--set PATH=JSON ...]
+    python3 -m addsim.dask --scheduler ADDRESS --task TASK --points IN --out OUT [--errors FILE]
+                           [--set PATH=JSON ...] [--no-gradient] [--shared-filesystem]
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--points", required=True, help="file: one row per point, |p| hexadecimal floats")
     parser.add_argument("--out", required=True, help="file: per point completed, failed step, phi, dphi_dp, failure")
     parser.add_argument("--set", action="append", default=[], dest="sets")
+    parser.add_argument("--errors", help="file for the one-line message of bad input (exit code 2)")
     parser.add_argument("--no-gradient", action="store_true")
     parser.add_argument("--shared-filesystem", action="store_true")
     args = parser.parse_args(argv)
@@ -263,14 +265,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     rows = [[float.fromhex(x) for x in line.split()] for line in pathlib.Path(args.points).read_text().splitlines()
             if line.strip()]
     try:
-        with Client(args.scheduler, timeout=30) as client:
+        # Seconds to wait for the scheduler (ADDSIM_DASK_TIMEOUT, default 30).
+        timeout = float(os.environ.get("ADDSIM_DASK_TIMEOUT", "30"))
+        with Client(args.scheduler, timeout=timeout) as client:
             r = map_task(client, args.task, np.array(rows), overrides=args.sets, gradients=not args.no_gradient,
                          shared_filesystem=args.shared_filesystem)
-    except InputError as err:
-        print(f"addsim: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"addsim: error: --scheduler {args.scheduler}: {err}", file=sys.stderr)
+    except (InputError, OSError) as err:
+        message = " ".join(str(err).split())
+        if args.errors:
+            pathlib.Path(args.errors).write_text(message + "\n")
+        else:
+            print(f"addsim: error: {message}", file=sys.stderr)
         return 2
     tmp = pathlib.Path(args.out + ".tmp")
     with tmp.open("w") as out:
@@ -284,4 +289,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    # Run from the imported module, not from __main__: Dask pickles functions by reference to
+    # their module, and workers import addsim.dask (a function of __main__ would be pickled by
+    # value, with this process's locks and caches).
+    from addsim.dask import _main as _imported_main
+
+    sys.exit(_imported_main())

@@ -130,3 +130,22 @@ def test_bad_input_raises_before_any_work(client, task_path):
         addsim.dask.map_task(client, task_path, np.zeros((2, 3)))
     with pytest.raises(addsim.InputError):
         addsim.dask.map_task(client, task_path / "missing.json", np.zeros((1, 3)))
+
+
+def test_cli_sweep_on_the_scheduler_equals_the_in_process_sweep(client, task_path, cli, tmp_path):
+    import subprocess
+
+    args = ["sweep", str(task_path), "--samples", "6", "--seed", "4", "--quiet"]
+    local = subprocess.run([str(cli), *args, "--out", str(tmp_path / "local")], capture_output=True, text=True)
+    assert local.returncode == 0, local.stderr
+    remote = subprocess.run([str(cli), *args, "--out", str(tmp_path / "remote"), "--scheduler",
+                             client.scheduler.address], capture_output=True, text=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == "" and remote.stderr == ""
+    assert (tmp_path / "local" / "sweep.csv").read_text() == (tmp_path / "remote" / "sweep.csv").read_text()
+    assert sorted(p.name for p in (tmp_path / "remote").iterdir()) == ["sweep.csv"]
+    # An unreachable scheduler is bad input: one line, exit code 2.
+    bad = subprocess.run([str(cli), *args, "--out", str(tmp_path / "bad"), "--scheduler", "tcp://127.0.0.1:9"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "ADDSIM_DASK_TIMEOUT": "2"})
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.startswith("addsim: error: --scheduler tcp://127.0.0.1:9") and bad.stderr.count("\n") == 1
