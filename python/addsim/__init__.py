@@ -26,6 +26,7 @@ from . import _addsim
 from ._addsim import BodyView, InputError, ParameterEntry, Selection, SimulationError, StepReport
 
 __all__ = [
+    "BatchResult",
     "BodyView",
     "InputError",
     "Parameter",
@@ -313,6 +314,16 @@ class TaskParameters:
     log_scale: np.ndarray
 
 
+@dataclass
+class BatchResult:
+    """Results of a batch of task evaluations, one row per parameter vector."""
+    phi: np.ndarray            #: (B,) Φ, NaN where the rollout failed
+    dphi_dp: np.ndarray | None #: (B, |p|) dΦ/dp by the adjoint (NaN rows where failed), None without gradients
+    completed: np.ndarray      #: (B,) bool
+    failure: list              #: (B,) reason naming the step, "" where completed
+    failed_step: np.ndarray    #: (B,) the step that did not converge, -1 where none
+
+
 class Task:
     """A task file (docs/task-format.md): scene, selected parameters and objective Φ."""
 
@@ -351,6 +362,15 @@ class Task:
 
     def value_and_gradient(self, x: Any) -> tuple[float, np.ndarray]:
         return self._impl.value_and_gradient(np.asarray(x, dtype=float))
+
+    def batch(self, params: Any, *, gradients: bool = True, threads: int = 0) -> "BatchResult":
+        """Φ and dΦ/dp at every row of params (full parameter vectors p, shape (B, |p|)) as one
+        C++ batch over `threads` threads (0: all cores). A failed rollout is a row with
+        completed False, NaN values and its reason; it raises nothing (docs/scale-out.md)."""
+        phi, grad, completed, failure, failed_step = self._impl.batch(
+            np.atleast_2d(np.asarray(params, dtype=float)), gradients, threads)
+        return BatchResult(np.asarray(phi), None if grad is None else np.asarray(grad),
+                           np.asarray(completed, dtype=bool), list(failure), np.asarray(failed_step, dtype=int))
 
     def __repr__(self) -> str:
         return f"Task({self.name!r}, parameters={list(self._impl.selection.names)})"

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "addsim/batch/batch.h"
 #include "addsim/core/error.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
@@ -578,6 +580,47 @@ PYBIND11_MODULE(_addsim, m) {
              const Trajectory traj = t.run(p);
              return t.task->objective.evaluate(*t.task->scene.model, traj, nullptr);
            })
+      .def(
+          "batch",
+          // Φ (and dΦ/dp, all |p|) at every row of P (full parameter vectors) by run_batch
+          // (batch/batch.h): the same function `addsim sweep` and addsim.dask run, one fresh
+          // simulator per row, so results are bit-identical for any thread count.
+          [](const TaskHandle& t, const py::handle& params, bool gradients, int threads) {
+            const Model& model = *t.task->scene.model;
+            const MatX P = to_mat(params, "params");
+            if (P.rows() > 0 && P.cols() != model.params().size())
+              throw InputError("batch: params has " + std::to_string(P.cols()) + " columns, expected |p| = " +
+                               std::to_string(model.params().size()));
+            std::vector<VecX> ps;
+            for (Eigen::Index b = 0; b < P.rows(); ++b) ps.push_back(P.row(b).transpose());
+            BatchOptions o;
+            o.threads = threads;
+            o.gradients = gradients;
+            std::vector<BatchItemResult> results;
+            {
+              py::gil_scoped_release release;
+              results = run_batch(model, ps, &t.task->objective, o);
+            }
+            const int count = static_cast<int>(results.size());
+            VecX phi(count);
+            std::vector<VecX> grads;
+            py::list failures;
+            std::vector<bool> completed;
+            std::vector<int> failed_step;
+            for (const BatchItemResult& r : results) {
+              phi[static_cast<Eigen::Index>(completed.size())] = r.phi;
+              grads.push_back(r.completed && gradients ? r.dphi_dp
+                                                       : VecX::Constant(model.params().size(),
+                                                                        std::numeric_limits<double>::quiet_NaN()));
+              failures.append(r.failure);
+              completed.push_back(r.completed);
+              failed_step.push_back(r.failed_step);
+            }
+            return py::make_tuple(from_vec(phi), gradients ? py::object(from_rows(grads, model.params().size()))
+                                                           : py::object(py::none()),
+                                  completed, failures, failed_step);
+          },
+          py::arg("params"), py::arg("gradients") = true, py::arg("threads") = 0)
       .def("value_and_gradient", [](const TaskHandle& t, const py::handle& x) {
         const VecX p = t.p_of(to_vec(x, "x"));
         GradientResult r;

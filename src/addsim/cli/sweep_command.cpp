@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "addsim/batch/batch.h"
 #include "addsim/cli/commands.h"
+#include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 
@@ -97,6 +99,7 @@ class BatchProgress {
 
 struct Options {
   std::string task;
+  std::string scheduler;
   std::string out;
   std::string axes, grid, range;
   long samples = 0;
@@ -209,6 +212,87 @@ void write_atomically(const fs::path& file, const std::string& text) {
   fs::rename(tmp, file);
 }
 
+// Hexadecimal text of a double ("0x1.8p+0"): exact in both directions, read by Python's
+// float.fromhex and by strtod.
+std::string hex(double v) {
+  char buf[40];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::hex);
+  const std::string digits(buf, r.ptr);
+  if (!std::isfinite(v)) return digits;
+  return digits[0] == '-' ? "-0x" + digits.substr(1) : "0x" + digits;
+}
+
+// The batch on a Dask cluster: `python3 -m addsim.dask` (python/addsim/dask.py) runs the
+// points on the scheduler's workers with the same C++ batch function and writes one row per
+// point (completed, failed step, Φ and dΦ/dp as hexadecimal floats, tab, reason).
+std::vector<BatchItemResult> run_on_scheduler(const Options& opt, const Model& model, const std::vector<VecX>& ps,
+                                              const fs::path& out) {
+  const char* env_dir = std::getenv("ADDSIM_PYTHON_PACKAGE_DIR");
+  const fs::path package = env_dir ? fs::path(env_dir) : fs::path(ADDSIM_PYTHON_PACKAGE_DIR_DEFAULT);
+  if (!fs::exists(package / "addsim" / "dask.py"))
+    throw InputError("--scheduler: the addsim Python package is not built (" + package.string() +
+                     "); build with pybind11-dev and python3-dev installed (bash scripts/install-deps.sh)");
+  const fs::path points = out / ".sweep_points.txt", results = out / ".sweep_results.txt",
+                 errors = out / ".sweep_errors.txt";
+  {
+    std::ofstream f(points);
+    for (const VecX& p : ps) {
+      for (Eigen::Index j = 0; j < p.size(); ++j) f << (j ? " " : "") << hex(p[j]);
+      f << "\n";
+    }
+    if (!f) throw InputError("--out: cannot write " + points.string());
+  }
+  fs::remove(results);
+  fs::remove(errors);
+  std::vector<std::string> argv = {ADDSIM_PYTHON_EXECUTABLE, "-m", "addsim.dask", "--scheduler", opt.scheduler,
+                                   "--task", fs::absolute(opt.task).string(), "--points", points.string(),
+                                   "--out", results.string(), "--errors", errors.string()};
+  for (const std::string& s : opt.sets) {
+    argv.push_back("--set");
+    argv.push_back(s);
+  }
+  if (opt.no_gradient) argv.push_back("--no-gradient");
+  const char* old_path = std::getenv("PYTHONPATH");
+  const std::string python_path = package.string() + (old_path && *old_path ? ":" + std::string(old_path) : "");
+  setenv("PYTHONPATH", python_path.c_str(), 1);
+  const ProgramResult run = run_program(argv);
+  fs::remove(points);
+  if (run.exit_code == 2 && fs::exists(errors)) {
+    std::ifstream e(errors);
+    std::string why;
+    std::getline(e, why);
+    fs::remove(errors);
+    throw InputError("--scheduler " + opt.scheduler + ": " + why);
+  }
+  if (!run.ok())
+    throw InternalError("--scheduler: " + argv[0] + " -m addsim.dask " + run.describe());
+  std::ifstream in(results);
+  std::vector<BatchItemResult> out_rows;
+  const int values = 1 + (opt.no_gradient ? 0 : static_cast<int>(model.params().size()));
+  for (std::string line; std::getline(in, line);) {
+    const auto tab = line.find('\t');
+    std::istringstream row(line.substr(0, tab));
+    BatchItemResult r;
+    int completed = 0;
+    row >> completed >> r.failed_step;
+    std::vector<double> v;
+    for (std::string cell; row >> cell;) v.push_back(std::strtod(cell.c_str(), nullptr));
+    if (!row.eof() || static_cast<int>(v.size()) != values)
+      throw InternalError("--scheduler: malformed result row " + std::to_string(out_rows.size()) + " in " +
+                          results.string());
+    r.completed = completed == 1;
+    r.phi = v[0];
+    if (!opt.no_gradient) r.dphi_dp = Eigen::Map<const VecX>(v.data() + 1, values - 1);
+    r.failure = tab == std::string::npos ? "" : line.substr(tab + 1);
+    out_rows.push_back(std::move(r));
+  }
+  fs::remove(results);
+  if (out_rows.size() != ps.size())
+    throw InternalError("--scheduler: " + std::to_string(out_rows.size()) + " result rows for " +
+                        std::to_string(ps.size()) + " points");
+  return out_rows;
+}
+
 }  // namespace
 
 std::function<int()> setup_sweep(CLI::App& app) {
@@ -223,6 +307,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--seed", opt->seed, "Seed of --samples")->capture_default_str();
   app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-gradient", opt->no_gradient, "Only the objective, no adjoint gradients");
+  app.add_option("--scheduler", opt->scheduler,
+                 "Run the points on a Dask cluster: the scheduler's address (tcp://host:port; docs/scale-out.md)");
   app.add_flag("--quiet,-q", opt->quiet, "No progress on stderr");
   app.add_option("--set", opt->sets, "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON)")
       ->expected(1)
@@ -269,7 +355,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
     BatchProgress progress(opt->quiet);
     bo.progress = [&](int done, int total) { progress(done, total); };
     const auto start = Clock::now();
-    const std::vector<BatchItemResult> results = run_batch(model, ps, &task.objective, bo);
+    const std::vector<BatchItemResult> results =
+        opt->scheduler.empty() ? run_batch(model, ps, &task.objective, bo) : run_on_scheduler(*opt, model, ps, out);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
     // sweep.csv: one row per point; failed points have NaN values, completed = 0 and the reason.
@@ -297,9 +384,11 @@ std::function<int()> setup_sweep(CLI::App& app) {
     }
     write_atomically(out / "sweep.csv", csv.str());
     if (!opt->quiet)
-      std::printf("%s: %zu points on %d threads in %.2f s (%d failed); wrote %s\n", task.name.c_str(), results.size(),
-                  batch_threads(opt->threads, static_cast<int>(results.size())), seconds, failed,
-                  (out / "sweep.csv").string().c_str());
+      std::printf("%s: %zu points on %s in %.2f s (%d failed); wrote %s\n", task.name.c_str(), results.size(),
+                  opt->scheduler.empty()
+                      ? (std::to_string(batch_threads(opt->threads, static_cast<int>(results.size()))) + " threads").c_str()
+                      : ("the Dask cluster at " + opt->scheduler).c_str(),
+                  seconds, failed, (out / "sweep.csv").string().c_str());
     return failed > 0 ? static_cast<int>(kSimulationFailed) : static_cast<int>(kOk);
   };
 }
