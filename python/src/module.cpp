@@ -6,7 +6,6 @@
 /// immutable Model.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <limits>
@@ -191,31 +190,6 @@ VecX vjp_full(const Rollout& r, MatX dl_dq, MatX dl_dv) {
   require_completed(*r.scene, r.traj, "vjp");
   const TrajectoryCotangent cot(std::move(dl_dq), std::move(dl_dv));
   return gradient_adjoint(r.model(), r.traj, cot).dphi_dp;
-}
-
-// Runs fn(k) for k = 0 … count−1 on up to `threads` C++ threads (0 = all cores); the first
-// exception (by index) is rethrown after all have finished.
-template <class Fn>
-void parallel_for(int count, int threads, Fn fn) {
-  const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int workers = std::max(1, std::min(count, threads > 0 ? threads : hw));
-  std::vector<std::exception_ptr> errors(count);
-  std::atomic<int> next{0};
-  auto work = [&] {
-    for (int k = next++; k < count; k = next++) {
-      try {
-        fn(k);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 // The body index named by `key` (meta.json name, "bodies.<i>", or an int).
@@ -503,7 +477,7 @@ PYBIND11_MODULE(_addsim, m) {
           py::gil_scoped_release release;
           // Rollouts already run one per core: every simulator of a batch runs on one thread
           // (so a batch equals serial simulate(threads=1) calls bit for bit).
-          parallel_for(static_cast<int>(ps.size()), threads, [&](int b) { out[b] = run_rollout(scene, ps[b], 1); });
+          parallel_items(static_cast<int>(ps.size()), threads, [&](int b) { out[b] = run_rollout(scene, ps[b], 1); });
         }
         return out;
       },
@@ -534,7 +508,7 @@ PYBIND11_MODULE(_addsim, m) {
         std::vector<VecX> grads(count);
         {
           py::gil_scoped_release release;
-          parallel_for(count, threads,
+          parallel_items(count, threads,
                        [&](int b) { grads[b] = vjp_full(*rollouts[b], std::move(gqs[b]), std::move(gvs[b])); });
         }
         const int np = count ? static_cast<int>(grads[0].size()) : 0;

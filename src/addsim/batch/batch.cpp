@@ -66,6 +66,36 @@ int batch_threads(int requested, int items) {
   return std::max(1, std::min(items, requested > 0 ? requested : hardware));
 }
 
+void parallel_items(int count, int threads, const std::function<void(int)>& fn, const std::function<void(int)>& done) {
+  if (count <= 0) return;
+  const int workers = batch_threads(threads, count);
+  std::atomic<int> next{0};
+  std::mutex mutex;
+  std::vector<std::exception_ptr> errors(count);
+  auto work = [&]() {
+    for (int k = next++; k < count; k = next++) {
+      try {
+        fn(k);
+      } catch (...) {
+        errors[k] = std::current_exception();
+        next = count;
+        return;
+      }
+      if (done) {
+        std::lock_guard<std::mutex> lock(mutex);
+        done(k);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 std::vector<BatchItemResult> run_batch(const Model& model, std::span<const VecX> params,
                                        const ObjectiveFunction* objective, const BatchOptions& options) {
   if (options.gradients && !objective) throw InputError("batch: gradients need an objective");
@@ -79,41 +109,15 @@ std::vector<BatchItemResult> run_batch(const Model& model, std::span<const VecX>
   }
   const int total = static_cast<int>(params.size());
   std::vector<BatchItemResult> results(total);
-  if (total == 0) return results;
-  const int threads = batch_threads(options.threads, total);
-
-  // Items are handed out by an atomic counter; each result slot is written by exactly one
-  // thread. Anything other than a simulation failure (a broken invariant, bad_alloc) stops
-  // the hand-out and is rethrown on the calling thread after all workers have joined.
-  std::atomic<int> next{0};
-  int done = 0;
-  std::mutex progress_mutex;
-  std::exception_ptr error;
-  auto worker = [&]() {
-    for (int k = next++; k < total; k = next++) {
-      try {
-        run_item(model, params[k], objective, options, results[k]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        if (!error) error = std::current_exception();
-        next = total;
-        return;
-      }
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      ++done;
-      if (options.progress) options.progress(done, total);
-    }
-  };
-  if (threads == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(threads - 1);
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-  }
-  if (error) std::rethrow_exception(error);
+  // Each result slot is written by exactly one thread. Simulation failures are results
+  // (run_item); anything else (a broken invariant, bad_alloc) stops the batch.
+  int finished = 0;
+  parallel_items(
+      total, options.threads, [&](int k) { run_item(model, params[k], objective, options, results[k]); },
+      [&](int) {
+        ++finished;
+        if (options.progress) options.progress(finished, total);
+      });
   return results;
 }
 

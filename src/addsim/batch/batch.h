@@ -54,4 +54,13 @@ std::vector<BatchItemResult> run_batch(const Model& model, std::span<const VecX>
 /// Threads a batch of `items` items would use for BatchOptions::threads = `requested`.
 int batch_threads(int requested, int items);
 
+/// The scheduler under run_batch, for batches of other work (the Python module's batched
+/// rollouts and vector–Jacobian products): runs fn(k) for k = 0 … count − 1 on
+/// batch_threads(threads, count) threads — the calling thread is one of them — handing out
+/// indices by an atomic counter. If fn throws, no further indices are handed out and the
+/// exception of the lowest index that threw is rethrown once every thread has joined.
+/// `done(k)` (optional) is called after fn(k) returned, one call at a time.
+void parallel_items(int count, int threads, const std::function<void(int)>& fn,
+                    const std::function<void(int)>& done = {});
+
 }  // namespace addsim
