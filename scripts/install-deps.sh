@@ -57,3 +57,6 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
     ' "$root/third_party/npm/node_modules/bunny" "$root/data/bunny.obj"
   fi
 fi
+
+# URDF robots (KR5, WAM, DRC-Hubo) from dart-doc into the git-ignored data/robots/.
+bash "$root/scripts/fetch-robots.sh"

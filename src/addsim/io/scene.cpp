@@ -117,7 +117,9 @@ void parse_bodies(ObjectReader& top, SceneBuilder& b) {
     check_name(r, r.string("name", ""), names);
     const std::size_t before = b.model->bodies().size();
     it->second(r, static_cast<int>(k), b);
-    ADDSIM_CHECK(b.model->bodies().size() == before + 1, "a body parser must add exactly one body");
+    // A "urdf" body adds one model body per link group; every other type exactly one.
+    ADDSIM_CHECK(type == "urdf" ? b.model->bodies().size() > before : b.model->bodies().size() == before + 1,
+                 "a body parser must add exactly one body (a robot: at least one)");
     r.finish();
   }
 }
@@ -284,6 +286,7 @@ const std::map<std::string, BodyParser>& body_parsers() {
       {"sheet", parse_sheet_body},
       {"rigid", parse_rigid_body},
       {"fem", parse_fem_body},
+      {"urdf", parse_urdf_body},
   };
   return table;
 }
