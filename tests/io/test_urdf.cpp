@@ -360,6 +360,33 @@ TEST(Urdf, FixedJointsMergeMassCentreAndInertiaExactly) {
   EXPECT_LT(q0.segment<3>(base.dof() + 3).norm(), 1e-15);  // body axes = base link axes
 }
 
+// Gravity along −y swings the small robot's arm about its z hinge from 0.1 rad towards π;
+// the URDF limit [−1, 1] stops it near 1 rad, and without limits it swings through.
+TEST(Urdf, JointLimitsStopTheArm) {
+  const auto dir = fresh_temp_dir("urdf");
+  const std::string file = write(dir, "small.urdf", small_urdf());
+  double swing[2];
+  for (const bool limits : {true, false}) {
+    const std::string extra = R"(, "initial_angles": {"hinge": 0.1}, "limits": )" + std::string(limits ? "{}" : "false");
+    const Scene scene = load_scene_text(R"({"dt": 0.01, "steps": 150, "gravity": [0, -9.81, 0], "bodies": [{"type": "urdf", "name": "robot", "file": )" +
+                                            json_string(file) + extra + "}]}",
+                                        "robot.json");
+    Simulator sim(*scene.model);
+    const Trajectory t = sim.run(scene.model->params().defaults());
+    ASSERT_TRUE(t.failure.empty()) << t.failure;
+    const auto& arm = static_cast<const RigidBody&>(*scene.model->bodies()[0]);
+    double max_angle = 0.0;
+    for (const VecX& q : t.q) {
+      const Vec3 x = arm.rotation(q) * Vec3::UnitX();  // the arm link's x axis, +y at angle 0
+      max_angle = std::max(max_angle, std::atan2(-x.x(), x.y()));
+    }
+    swing[limits] = max_angle;
+  }
+  EXPECT_GT(swing[1], 1.0);
+  EXPECT_LT(swing[1], 1.1);
+  EXPECT_GT(swing[0], 2.0);
+}
+
 TEST(Urdf, CollisionShapesBecomeContactProxies) {
   const auto dir = fresh_temp_dir("urdf");
   const std::string file = write(dir, "small.urdf", small_urdf());

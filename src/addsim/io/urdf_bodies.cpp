@@ -38,6 +38,9 @@ constexpr int kCylinderRimPoints = 12;
 // the axis alignment (N m).
 constexpr double kDefaultJointStiffness = 1e5;
 constexpr double kDefaultAxisStiffness = 1e4;
+// Default stiffness of the joint-limit penalty (N m/rad): the KR5's shoulder carries about
+// 75 N m of gravity torque, which overshoots a limit by 7.5 mrad.
+constexpr double kDefaultLimitStiffness = 1e4;
 
 // urdfdom reports why it rejects a file only through console_bridge's log; this handler
 // keeps the first error so that the InputError can name it (one line).
@@ -351,6 +354,19 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     mr.finish();
   }
   const bool collision = r.boolean("collision", true);
+  // Joint limits: a unilateral penalty per revolute joint (docs/robots.md), or off.
+  double limit_k = kDefaultLimitStiffness;
+  bool limits = true;
+  if (r.has("limits")) {
+    const json& l = r.raw("limits");
+    if (l.is_boolean()) {
+      limits = l.get<bool>();
+    } else {
+      ObjectReader lr(l, join_path(r.path(), "limits"), b.source);
+      limit_k = lr.number("stiffness", kDefaultLimitStiffness, Bound::kPositive);
+      lr.finish();
+    }
+  }
 
   // One rigid body per group with mass; the root group is welded to the world ("fixed"),
   // free ("floating") or follows per-step poses ("kinematic").
@@ -454,6 +470,20 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       j.per_step_target = true;
     }
     joints.push_back(j);
+    // Limits of revolute joints; a side outside (−π, π) cannot be told apart from a wrapped
+    // angle by α = atan2(·) and is left open, as is a joint with lower ≥ upper.
+    if (limits && uj->type == urdf::Joint::REVOLUTE && uj->limits && uj->limits->lower < uj->limits->upper) {
+      RigidJoint l = j;
+      l.kind = RigidJoint::Kind::kAngleLimit;
+      l.axis_stiffness_param = l.motor_stiffness_param = l.target_param = -1;
+      l.per_step_target = false;
+      l.lower = uj->limits->lower > -std::numbers::pi ? uj->limits->lower : -kInf;
+      l.upper = uj->limits->upper < std::numbers::pi ? uj->limits->upper : kInf;
+      if (std::isfinite(l.lower) || std::isfinite(l.upper)) {
+        l.stiffness_param = add1("limit_stiffness", limit_k);
+        joints.push_back(l);
+      }
+    }
     if (j.kind == RigidJoint::Kind::kMotor && motor_d > 0.0) {
       RigidJoint d = j;
       d.kind = RigidJoint::Kind::kMotorDamping;
