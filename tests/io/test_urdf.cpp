@@ -432,6 +432,14 @@ TEST(Urdf, BadInputsNameTheFileAndKeyPath) {
   expect_one_line(error(R"(, "motors": {"damping": 1})", good), "bodies.0.motors.stiffness");
   expect_one_line(error(R"(, "base": "welded")", good), "bodies.0.base");
   expect_one_line(error(R"(, "wheels": 4)", good), "bodies.0.wheels");
+  const std::string after = input_error([&] {
+    load_scene_text(R"({"bodies": [{"type": "urdf", "base": "floating", "file": )" + json_string(good) +
+                        R"(}, {"type": "rigid", "shape": {"type": "sphere", "radius": 0.1}, "mass": 1}]})",
+                    "robot.json");
+  });
+  EXPECT_NE(after.find("robot.json: bodies.1.type: \"rigid\" bodies must be listed before the \"urdf\" robots"),
+            std::string::npos)
+      << after;
 }
 
 }  // namespace

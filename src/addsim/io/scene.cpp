@@ -115,6 +115,10 @@ void parse_bodies(ObjectReader& top, SceneBuilder& b) {
     const auto it = body_parsers().find(type);
     if (it == body_parsers().end()) r.fail("type", "must be one of " + allowed + ", got \"" + type + "\"");
     check_name(r, r.string("name", ""), names);
+    // A robot adds one model body per link group, so the scene index k is the model body
+    // index only for bodies listed before the first robot (docs/robots.md).
+    if (type != "urdf" && b.model->bodies().size() != k)
+      r.fail("type", "\"" + type + "\" bodies must be listed before the \"urdf\" robots");
     const std::size_t before = b.model->bodies().size();
     it->second(r, static_cast<int>(k), b);
     // A "urdf" body adds one model body per link group; every other type exactly one.
