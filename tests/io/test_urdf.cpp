@@ -14,6 +14,10 @@
 #include <urdf_parser/urdf_parser.h>
 
 #include "addsim/io/scene.h"
+#include "addsim/objectives/objective_terms.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
+#include "addsim/sensitivity/finite_difference.h"
 #include "addsim/rigid/rigid_body.h"
 #include "addsim/solver/simulator.h"
 #include "test_util.h"
@@ -306,6 +310,53 @@ TEST(Urdf, MotorTargetsArePerStepControlsAtTheUrdfAngle) {
   const Trajectory t = sim.run(rest.model->params().defaults());
   ASSERT_TRUE(t.failure.empty()) << t.failure;
   EXPECT_LT((t.q.back() - t.q.front()).norm(), 1e-9);
+}
+
+// dΦ/dp through a robot: Φ = x + z of the palm's centre after 10 steps, w.r.t. motor targets
+// of a world-anchored joint (a = child, axis flipped) and of a joint between two links, a
+// limit stiffness (the shoulder pitch starts beyond its limit) and a joint stiffness:
+// adjoint = direct = central differences.
+TEST(Urdf, Kr5GradientsAgreeAdjointDirectFd) {
+  REQUIRE_ROBOT(file, "KR5/KR5 sixx R650.urdf");
+  const Scene scene = load_scene_text(
+      R"({"dt": 0.01, "steps": 10, "bodies": [{"type": "urdf", "name": "kr5", "file": )" + json_string(file) +
+          R"(, "orientation": [1.5707963267948966, 0, 0], "initial_angles": {"shoulder_pitch": 2.4, "elbow_pitch": -0.6},
+             "joints": {"stiffness": 1e6, "axis_stiffness": 1e4}, "limits": {"stiffness": 300},
+             "motors": {"stiffness": 200, "damping": 2, "targets": {"shoulder_yaw": [0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2]}}}]})",
+      "kr5.json");
+  const Model& m = *scene.model;
+  Simulator sim(m);
+  const VecX p = m.params().defaults();
+  const Trajectory traj = sim.run(p);
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  int palm = -1;
+  for (std::size_t k = 0; k < scene.bodies.size(); ++k)
+    if (scene.bodies[k].name == "kr5/palm") palm = static_cast<int>(k);
+  ASSERT_GE(palm, 0);
+  VecX w = VecX::Zero(m.num_dofs());
+  const int d = static_cast<const RigidBody&>(*m.bodies()[palm]).dof();
+  w[d] = 1.0;
+  w[d + 2] = 1.0;
+  Objective phi;
+  phi.add(1.0, std::make_unique<LinearState>(w, -1));
+  const ParameterTable& t = m.params();
+  const std::vector<int> check = {t.require("robots.kr5.joints.shoulder_yaw.target_angles").offset + 4,
+                                  t.require("robots.kr5.joints.wrist_pitch.target_angles").offset + 7,
+                                  t.require("robots.kr5.joints.shoulder_pitch.limit_stiffness").offset,
+                                  t.require("robots.kr5.joints.elbow_pitch.damping").offset,
+                                  t.require("robots.kr5.joints.elbow_roll.stiffness").offset};
+  const GradientResult adj = gradient_adjoint(m, traj, phi);
+  const DirectResult dir = gradient_direct(m, traj, phi, check);
+  for (std::size_t c = 0; c < check.size(); ++c) {
+    const double steps[] = {1e-4, 1e-5, 1e-6};
+    const FdSweep fd = gradient_fd_sweep(sim, phi, p, check[c], steps);
+    const double scale = std::max(1e-9, std::abs(fd.derivative));
+    std::printf("[ KR5 gradient %-46s ] adjoint %.10e  direct %.10e  central FD %.10e\n", t.name_of(check[c]).c_str(),
+                adj.dphi_dp[check[c]], dir.dphi_dp[c], fd.derivative);
+    EXPECT_GT(std::abs(adj.dphi_dp[check[c]]), 1e-12) << t.name_of(check[c]);
+    EXPECT_NEAR(adj.dphi_dp[check[c]], dir.dphi_dp[c], 1e-7 * scale) << t.name_of(check[c]);
+    EXPECT_NEAR(adj.dphi_dp[check[c]], fd.derivative, 1e-4 * scale) << t.name_of(check[c]) << "\n" << fd.report();
+  }
 }
 
 // A three-link robot written here: a massive base, a link welded to it by a fixed joint,
