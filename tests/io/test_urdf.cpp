@@ -438,6 +438,35 @@ TEST(Urdf, JointLimitsStopTheArm) {
   EXPECT_GT(swing[0], 2.0);
 }
 
+// The small robot's arm on a vertical prismatic joint falls under gravity onto its limit
+// −1 m: it arrives at √(2 g) ≈ 4.4 m/s and the 1e5 N/m penalty (2 kg) stops it within
+// v √(m/k) ≈ 2 cm, while without limits it falls g t²/2 = 11 m in 1.5 s. A drive whose
+// targets are the initial slide 0.3 m holds it there at the static deflection m g / k_m.
+TEST(Urdf, PrismaticJointStopsAtItsLimitOrFollowsItsDrive) {
+  const auto dir = fresh_temp_dir("urdf");
+  const std::string file = write(dir, "slider.urdf", small_urdf("prismatic"));
+  // Lowest and final slide of the arm's centre relative to its start (m).
+  auto slides = [&](const std::string& extra) {
+    const Scene scene = load_scene_text(R"({"dt": 0.01, "steps": 150, "bodies": [{"type": "urdf", "name": "robot", "file": )" +
+                                            json_string(file) + extra + "}]}",
+                                        "robot.json");
+    Simulator sim(*scene.model);
+    const Trajectory t = sim.run(scene.model->params().defaults());
+    EXPECT_TRUE(t.failure.empty()) << t.failure;
+    const int d = static_cast<const RigidBody&>(*scene.model->bodies()[0]).dof();
+    double lowest = 0.0;
+    for (const VecX& q : t.q) lowest = std::min(lowest, q[d + 2] - t.q.front()[d + 2]);
+    return std::pair{lowest, t.q.back()[d + 2] - t.q.front()[d + 2]};
+  };
+  const auto [lowest, final_limited] = slides("");
+  EXPECT_LT(lowest, -1.0);
+  EXPECT_GT(lowest, -1.03);
+  EXPECT_GT(final_limited, -1.03);
+  EXPECT_LT(slides(R"(, "limits": false)").second, -10.0);
+  EXPECT_NEAR(slides(R"(, "initial_angles": {"hinge": 0.3}, "motors": {"stiffness": 1, "slide_stiffness": 1e5, "damping": 1})").second,
+              -2.0 * 9.81 / 1e5, 1e-5);
+}
+
 TEST(Urdf, CollisionShapesBecomeContactProxies) {
   const auto dir = fresh_temp_dir("urdf");
   const std::string file = write(dir, "small.urdf", small_urdf());
@@ -472,8 +501,9 @@ TEST(Urdf, BadInputsNameTheFileAndKeyPath) {
   expect_one_line(error("", write(dir, "bad.urdf", "<robot name='x'><link name='a'/><joint name='j' type='revolute'><parent link='a'/><child link='zz'/></joint></robot>")),
                   "urdfdom rejects it");
   expect_one_line(error("", write(dir, "garbage.urdf", "this is not xml")), "urdfdom rejects it");
-  expect_one_line(error("", write(dir, "prismatic.urdf", small_urdf("prismatic"))),
-                  "joint 'hinge' has type prismatic");
+  expect_one_line(error("", write(dir, "planar.urdf", small_urdf("planar"))), "joint 'hinge' has type planar");
+  expect_one_line(error(R"(, "motors": {"stiffness": 10})", write(dir, "prismatic.urdf", small_urdf("prismatic"))),
+                  "bodies.0.motors.slide_stiffness: the prismatic joint 'hinge' is actuated");
   expect_one_line(error("", write(dir, "floating.urdf", small_urdf("floating"))), "joint 'hinge' has type floating");
   expect_one_line(error("", write(dir, "mesh_only.urdf", small_urdf("revolute", false))),
                   "link 'arm' and the links fixed to it have no <inertial>");

@@ -41,6 +41,8 @@ constexpr double kDefaultAxisStiffness = 1e4;
 // Default stiffness of the joint-limit penalty (N m/rad): the KR5's shoulder carries about
 // 75 N m of gravity torque, which overshoots a limit by 7.5 mrad.
 constexpr double kDefaultLimitStiffness = 1e4;
+// Default stiffness of a prismatic joint's limit penalty (N/m).
+constexpr double kDefaultSlideLimitStiffness = 1e5;
 
 // urdfdom reports why it rejects a file only through console_bridge's log; this handler
 // keeps the first error so that the InputError can name it (one line).
@@ -150,7 +152,8 @@ struct RobotParser {
       switch (j->type) {
         case urdf::Joint::FIXED: build_groups(child, group, in_group * origin); break;
         case urdf::Joint::REVOLUTE:
-        case urdf::Joint::CONTINUOUS: {
+        case urdf::Joint::CONTINUOUS:
+        case urdf::Joint::PRISMATIC: {
           if (to_vec3(j->axis).norm() == 0.0) fail("file", "joint '" + j->name + "' has a zero axis");
           joints.push_back(j);
           groups.push_back({child->name, {}, 0.0, Vec3::Zero(), Mat3::Zero(), -1});
@@ -158,12 +161,11 @@ struct RobotParser {
           break;
         }
         default: {
-          const char* type = j->type == urdf::Joint::PRISMATIC ? "prismatic"
-                             : j->type == urdf::Joint::FLOATING ? "floating"
-                             : j->type == urdf::Joint::PLANAR   ? "planar"
-                                                                : "unknown";
+          const char* type = j->type == urdf::Joint::FLOATING ? "floating"
+                             : j->type == urdf::Joint::PLANAR ? "planar"
+                                                              : "unknown";
           fail("file", "joint '" + j->name + "' has type " + type +
-                           " (supported: revolute, continuous, fixed; docs/robots.md)");
+                           " (supported: revolute, continuous, prismatic, fixed; docs/robots.md)");
         }
       }
     }
@@ -204,7 +206,11 @@ struct RobotParser {
       if (j->type != urdf::Joint::FIXED) {
         const auto it = angles.find(j->name);
         const double q = it == angles.end() ? 0.0 : it->second;
-        f.R = f.R * Eigen::AngleAxisd(q, to_vec3(j->axis).normalized()).toRotationMatrix();
+        const Vec3 axis = to_vec3(j->axis).normalized();
+        if (j->type == urdf::Joint::PRISMATIC)
+          f.p += f.R * axis * q;  // slide along the axis (m)
+        else
+          f.R = f.R * Eigen::AngleAxisd(q, axis).toRotationMatrix();
       }
       forward_kinematics(urdf->getLink(j->child_link_name), f, angles);
     }
@@ -314,11 +320,12 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   // Motors: which joints, gains, per-step targets.
   const TimeScheme& s = b.model->scheme();
   std::map<std::string, VecX> targets;  // joint → steps + 1 target angles
-  double motor_k = 0.0, motor_d = 0.0;
+  double motor_k = 0.0, motor_d = 0.0, slide_k = 0.0;
   if (r.has("motors")) {
     ObjectReader mr(r.raw("motors"), join_path(r.path(), "motors"), b.source);
     motor_k = mr.number("stiffness", std::nullopt, Bound::kPositive);
     motor_d = mr.number("damping", 0.0, Bound::kNonNegative);
+    slide_k = mr.number("slide_stiffness", 0.0, Bound::kNonNegative);
     std::vector<std::string> actuated;
     if (mr.has("joints")) {
       const json& list = mr.list("joints");
@@ -332,6 +339,8 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       for (const auto& j : rp.joints) actuated.push_back(j->name);
     }
     for (const std::string& j : actuated) {
+      if (rp.urdf->getJoint(j)->type == urdf::Joint::PRISMATIC && !(slide_k > 0.0))
+        mr.fail("slide_stiffness", "the prismatic joint '" + j + "' is actuated: give slide_stiffness (N/m) > 0");
       const auto it = angles.find(j);
       targets[j] = VecX::Constant(s.steps + 1, it == angles.end() ? 0.0 : it->second);
     }
@@ -355,7 +364,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   }
   const bool collision = r.boolean("collision", true);
   // Joint limits: a unilateral penalty per revolute joint (docs/robots.md), or off.
-  double limit_k = kDefaultLimitStiffness;
+  double limit_k = kDefaultLimitStiffness, slide_limit_k = kDefaultSlideLimitStiffness;
   bool limits = true;
   if (r.has("limits")) {
     const json& l = r.raw("limits");
@@ -364,6 +373,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     } else {
       ObjectReader lr(l, join_path(r.path(), "limits"), b.source);
       limit_k = lr.number("stiffness", kDefaultLimitStiffness, Bound::kPositive);
+      slide_limit_k = lr.number("slide_stiffness", kDefaultSlideLimitStiffness, Bound::kPositive);
       lr.finish();
     }
   }
@@ -442,7 +452,9 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     }
     RigidJoint j;
     j.label = rp.file + ": joint '" + uj->name + "'";
-    j.kind = targets.count(uj->name) ? RigidJoint::Kind::kMotor : RigidJoint::Kind::kHinge;
+    const bool prismatic = uj->type == urdf::Joint::PRISMATIC;
+    const bool actuated = targets.count(uj->name) > 0;
+    j.kind = prismatic ? RigidJoint::Kind::kPrismatic : actuated ? RigidJoint::Kind::kMotor : RigidJoint::Kind::kHinge;
     if (world) {
       j.body_a = &rigid_body(*b.model, child.body);
       j.point_a = point_c;
@@ -463,15 +475,27 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     }
     j.stiffness_param = add1("stiffness", joint_k);
     j.axis_stiffness_param = add1("axis_stiffness", axis_k);
-    if (j.kind == RigidJoint::Kind::kMotor) {
-      j.motor_stiffness_param = add1("motor_stiffness", motor_k);
-      j.target_param = params.add(jbase + ".target_angles", jalias + ".target_angles", ParamKind::kControl,
-                                  targets.at(uj->name), s.steps + 1, 1);
+    if (actuated) {
+      // Targets: angles (rad) of revolute joints, slides (m) of prismatic ones.
+      const char* key = prismatic ? "target_positions" : "target_angles";
+      j.motor_stiffness_param = add1("motor_stiffness", prismatic ? slide_k : motor_k);
+      j.target_param = params.add(jbase + "." + key, jalias + "." + key, ParamKind::kControl, targets.at(uj->name),
+                                  s.steps + 1, 1);
       j.per_step_target = true;
     }
     joints.push_back(j);
     // Limits of revolute joints; a side outside (−π, π) cannot be told apart from a wrapped
     // angle by α = atan2(·) and is left open, as is a joint with lower ≥ upper.
+    if (limits && prismatic && uj->limits && uj->limits->lower < uj->limits->upper) {
+      RigidJoint l = j;
+      l.kind = RigidJoint::Kind::kSlideLimit;
+      l.axis_stiffness_param = l.motor_stiffness_param = l.target_param = -1;
+      l.per_step_target = false;
+      l.lower = uj->limits->lower;
+      l.upper = uj->limits->upper;
+      l.stiffness_param = add1("limit_stiffness", slide_limit_k);
+      joints.push_back(l);
+    }
     if (limits && uj->type == urdf::Joint::REVOLUTE && uj->limits && uj->limits->lower < uj->limits->upper) {
       RigidJoint l = j;
       l.kind = RigidJoint::Kind::kAngleLimit;
@@ -484,7 +508,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
         joints.push_back(l);
       }
     }
-    if (j.kind == RigidJoint::Kind::kMotor && motor_d > 0.0) {
+    if (j.kind == RigidJoint::Kind::kMotor && motor_d > 0.0) {  // angular: revolute motors only
       RigidJoint d = j;
       d.kind = RigidJoint::Kind::kMotorDamping;
       d.stiffness_param = d.axis_stiffness_param = d.motor_stiffness_param = d.target_param = -1;
