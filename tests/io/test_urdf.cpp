@@ -467,6 +467,63 @@ TEST(Urdf, PrismaticJointStopsAtItsLimitOrFollowsItsDrive) {
               -2.0 * 9.81 / 1e5, 1e-5);
 }
 
+// A link without <inertial> gets its mass and inertia from its mesh with `mesh_density`:
+// a 0.2 × 0.1 × 0.05 m box OBJ (corner at the origin), placed by the visual origin
+// (xyz 0.1 0 0, yaw 0.4), at 800 kg/m³ → 0.8 kg, the box's inertia turned by the yaw.
+TEST(Urdf, MeshInertiaForLinksWithoutInertial) {
+  const auto dir = fresh_temp_dir("urdf");
+  write(dir, "arm.obj", R"(v 0 0 0
+v 0.2 0 0
+v 0.2 0.1 0
+v 0 0.1 0
+v 0 0 0.05
+v 0.2 0 0.05
+v 0.2 0.1 0.05
+v 0 0.1 0.05
+f 1 3 2
+f 1 4 3
+f 5 6 7
+f 5 7 8
+f 1 2 6
+f 1 6 5
+f 4 8 7
+f 4 7 3
+f 1 5 8
+f 1 8 4
+f 2 3 7
+f 2 7 6
+)");
+  std::string text = small_urdf("revolute", false);
+  const std::string from = R"(<visual><geometry><mesh filename="arm.stl"/></geometry></visual>)";
+  text.replace(text.find(from), from.size(),
+               R"(<visual><origin xyz="0.1 0 0" rpy="0 0 0.4"/><geometry><mesh filename="arm.obj"/></geometry></visual>)");
+  const std::string file = write(dir, "mesh_arm.urdf", text);
+  const Scene scene = load_scene_text(robot_scene(file, R"(, "mesh_density": 800)"), "robot.json");
+  const Model& m = *scene.model;
+  ASSERT_EQ(m.bodies().size(), 1u);
+  const auto& arm = static_cast<const RigidBody&>(*m.bodies()[0]);
+  const VecX p = m.params().defaults();
+  VecX q0 = VecX::Zero(m.num_dofs()), v0 = q0;
+  arm.initial_state(p, q0, v0);
+  EXPECT_NEAR(arm.mass(p), 0.8, 1e-12);
+  const Mat3 Rz = Eigen::AngleAxisd(0.4, Vec3::UnitZ()).toRotationMatrix();
+  const double mass = 0.8, a = 0.2, b = 0.1, c = 0.05;
+  const Mat3 I_box = Vec3(mass * (b * b + c * c) / 12, mass * (a * a + c * c) / 12, mass * (a * a + b * b) / 12).asDiagonal();
+  EXPECT_LT((arm.inertia_B(p) - Rz * I_box * Rz.transpose()).norm(), 1e-12 * I_box.norm());
+  // The arm link frame sits at the joint origin: world (0, 0.4, 0) with the plate's yaw π/2.
+  const Mat3 R_link = Eigen::AngleAxisd(M_PI / 2, Vec3::UnitZ()).toRotationMatrix();
+  const Vec3 com = Vec3(0, 0.4, 0) + R_link * (Vec3(0.1, 0, 0) + Rz * Vec3(0.1, 0.05, 0.025));
+  EXPECT_LT((q0.segment<3>(arm.dof()) - com).norm(), 1e-12);
+  // Without the density it is an error; a missing mesh file names the link.
+  EXPECT_NE(input_error([&] { load_scene_text(robot_scene(file, ""), "robot.json"); }).find("no mesh inertia"),
+            std::string::npos);
+  std::filesystem::remove(dir / "arm.obj");
+  const std::string missing = input_error([&] { load_scene_text(robot_scene(file, R"(, "mesh_density": 800)"), "robot.json"); });
+  EXPECT_NE(missing.find("bodies.0.mesh_density: " + file + ": link 'arm' has no <inertial> and its mesh arm.obj"),
+            std::string::npos)
+      << missing;
+}
+
 TEST(Urdf, CollisionShapesBecomeContactProxies) {
   const auto dir = fresh_temp_dir("urdf");
   const std::string file = write(dir, "small.urdf", small_urdf());

@@ -21,6 +21,7 @@
 #include "addsim/io/scene_builder.h"
 #include "addsim/rigid/rigid_builder.h"
 #include "addsim/rigid/rigid_joints.h"
+#include "addsim/rigid/rigid_mesh.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -171,28 +172,90 @@ struct RobotParser {
     }
   }
 
+  // A link's mass (kg), centre-of-mass frame in the link frame and inertia (kg m², in that
+  // frame): from <inertial>, else — when `mesh_density` (kg/m³) > 0 — from its first
+  // collision (else visual) mesh as a uniform solid; mass 0 if neither.
+  struct LinkInertia {
+    double mass = 0.0;
+    Frame frame;
+    Mat3 inertia = Mat3::Zero();
+  };
+  LinkInertia link_inertia(const std::string& name, double mesh_density) const {
+    const urdf::LinkConstSharedPtr link = urdf->getLink(name);
+    LinkInertia out;
+    if (const urdf::InertialSharedPtr& in = link->inertial) {
+      if (!(in->mass > 0.0) || !std::isfinite(in->mass))
+        fail("file", "link '" + name + "' has mass " + std::to_string(in->mass) + " (must be > 0)");
+      out.mass = in->mass;
+      out.frame = to_frame(in->origin);
+      out.inertia << in->ixx, in->ixy, in->ixz, in->ixy, in->iyy, in->iyz, in->ixz, in->iyz, in->izz;
+      return out;
+    }
+    if (!(mesh_density > 0.0)) return out;
+    const urdf::Mesh* mesh = nullptr;
+    urdf::Pose origin;
+    for (const auto& c : link->collision_array)
+      if (!mesh && c && c->geometry && c->geometry->type == urdf::Geometry::MESH) {
+        mesh = static_cast<const urdf::Mesh*>(c->geometry.get());
+        origin = c->origin;
+      }
+    for (const auto& v : link->visual_array)
+      if (!mesh && v && v->geometry && v->geometry->type == urdf::Geometry::MESH) {
+        mesh = static_cast<const urdf::Mesh*>(v->geometry.get());
+        origin = v->origin;
+      }
+    if (!mesh) return out;
+    const std::string path = resolve_mesh(mesh->filename);
+    MeshMassProperties mp;
+    try {
+      SurfaceMesh m = load_surface_mesh(path);
+      for (Vec3& x : m.vertices) x = x.cwiseProduct(to_vec3(mesh->scale));
+      mp = mesh_mass_properties(m);
+    } catch (const InputError& e) {
+      fail("mesh_density", "link '" + name + "' has no <inertial> and its mesh " + mesh->filename + " gives none: " + e.what());
+    }
+    out.mass = mesh_density * mp.volume;
+    out.frame = to_frame(origin);
+    out.frame.p = out.frame * mp.centroid;  // centroid frame: mesh axes, at the centroid
+    out.inertia = out.mass * mp.inertia_per_mass;
+    return out;
+  }
+
+  // A mesh file name of the URDF: "package://<pkg>/<rest>" looks for <rest> next to the URDF
+  // file and up to three folders above it, "file://<path>" is a path, anything else is
+  // relative to the URDF file.
+  std::string resolve_mesh(const std::string& name) const {
+    const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+    const std::string package = "package://", local = "file://";
+    if (name.rfind(local, 0) == 0) return name.substr(local.size());
+    if (name.rfind(package, 0) != 0) return (dir / name).string();
+    const std::string rest = name.substr(package.size());
+    const auto slash = rest.find('/');
+    const std::filesystem::path rel = slash == std::string::npos ? rest : rest.substr(slash + 1);
+    std::filesystem::path up = dir;
+    for (int k = 0; k < 4; ++k, up = up.parent_path()) {
+      std::error_code ec;
+      if (std::filesystem::exists(up / rel, ec)) return (up / rel).string();
+    }
+    return (dir / rel).string();
+  }
+
   // Mass, centre of mass and inertia of each group (parallel-axis theorem, exact).
-  void merge_inertia() {
+  void merge_inertia(double mesh_density) {
     for (LinkGroup& g : groups) {
+      std::vector<std::pair<Frame, LinkInertia>> parts;
       for (const std::string& name : g.links) {
-        const urdf::InertialSharedPtr& in = urdf->getLink(name)->inertial;
-        if (!in) continue;
-        if (!(in->mass > 0.0) || !std::isfinite(in->mass))
-          fail("file", "link '" + name + "' has mass " + std::to_string(in->mass) + " (must be > 0)");
-        const Frame f = link_in_group[name] * to_frame(in->origin);
-        g.com_L += in->mass * f.p;
-        g.mass += in->mass;
+        const LinkInertia li = link_inertia(name, mesh_density);
+        if (li.mass == 0.0) continue;
+        parts.push_back({link_in_group[name] * li.frame, li});
+        g.com_L += li.mass * parts.back().first.p;
+        g.mass += li.mass;
       }
       if (g.mass == 0.0) continue;
       g.com_L /= g.mass;
-      for (const std::string& name : g.links) {
-        const urdf::InertialSharedPtr& in = urdf->getLink(name)->inertial;
-        if (!in) continue;
-        const Frame f = link_in_group[name] * to_frame(in->origin);
-        Mat3 I;
-        I << in->ixx, in->ixy, in->ixz, in->ixy, in->iyy, in->iyz, in->ixz, in->iyz, in->izz;
+      for (const auto& [f, li] : parts) {
         const Vec3 d = f.p - g.com_L;
-        g.inertia_L += f.R * I * f.R.transpose() + in->mass * (d.squaredNorm() * Mat3::Identity() - d * d.transpose());
+        g.inertia_L += f.R * li.inertia * f.R.transpose() + li.mass * (d.squaredNorm() * Mat3::Identity() - d * d.transpose());
       }
     }
   }
@@ -285,7 +348,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   // Links → groups → inertia.
   rp.groups.push_back({root->name, {}, 0.0, Vec3::Zero(), Mat3::Zero(), -1});
   rp.build_groups(root, 0, Frame{});
-  rp.merge_inertia();
+  rp.merge_inertia(r.number("mesh_density", 0.0, Bound::kNonNegative));
 
   const std::string base_kind = r.choice("base", "fixed", {"fixed", "floating", "kinematic"});
   Frame root_world;
@@ -387,7 +450,8 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     if (grp.mass == 0.0) {
       const std::string what = g == 0 ? "root link '" + grp.root + "' (base \"" + base_kind + "\")"
                                       : "link '" + grp.root + "'";
-      r.fail("file", rp.file + ": " + what + " and the links fixed to it have no <inertial> (mass); only a fixed base may be massless");
+      r.fail("file", rp.file + ": " + what + " and the links fixed to it have no <inertial> (mass) and no mesh " +
+                         "inertia (mesh_density); only a fixed base may be massless");
     }
     const Frame& W = rp.link_world.at(grp.root);
     const std::string body_name = sanitize(rp.robot + "/" + grp.root);
