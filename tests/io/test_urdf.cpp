@@ -524,6 +524,30 @@ f 2 7 6
       << missing;
 }
 
+// "base": "kinematic": the root link group is a kinematic body whose per-step poses are
+// controls; the arm, hinged to it, follows a base moving along x.
+TEST(Urdf, KinematicBaseFollowsItsPoseControls) {
+  const auto dir = fresh_temp_dir("urdf");
+  const std::string file = write(dir, "small.urdf", small_urdf());
+  const Scene scene = load_scene_text(robot_scene(file, R"(, "base": "kinematic")", R"("gravity": [0, 0, 0], )"),
+                                      "robot.json");
+  const Model& m = *scene.model;
+  ASSERT_EQ(m.bodies().size(), 2u);
+  const auto& base = static_cast<const RigidBody&>(*m.bodies()[0]);
+  ASSERT_TRUE(base.kinematic());
+  const ParamRange poses = m.params().require("bodies.robot/base.poses");
+  EXPECT_EQ(poses.entry->rows, 5);
+  EXPECT_EQ(poses.entry->cols, 6);
+  VecX p = m.params().defaults();
+  for (int i = 0; i <= 4; ++i) p[poses.offset + 6 * i] += 0.01 * i;  // 2 m/s along x
+  Simulator sim(m);
+  const Trajectory t = sim.run(p);
+  ASSERT_TRUE(t.failure.empty()) << t.failure;
+  EXPECT_NEAR(t.q.back()[base.dof()] - t.q.front()[base.dof()], 0.04, 1e-12);
+  const int arm = static_cast<const RigidBody&>(*m.bodies()[1]).dof();
+  EXPECT_GT(t.q.back()[arm] - t.q.front()[arm], 0.02);
+}
+
 TEST(Urdf, CollisionShapesBecomeContactProxies) {
   const auto dir = fresh_temp_dir("urdf");
   const std::string file = write(dir, "small.urdf", small_urdf());

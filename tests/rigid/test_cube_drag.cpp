@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "addsim/check/derivative_check.h"
+#include "addsim/core/error.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/task.h"
 #include "addsim/rigid/rigid_builder.h"
@@ -89,6 +90,26 @@ TEST(CubeDrag, ShortDragGradientsAgreeAdjointDirectFd) {
     EXPECT_NEAR(adj.dphi_dp[check[c]], fd.derivative, 1e-4 * scale) << m.params().name_of(check[c]) << "\n"
                                                                      << fd.report();
   }
+}
+
+// The task's `control` key names whole per-step controls; anything else is a one-line error.
+TEST(CubeDrag, SmoothnessControlMustBeAPerStepControl) {
+  const auto task = test::source_dir() / "tasks" / "cube_drag.json";
+  auto error = [&](const std::string& value, const std::string& extra = "") {
+    std::vector<std::string> overrides = {"objective.1.control=" + value};
+    if (!extra.empty()) overrides.push_back(extra);
+    try {
+      load_task_file(task, overrides);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  for (const std::string v : {R"("contact.kn")", R"("bodies.effector.poses.3")", R"("nothing")", R"([])", "3"})
+    EXPECT_NE(error(v).find("objective.1.control"), std::string::npos) << v << ": " << error(v);
+  EXPECT_EQ(error(R"(["bodies.effector.poses", "bodies.0.poses"])"), "");
+  EXPECT_NE(error(R"("bodies.effector.poses")", "objective.1.handle=0").find("objective.1.control: give either"),
+            std::string::npos);
 }
 
 }  // namespace
