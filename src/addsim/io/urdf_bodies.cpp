@@ -4,7 +4,9 @@
 // Mapping: links joined by fixed joints form one rigid body (masses, centres of mass and
 // inertia tensors merged exactly); the body frame is the group's root link frame moved to
 // the group's centre of mass. Revolute and continuous joints become RigidJoint hinges (or
-// motors when actuated) with the URDF joint angle as the motor angle α.
+// motors when actuated) with the URDF joint angle as the motor angle α, prismatic joints
+// sliders with the URDF joint position as the slide σ; URDF limits become unilateral
+// angle / slide limits.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -125,13 +127,11 @@ struct LinkGroup {
   int body = -1;                  // model body index, −1: welded to the world
 };
 
+// The parsed URDF and what the loader derives from it; fail() names the robot's key path.
 struct RobotParser {
   ObjectReader& r;
-  SceneBuilder& b;
   std::string file;
   urdf::ModelInterfaceSharedPtr urdf;
-  std::string robot;    // model body name prefix
-  std::string base;     // "bodies.<k>" key path of the robot in the scene
   std::map<std::string, int> group_of;           // link → group
   std::map<std::string, Frame> link_in_group;    // link frame in its group's root link frame
   std::map<std::string, Frame> link_world;       // link frame in the world at t = 0
@@ -315,7 +315,7 @@ struct RobotParser {
   }
 };
 
-// Names of the movable joints as a set, for validating the keys of `initial_angles` etc.
+// Names of the movable joints, listed in errors about `initial_angles` and `motors`.
 std::string joint_list(const std::vector<urdf::JointConstSharedPtr>& joints) {
   std::string s;
   for (const auto& j : joints) s += (s.empty() ? "" : ", ") + j->name;
@@ -325,9 +325,9 @@ std::string joint_list(const std::vector<urdf::JointConstSharedPtr>& joints) {
 }  // namespace
 
 void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
-  RobotParser rp{r, b, "", nullptr, "", "bodies." + std::to_string(index), {}, {}, {}, {}, {}};
+  RobotParser rp{r, "", nullptr, {}, {}, {}, {}, {}};
   const std::string name = r.string("name", "");
-  rp.robot = name.empty() ? "urdf" + std::to_string(index) : name;
+  const std::string robot = name.empty() ? "urdf" + std::to_string(index) : name;  // body name prefix
 
   // The file, relative to the scene file.
   std::filesystem::path path = r.string("file", std::nullopt);
@@ -454,7 +454,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
                          "inertia (mesh_density); only a fixed base may be massless");
     }
     const Frame& W = rp.link_world.at(grp.root);
-    const std::string body_name = sanitize(rp.robot + "/" + grp.root);
+    const std::string body_name = sanitize(robot + "/" + grp.root);
     const RigidShape shape = RigidShape::custom(grp.inertia_L / grp.mass, 0.0);
     RigidInit init;
     init.position = W * grp.com_L;
