@@ -300,6 +300,16 @@ TEST(Urdf, MotorTargetsArePerStepControlsAtTheUrdfAngle) {
   const ParamRange pitch = params.require("robots.0.joints.4.target_angles");
   EXPECT_DOUBLE_EQ(params.defaults()[pitch.offset + 2], 0.2);
   EXPECT_FALSE(params.resolve("robots.robot.joints.shoulder_yaw.target_angles"));  // not actuated
+  // Per-joint gains: {joint: value}; damping defaults to 0 (no damping joint) for unlisted ones.
+  const Scene gains = load_scene_text(
+      robot_scene(file, R"(, "motors": {"joints": ["elbow_roll", "wrist_pitch"], "stiffness": {"elbow_roll": 30, "wrist_pitch": 7},
+                  "damping": {"wrist_pitch": 0.5}})"),
+      "robot.json");
+  const ParameterTable& gp = gains.model->params();
+  EXPECT_DOUBLE_EQ(gp.defaults()[gp.require("robots.robot.joints.elbow_roll.motor_stiffness").offset], 30.0);
+  EXPECT_DOUBLE_EQ(gp.defaults()[gp.require("robots.robot.joints.wrist_pitch.motor_stiffness").offset], 7.0);
+  EXPECT_DOUBLE_EQ(gp.defaults()[gp.require("robots.robot.joints.wrist_pitch.damping").offset], 0.5);
+  EXPECT_FALSE(gp.resolve("robots.robot.joints.elbow_roll.damping"));
   // Without gravity, motors whose targets are the initial URDF angles hold the arm exactly
   // at rest (a motor angle of the opposite sign would drive the elbow roll to −0.4 rad).
   const Scene rest = load_scene_text(
@@ -584,7 +594,11 @@ TEST(Urdf, BadInputsNameTheFileAndKeyPath) {
   expect_one_line(error("", write(dir, "garbage.urdf", "this is not xml")), "urdfdom rejects it");
   expect_one_line(error("", write(dir, "planar.urdf", small_urdf("planar"))), "joint 'hinge' has type planar");
   expect_one_line(error(R"(, "motors": {"stiffness": 10})", write(dir, "prismatic.urdf", small_urdf("prismatic"))),
-                  "bodies.0.motors.slide_stiffness: the prismatic joint 'hinge' is actuated");
+                  "bodies.0.motors.slide_stiffness: is required for the actuated joint 'hinge'");
+  expect_one_line(error(R"(, "motors": {"stiffness": {"weld": 3}})", good),
+                  "bodies.0.motors.stiffness.weld: not an actuated joint");
+  expect_one_line(error(R"(, "motors": {"stiffness": {}})", good),
+                  "bodies.0.motors.stiffness: has no value for the actuated joint 'hinge'");
   expect_one_line(error("", write(dir, "floating.urdf", small_urdf("floating"))), "joint 'hinge' has type floating");
   expect_one_line(error("", write(dir, "mesh_only.urdf", small_urdf("revolute", false))),
                   "link 'arm' and the links fixed to it have no <inertial>");

@@ -7,6 +7,7 @@
 // motors when actuated) with the URDF joint angle as the motor angle α, prismatic joints
 // sliders with the URDF joint position as the slide σ; URDF limits become unilateral
 // angle / slide limits.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -383,12 +384,10 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   // Motors: which joints, gains, per-step targets.
   const TimeScheme& s = b.model->scheme();
   std::map<std::string, VecX> targets;  // joint → steps + 1 target angles
-  double motor_k = 0.0, motor_d = 0.0, slide_k = 0.0;
+  // Gains per actuated joint: k_m (N m; prismatic: N/m) and motor damping k_md (N m s).
+  std::map<std::string, double> motor_k, motor_d;
   if (r.has("motors")) {
     ObjectReader mr(r.raw("motors"), join_path(r.path(), "motors"), b.source);
-    motor_k = mr.number("stiffness", std::nullopt, Bound::kPositive);
-    motor_d = mr.number("damping", 0.0, Bound::kNonNegative);
-    slide_k = mr.number("slide_stiffness", 0.0, Bound::kNonNegative);
     std::vector<std::string> actuated;
     if (mr.has("joints")) {
       const json& list = mr.list("joints");
@@ -401,9 +400,41 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     } else {
       for (const auto& j : rp.joints) actuated.push_back(j->name);
     }
+    std::vector<std::string> revolute, prismatic;
+    for (const std::string& j : actuated)
+      (rp.urdf->getJoint(j)->type == urdf::Joint::PRISMATIC ? prismatic : revolute).push_back(j);
+    // A gain `key` for `joints`: one number for all, or {joint: number} (unlisted joints take
+    // `fallback`, or are an error without one).
+    auto gains = [&](const char* key, const std::vector<std::string>& joints, std::optional<double> fallback,
+                     Bound bound, std::map<std::string, double>& out) {
+      if (!mr.has(key)) {
+        if (!fallback && !joints.empty())
+          mr.fail(key, "is required for the actuated joint '" + joints.front() + "'");
+        for (const std::string& j : joints) out[j] = fallback.value_or(0.0);
+        return;
+      }
+      const json& v = mr.raw(key);
+      const std::string kp = join_path(mr.path(), key);
+      if (!v.is_object()) {
+        const double x = to_number(v, b.source, kp, bound);
+        for (const std::string& j : joints) out[j] = x;
+        return;
+      }
+      for (const auto& [joint, value] : v.items()) {
+        if (std::find(joints.begin(), joints.end(), joint) == joints.end())
+          fail_at(b.source, join_path(kp, joint), "not an actuated joint of " + rp.file + " that takes this gain");
+        out[joint] = to_number(value, b.source, join_path(kp, joint), bound);
+      }
+      for (const std::string& j : joints)
+        if (!out.count(j)) {
+          if (!fallback) fail_at(b.source, kp, "has no value for the actuated joint '" + j + "'");
+          out[j] = *fallback;
+        }
+    };
+    gains("stiffness", revolute, std::nullopt, Bound::kPositive, motor_k);
+    gains("slide_stiffness", prismatic, std::nullopt, Bound::kPositive, motor_k);
+    gains("damping", revolute, 0.0, Bound::kNonNegative, motor_d);
     for (const std::string& j : actuated) {
-      if (rp.urdf->getJoint(j)->type == urdf::Joint::PRISMATIC && !(slide_k > 0.0))
-        mr.fail("slide_stiffness", "the prismatic joint '" + j + "' is actuated: give slide_stiffness (N/m) > 0");
       const auto it = angles.find(j);
       targets[j] = VecX::Constant(s.steps + 1, it == angles.end() ? 0.0 : it->second);
     }
@@ -542,7 +573,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     if (actuated) {
       // Targets: angles (rad) of revolute joints, slides (m) of prismatic ones.
       const char* key = prismatic ? "target_positions" : "target_angles";
-      j.motor_stiffness_param = add1("motor_stiffness", prismatic ? slide_k : motor_k);
+      j.motor_stiffness_param = add1("motor_stiffness", motor_k.at(uj->name));
       j.target_param = params.add(jbase + "." + key, jalias + "." + key, ParamKind::kControl, targets.at(uj->name),
                                   s.steps + 1, 1);
       j.per_step_target = true;
@@ -572,12 +603,12 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
         joints.push_back(l);
       }
     }
-    if (j.kind == RigidJoint::Kind::kMotor && motor_d > 0.0) {  // angular: revolute motors only
+    if (j.kind == RigidJoint::Kind::kMotor && motor_d.at(uj->name) > 0.0) {  // angular: revolute motors only
       RigidJoint d = j;
       d.kind = RigidJoint::Kind::kMotorDamping;
       d.stiffness_param = d.axis_stiffness_param = d.motor_stiffness_param = d.target_param = -1;
       d.per_step_target = false;
-      d.damping_param = add1("damping", motor_d);
+      d.damping_param = add1("damping", motor_d.at(uj->name));
       joints.push_back(d);
     }
   }
