@@ -60,3 +60,6 @@ else
   echo "install-deps.sh: node or npm is missing, so data/bunny.obj was not made" \
        "(scenes/bunny_throw.json and tasks/bunny_to_pose.json need it)" >&2
 fi
+
+# URDF robots (KR5, WAM, DRC-Hubo) from dart-doc into the git-ignored data/robots/.
+bash "$root/scripts/fetch-robots.sh"

@@ -146,6 +146,36 @@ TEST(ObjectiveTerms, ControlSmoothnessIsAPureParameterTerm) {
   EXPECT_NEAR(values[0], expect, 1e-12);
 }
 
+// Any per-step control block (motor targets: 1 column, kinematic poses: 6): the handle form
+// is the 3-column case; other shapes and row windows pass the partials check.
+TEST(ObjectiveTerms, ControlSmoothnessOnAnyPerStepControl) {
+  Fixture f;
+  const ParamEntry& hand = *f.model.params().require("handles.0.positions").entry;
+  Objective by_handle, by_rows;
+  by_handle.add(1.5, std::make_unique<ControlSmoothness>(0));
+  by_rows.add(1.5, std::make_unique<ControlSmoothness>(std::vector<ControlRows>{{hand.offset, hand.rows, 3, hand.path}}));
+  EXPECT_DOUBLE_EQ(by_handle.evaluate(f.model, f.traj, nullptr), by_rows.evaluate(f.model, f.traj, nullptr));
+  // The same 21 numbers as a 1-column control (c^r = one value), and two 6-column rows
+  // pairs plus the 1-column one in a window: Σ over every control.
+  Objective scalar;
+  scalar.add(1.0, std::make_unique<ControlSmoothness>(std::vector<ControlRows>{{hand.offset, 21, 1, "scalar"}}));
+  double expect = 0.0;
+  for (int k = 0; k < 20; ++k) expect += std::pow(f.traj.p[hand.offset + k + 1] - f.traj.p[hand.offset + k], 2);
+  EXPECT_NEAR(scalar.evaluate(f.model, f.traj, nullptr), expect, 1e-14);
+  EXPECT_GT(expect, 0.0);
+  check_partials(f.model, f.traj, scalar, false, true);
+  Objective mixed;
+  mixed.add(0.7, std::make_unique<ControlSmoothness>(
+                     std::vector<ControlRows>{{hand.offset, 3, 6, "six"}, {hand.offset + 2, 12, 1, "one"}},
+                     StepWindow::range(1, 2)));
+  check_partials(f.model, f.traj, mixed, false, true);
+  EXPECT_THROW(ControlSmoothness(std::vector<ControlRows>{}), InputError);
+  EXPECT_THROW(ControlSmoothness(std::vector<ControlRows>{{hand.offset, 1, 3, "one row"}}), InputError);
+  Objective outside;
+  outside.add(1.0, std::make_unique<ControlSmoothness>(std::vector<ControlRows>{{hand.offset, 30, 3, "too long"}}));
+  EXPECT_THROW(outside.evaluate(f.model, f.traj, nullptr), InputError);
+}
+
 TEST(ObjectiveTerms, BadInputsAreInputErrors) {
   Fixture f;
   auto eval = [&](std::unique_ptr<ObjectiveTerm> t) {

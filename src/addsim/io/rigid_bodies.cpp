@@ -22,13 +22,23 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Number of rim points per end of a cylinder's default proxy.
 constexpr int kCylinderRimPoints = 12;
 
-// The shape object; for meshes also the vertices about the centroid (body frame).
+// The shape object; for meshes also the vertices about the centroid (body frame). An
+// "inertia" shape returns I_B (kg m²) in inertia_per_mass; the caller divides by the mass.
 RigidShape parse_shape(const json& j, const std::string& path, const std::string& source,
                        std::vector<Vec3>& mesh_vertices) {
   ObjectReader r(j, path, source);
-  const std::string type = r.choice("type", std::nullopt, {"sphere", "box", "cylinder", "capsule", "mesh"});
+  const std::string type = r.choice("type", std::nullopt, {"sphere", "box", "cylinder", "capsule", "mesh", "inertia"});
   RigidShape shape;
-  if (type == "sphere") {
+  if (type == "inertia") {
+    // [ixx, iyy, izz, ixy, ixz, iyz] about the centre of mass, body axes.
+    const json& v = r.raw("inertia");
+    if (!v.is_array() || v.size() != 6) r.fail("inertia", "expected [ixx, iyy, izz, ixy, ixz, iyz] (kg m²), got " + describe(v));
+    double c[6];
+    for (int k = 0; k < 6; ++k) c[k] = to_number(v[k], source, join_path(path, "inertia." + std::to_string(k)), Bound::kAny);
+    Mat3 I;
+    I << c[0], c[3], c[4], c[3], c[1], c[5], c[4], c[5], c[2];
+    shape = RigidShape::custom(I, 0.0);
+  } else if (type == "sphere") {
     shape = RigidShape::sphere(r.number("radius", std::nullopt, Bound::kPositive));
   } else if (type == "box") {
     const Vec3 size = r.vec3("size", std::nullopt);
@@ -120,10 +130,20 @@ std::vector<RigidProxy> parse_proxies(ObjectReader& r, const RigidShape& shape, 
 void parse_rigid_body(ObjectReader& r, int index, SceneBuilder& b) {
   const std::string name = r.string("name", "");
   std::vector<Vec3> mesh_vertices;
-  const RigidShape shape = parse_shape(r.raw("shape"), join_path(r.path(), "shape"), r.source(), mesh_vertices);
+  RigidShape shape = parse_shape(r.raw("shape"), join_path(r.path(), "shape"), r.source(), mesh_vertices);
   if (r.has("mass") == r.has("density")) r.fail("mass", "give exactly one of mass (kg) and density (kg/m³)");
   const RigidMassSpec mass = r.has("mass") ? RigidMassSpec::from_mass(r.number("mass", std::nullopt, Bound::kPositive))
                                            : RigidMassSpec::from_density(r.number("density", std::nullopt, Bound::kPositive));
+  if (shape.kind == RigidShape::Kind::kCustom && mesh_vertices.empty()) {
+    // An "inertia" shape: Î_B = I_B / m needs the mass itself.
+    if (!r.has("mass")) r.fail("density", "an \"inertia\" shape needs \"mass\" (it has no volume)");
+    shape.inertia_per_mass /= mass.mass;
+    try {
+      shape.unit_inertia();
+    } catch (const InputError& e) {
+      fail_at(r.source(), join_path(r.path(), "shape.inertia"), e.what());
+    }
+  }
   RigidInit init;
   init.position = r.vec3("position", Vec3::Zero());
   init.orientation = r.vec3("orientation", Vec3::Zero());

@@ -116,9 +116,15 @@ void parse_bodies(ObjectReader& top, SceneBuilder& b) {
     const auto it = body_parsers().find(type);
     if (it == body_parsers().end()) r.fail("type", "must be one of " + allowed + ", got \"" + type + "\"");
     check_name(r, r.string("name", ""), names);
+    // A robot adds one model body per link group, so the scene index k is the model body
+    // index only for bodies listed before the first robot (docs/robots.md).
+    if (type != "urdf" && b.model->bodies().size() != k)
+      r.fail("type", "\"" + type + "\" bodies must be listed before the \"urdf\" robots");
     const std::size_t before = b.model->bodies().size();
     it->second(r, static_cast<int>(k), b);
-    ADDSIM_CHECK(b.model->bodies().size() == before + 1, "a body parser must add exactly one body");
+    // A "urdf" body adds one model body per link group; every other type exactly one.
+    ADDSIM_CHECK(type == "urdf" ? b.model->bodies().size() > before : b.model->bodies().size() == before + 1,
+                 "a body parser must add exactly one body (a robot: at least one)");
     r.finish();
   }
 }
@@ -276,6 +282,7 @@ const std::map<std::string, BodyParser>& body_parsers() {
       {"sheet", parse_sheet_body},
       {"rigid", parse_rigid_body},
       {"fem", parse_fem_body},
+      {"urdf", parse_urdf_body},
   };
   return table;
 }

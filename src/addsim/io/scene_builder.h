@@ -60,6 +60,9 @@ void parse_sheet_body(ObjectReader& reader, int index, SceneBuilder& builder);
 void parse_rigid_body(ObjectReader& reader, int index, SceneBuilder& builder);
 /// Parses the top-level `joints` list (rigid couplings, rigid_bodies.cpp) into one RigidJointTerm.
 void parse_joints(ObjectReader& top, SceneBuilder& builder, const std::vector<Vec3>& handle_initial);
+/// Parser of "urdf" robots (urdf_bodies.cpp, docs/robots.md): one model body per group of links
+/// welded by fixed joints, hinge / motor joints between them.
+void parse_urdf_body(ObjectReader& reader, int index, SceneBuilder& builder);
 /// Parser of the FEM soft-body type (fem_bodies.cpp, docs/scene-format.md).
 void parse_fem_body(ObjectReader& reader, int index, SceneBuilder& builder);
 /// True if the anchor object uses an embedded form ("embedded", "tet" or "barycentric").

@@ -324,7 +324,26 @@ void parse_term(ObjectReader& r, TaskContext& c) {
     if (!(up.norm() > 0.0)) r.fail("direction", "must be non-zero");
     term = std::make_unique<UprightAxis>(bottom, top, up, window(r, StepWindow::final_step(), n));
   } else if (type == "control_smoothness") {
-    const int handle = handle_ref(r, t);
+    // "control": one parameter path or a list of them (per-step controls), else "handle".
+    std::vector<ControlRows> controls;
+    if (r.has("control")) {
+      if (r.has("handle")) r.fail("control", "give either control or handle");
+      const json& v = r.raw("control");
+      const std::string cp = join_path(r.path(), "control");
+      const json list = v.is_array() ? v : json::array({v});
+      if (list.empty()) fail_at(r.source(), cp, "needs at least one parameter path");
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const std::string kp = v.is_array() ? join_path(cp, std::to_string(k)) : cp;
+        if (!list[k].is_string()) fail_at(r.source(), kp, "expected a parameter path, got " + describe(list[k]));
+        const auto range = model.params().resolve(list[k].get<std::string>());
+        if (!range || range->entry->kind != ParamKind::kControl || range->size != range->entry->size() ||
+            range->entry->rows < 2)
+          fail_at(r.source(), kp, "must name a whole per-step control (e.g. handles.0.positions, " +
+                                      std::string("joints.2.target_angles, bodies.1.poses), got ") + describe(list[k]));
+        controls.push_back({range->offset, range->entry->rows, range->entry->cols, range->entry->path});
+      }
+    }
+    const int handle = controls.empty() ? handle_ref(r, t) : -1;
     StepWindow rows = StepWindow::range(0, -1);
     if (r.has("rows")) {
       const json& v = r.raw("rows");
@@ -337,7 +356,8 @@ void parse_term(ObjectReader& r, TaskContext& c) {
         r.fail("rows", "is empty or outside rows [0, " + std::to_string(n) + "]");
       }
     }
-    term = std::make_unique<ControlSmoothness>(handle, rows);
+    term = controls.empty() ? std::make_unique<ControlSmoothness>(handle, rows)
+                            : std::make_unique<ControlSmoothness>(std::move(controls), rows);
   } else {
     const int body = body_ref(r, t);
     const Vec3 target = r.vec3("target", std::nullopt);

@@ -64,19 +64,37 @@ double PointTargets::evaluate(const Model& model, const Trajectory& traj, double
 
 ControlSmoothness::ControlSmoothness(int handle, StepWindow rows) : handle_(handle), rows_(rows) {}
 
+ControlSmoothness::ControlSmoothness(std::vector<ControlRows> controls, StepWindow rows)
+    : controls_(std::move(controls)), rows_(rows) {
+  if (controls_.empty()) throw InputError("control_smoothness: needs at least one control");
+  for (const ControlRows& c : controls_)
+    if (c.rows < 2 || c.cols < 1 || c.offset < 0)
+      throw InputError("control_smoothness: " + c.label + " is not a per-step control (" + std::to_string(c.rows) +
+                       " × " + std::to_string(c.cols) + ")");
+}
+
 double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, double scale,
                                    ObjectiveGradient* grad) const {
-  if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
-    throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
-  const int base = model.handles()[handle_].positions_param;
-  const auto [a, b] = rows_.resolve(model.scheme().steps, "control_smoothness");
+  std::vector<ControlRows> controls = controls_;
+  if (controls.empty()) {
+    if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
+      throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
+    controls.push_back({model.handles()[handle_].positions_param, model.scheme().steps + 1, 3,
+                        "handles." + std::to_string(handle_) + ".positions"});
+  }
   double phi = 0.0;
-  for (int r = a; r < b; ++r) {
-    const Vec3 d = traj.p.segment<3>(base + 3 * (r + 1)) - traj.p.segment<3>(base + 3 * r);
-    phi += d.squaredNorm();
-    if (grad) {
-      grad->dphi_dp().segment<3>(base + 3 * (r + 1)) += 2.0 * scale * d;
-      grad->dphi_dp().segment<3>(base + 3 * r) -= 2.0 * scale * d;
+  for (const ControlRows& c : controls) {
+    if (c.offset + c.rows * c.cols > traj.p.size())
+      throw InputError("control_smoothness: " + c.label + " lies outside the parameter vector");
+    const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
+    for (int r = a; r < b; ++r) {
+      const int i0 = c.offset + c.cols * r, i1 = i0 + c.cols;
+      const VecX d = traj.p.segment(i1, c.cols) - traj.p.segment(i0, c.cols);
+      phi += d.squaredNorm();
+      if (grad) {
+        grad->dphi_dp().segment(i1, c.cols) += 2.0 * scale * d;
+        grad->dphi_dp().segment(i0, c.cols) -= 2.0 * scale * d;
+      }
     }
   }
   return phi;

@@ -1,7 +1,8 @@
 #pragma once
 /// Objective terms: centre-of-mass and point targets (the "throwing" and "target pose"
-/// tasks of paper §6), control smoothness for handles, and a linear functional of one state.
+/// tasks of paper §6), control smoothness for per-step controls, and a linear functional of one state.
 
+#include <string>
 #include <vector>
 
 #include "addsim/objectives/objective.h"
@@ -37,16 +38,33 @@ class PointTargets final : public ObjectiveTerm {
   StepWindow window_;
 };
 
-/// φ = Σ_{r=a}^{b−1} ‖c^{r+1} − c^r‖² over the control rows c^r (m) of handle `handle`,
-/// rows [a, b] = `rows` resolved on 0 … n; a pure ∂φ/∂p term (m²). Weight it with β.
+/// A per-step control block of p: `rows` rows of `cols` values, row r = control of step r,
+/// row-major from `offset` (handle positions: 3 m; motor target angles: 1 rad; kinematic
+/// body poses: 6, m and rad).
+struct ControlRows {
+  int offset = 0;
+  int rows = 0;
+  int cols = 0;
+  std::string label;  ///< parameter path, for errors
+};
+
+/// The paper's smoothness regulariser (§6.4) φ = Σ_c Σ_{r=a}^{b−1} ‖c^{r+1} − c^r‖² over the
+/// rows c^r of one or more per-step controls (handle positions, motor targets, kinematic
+/// poses), rows [a, b] = `rows` resolved on 0 … rows − 1; a pure ∂φ/∂p term (units of the
+/// control squared). Weight it with β.
 class ControlSmoothness final : public ObjectiveTerm {
  public:
+  /// The positions of handle `handle` (m).
   ControlSmoothness(int handle, StepWindow rows = StepWindow::range(0, -1));
+  /// Any per-step controls (each with ≥ 2 rows); throws InputError for an empty list or an
+  /// entry with fewer than 2 rows or no columns.
+  ControlSmoothness(std::vector<ControlRows> controls, StepWindow rows = StepWindow::range(0, -1));
   std::string_view name() const override { return "control_smoothness"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
 
  private:
-  int handle_;
+  int handle_ = -1;
+  std::vector<ControlRows> controls_;
   StepWindow rows_;
 };
 

@@ -1,6 +1,7 @@
 #include "addsim/rigid/rigid_joints.h"
 
 #include <cmath>
+#include <numbers>
 
 #include "addsim/core/error.h"
 #include "addsim/model/handle.h"
@@ -228,6 +229,198 @@ JointLocal<N> joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyF
   return L;
 }
 
+// Hinge angle α = atan2(s, c), s = n·(u × w), c = u·w, of the world vectors n = w_a(â_a),
+// u = w_a(b̂_a), w = w_b(b̂_b) (or fixed), with its gradient over the stencil and, if
+// `second`, its Hessian ∂²α = Jyᵀ H_y Jy + Σ_i (∂α/∂y_i) ∇²y_i (y = (n, u, w), 9 values).
+template <int N>
+struct HingeAngle {
+  bool defined = false;
+  double alpha = 0.0;
+  Eigen::Matrix<double, N, 1> grad = Eigen::Matrix<double, N, 1>::Zero();
+  Eigen::Matrix<double, N, N> hess = Eigen::Matrix<double, N, N>::Zero();
+};
+
+template <int N>
+HingeAngle<N> hinge_angle(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, bool second) {
+  const WorldVector wn = world_vector(fa, jt.axis_a.normalized(), false, second);
+  const WorldVector wu = world_vector(fa, jt.ref_a, false, second);
+  WorldVector ww;
+  if constexpr (N == 12) ww = world_vector(*fb, jt.ref_b, false, second);
+  const Vec3 n = wn.y, u = wu.y, w = N == 12 ? ww.y : jt.ref_b;
+  const double s = n.dot(u.cross(w)), c = u.dot(w);
+  const double rho = s * s + c * c;
+  HingeAngle<N> out;
+  // b's reference along the hinge axis (axes 90° apart, far outside a hinge's operating
+  // range): the angle is undefined and the limit exerts no force. 1e-24 = (1e-12)².
+  if (rho < 1e-24) return out;
+  out.defined = true;
+  out.alpha = std::atan2(s, c);
+  // ∇s and ∇c over y = (n, u, w).
+  Eigen::Matrix<double, 9, 1> gs, gc = Eigen::Matrix<double, 9, 1>::Zero();
+  gs << u.cross(w), w.cross(n), n.cross(u);
+  gc.segment<3>(3) = w;
+  gc.segment<3>(6) = u;
+  const double fs = c / rho, fc = -s / rho;
+  const Eigen::Matrix<double, 9, 1> gy = fs * gs + fc * gc;
+  Eigen::Matrix<double, 3, N> Jn = Eigen::Matrix<double, 3, N>::Zero(), Ju = Jn, Jw = Jn;
+  Jn.template leftCols<6>() = wn.dy;
+  Ju.template leftCols<6>() = wu.dy;
+  if constexpr (N == 12) Jw.template rightCols<6>() = ww.dy;
+  Eigen::Matrix<double, 9, N> Jy;
+  Jy << Jn, Ju, Jw;
+  out.grad = Jy.transpose() * gy;
+  if (!second) return out;
+  // Hessians of s = det[n, u, w] and c = u·w over y, then of atan2.
+  Eigen::Matrix<double, 9, 9> Hs = Eigen::Matrix<double, 9, 9>::Zero(), Hc = Hs;
+  Hs.block<3, 3>(0, 3) = -skew(w);
+  Hs.block<3, 3>(0, 6) = skew(u);
+  Hs.block<3, 3>(3, 6) = -skew(n);
+  Hs.block<3, 3>(3, 0) = Hs.block<3, 3>(0, 3).transpose();
+  Hs.block<3, 3>(6, 0) = Hs.block<3, 3>(0, 6).transpose();
+  Hs.block<3, 3>(6, 3) = Hs.block<3, 3>(3, 6).transpose();
+  Hc.block<3, 3>(3, 6) = Mat3::Identity();
+  Hc.block<3, 3>(6, 3) = Mat3::Identity();
+  const double fss = -2.0 * s * c / (rho * rho), fcc = -fss, fsc = (s * s - c * c) / (rho * rho);
+  const Eigen::Matrix<double, 9, 9> Hy = fss * gs * gs.transpose() + fsc * (gs * gc.transpose() + gc * gs.transpose()) +
+                                         fcc * gc * gc.transpose() + fs * Hs + fc * Hc;
+  out.hess = Jy.transpose() * Hy * Jy;
+  // Curvature of the rotated vectors, in the θθ blocks of their bodies.
+  for (int j = 0; j < 3; ++j)
+    for (int m = 0; m < 3; ++m) {
+      out.hess(3 + j, 3 + m) += gy.segment<3>(0).dot(wn.d2y[j][m]) + gy.segment<3>(3).dot(wu.d2y[j][m]);
+      if constexpr (N == 12) out.hess(9 + j, 9 + m) += gy.segment<3>(6).dot(ww.d2y[j][m]);
+    }
+  return out;
+}
+
+// Unilateral limit E = (k/2) g², g = α − α_max > 0 or α_min − α > 0 (else nothing).
+template <int N>
+void add_angle_limit(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, double k, bool jacobians,
+                     JointLocal<N>& L) {
+  const HingeAngle<N> h = hinge_angle<N>(jt, fa, fb, jacobians);
+  if (!h.defined) return;
+  double g = 0.0, sign = 0.0;
+  if (h.alpha > jt.upper) {
+    g = h.alpha - jt.upper;
+    sign = 1.0;
+  } else if (h.alpha < jt.lower) {
+    g = jt.lower - h.alpha;
+    sign = -1.0;
+  }
+  if (sign == 0.0) return;
+  // ∂E/∂q = k g ∂g/∂q with ∂g/∂q = sign ∂α/∂q; ∂²E = k (∂α ∂αᵀ + g sign ∂²α).
+  L.energy += 0.5 * k * g * g;
+  L.dr_dk += sign * g * h.grad;
+  L.r += k * sign * g * h.grad;
+  if (jacobians) L.dq += k * (h.grad * h.grad.transpose() + sign * g * h.hess);
+}
+
+// An energy k·E(y) of y = (d, n): d = x_a − x_b (anchor points; x_b rigid, or fixed when pb
+// is null) and the axis n = w_a(â_a), given E's gradient g and Hessian H over y. Adds
+// r = k Jyᵀ g, ∂r/∂k and ∂r/∂q = k (Jyᵀ H Jy + Σ_i g_i ∇²y_i). Returns Jy (6 × N).
+template <int N>
+Eigen::Matrix<double, 6, N> add_point_axis_energy(double k, double e, const Eigen::Matrix<double, 6, 1>& g,
+                                                  const Eigen::Matrix<double, 6, 6>& H, const WorldVector& pa,
+                                                  const WorldVector* pb, const WorldVector& na, bool jacobians,
+                                                  Eigen::Matrix<double, N, 1>& dr_dk, JointLocal<N>& L) {
+  Eigen::Matrix<double, 6, N> Jy = Eigen::Matrix<double, 6, N>::Zero();
+  Jy.template block<3, 6>(0, 0) = pa.dy;
+  if constexpr (N == 12) Jy.template block<3, 6>(0, 6) = -pb->dy;
+  Jy.template block<3, 6>(3, 0) = na.dy;
+  dr_dk += Jy.transpose() * g;
+  L.r += k * Jy.transpose() * g;
+  L.energy += k * e;
+  if (!jacobians) return Jy;
+  L.dq += k * Jy.transpose() * H * Jy;
+  for (int j = 0; j < 3; ++j)
+    for (int m = 0; m < 3; ++m) {
+      L.dq(3 + j, 3 + m) += k * (g.template head<3>().dot(pa.d2y[j][m]) + g.template tail<3>().dot(na.d2y[j][m]));
+      if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * g.template head<3>().dot(pb->d2y[j][m]);
+    }
+  return Jy;
+}
+
+// Slide σ = −n·d = n·(x_b − x_a) and its gradient over y = (d, n); its Hessian is
+// [[0, −I], [−I, 0]].
+struct Slide {
+  double sigma = 0.0;
+  Eigen::Matrix<double, 6, 1> grad;
+};
+
+Slide slide(const Vec3& d, const Vec3& n) {
+  Slide s;
+  s.sigma = -n.dot(d);
+  s.grad << -n, -d;
+  return s;
+}
+
+Eigen::Matrix<double, 6, 6> slide_hessian() {
+  Eigen::Matrix<double, 6, 6> H = Eigen::Matrix<double, 6, 6>::Zero();
+  H.block<3, 3>(0, 3) = -Mat3::Identity();
+  H.block<3, 3>(3, 0) = -Mat3::Identity();
+  return H;
+}
+
+// Prismatic joint (lateral and orientation potentials, optional drive) or slide limit.
+template <int N>
+void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
+                   bool jacobians, JointLocal<N>& L) {
+  const WorldVector pa = world_vector(fa, jt.point_a, true, jacobians);
+  const WorldVector na = world_vector(fa, jt.axis_a.normalized(), false, jacobians);
+  WorldVector pb;
+  if constexpr (N == 12) pb = world_vector(*fb, jt.point_b, true, jacobians);
+  const Vec3 d = pa.y - (N == 12 ? pb.y : jt.point_b);
+  const Vec3 n = na.y;
+  const WorldVector* pbp = N == 12 ? &pb : nullptr;
+  const Slide sl = slide(d, n);
+  const double k = ctx.p[jt.stiffness_param];
+  if (jt.kind == RigidJoint::Kind::kSlideLimit) {
+    double g = 0.0, sign = 0.0;
+    if (sl.sigma > jt.upper) {
+      g = sl.sigma - jt.upper;
+      sign = 1.0;
+    } else if (sl.sigma < jt.lower) {
+      g = jt.lower - sl.sigma;
+      sign = -1.0;
+    }
+    if (sign == 0.0) return;
+    // E = ½ g², ∂E/∂y = g sign ∇σ, ∂²E = ∇σ∇σᵀ + g sign ∇²σ.
+    add_point_axis_energy<N>(k, 0.5 * g * g, Eigen::Matrix<double, 6, 1>(g * sign * sl.grad),
+                             sl.grad * sl.grad.transpose() + g * sign * slide_hessian(), pa, pbp, na, jacobians,
+                             L.dr_dk, L);
+    return;
+  }
+  // Lateral offset: E = ½(d·d − (n·d)²), ∇ = (d − (n·d) n, −(n·d) d).
+  {
+    const double nd = n.dot(d);
+    Eigen::Matrix<double, 6, 1> g;
+    g << d - nd * n, -nd * d;
+    Eigen::Matrix<double, 6, 6> H;
+    H << Mat3::Identity() - n * n.transpose(), -(n * d.transpose() + nd * Mat3::Identity()),
+        -(d * n.transpose() + nd * Mat3::Identity()), -d * d.transpose();
+    add_point_axis_energy<N>(k, 0.5 * (d.squaredNorm() - nd * nd), g, H, pa, pbp, na, jacobians, L.dr_dk, L);
+  }
+  // No relative rotation: the axis and the reference directions aligned.
+  const double ka = ctx.p[jt.axis_stiffness_param];
+  for (const auto& [ua, ub] : {std::pair{jt.axis_a, jt.axis_b}, std::pair{jt.ref_a, jt.ref_b}}) {
+    const WorldVector wa = world_vector(fa, ua, false, jacobians);
+    WorldVector wb;
+    if constexpr (N == 12) wb = world_vector(*fb, ub, false, jacobians);
+    const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (N == 12 ? wb.y : ub), 0.0);
+    add_potential<N>(ka, se, wa, N == 12 ? &wb : nullptr, {}, jacobians, L.dr_dkaxis, L);
+  }
+  // Drive: E = ½ (σ − σ*)²; ∂r/∂σ* = −k_m Jyᵀ ∇σ.
+  if (jt.motor_stiffness_param >= 0) {
+    const double target = ctx.p[jt.target_param + (jt.per_step_target ? ctx.step : 0)];
+    const double km = ctx.p[jt.motor_stiffness_param];
+    const double e = sl.sigma - target;
+    const Eigen::Matrix<double, 6, N> Jy =
+        add_point_axis_energy<N>(km, 0.5 * e * e, Eigen::Matrix<double, 6, 1>(e * sl.grad),
+                                 sl.grad * sl.grad.transpose() + e * slide_hessian(), pa, pbp, na, jacobians, L.dr_dkm, L);
+    L.dr_dalpha = -km * Jy.transpose() * sl.grad;
+  }
+}
+
 template <int N>
 JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
                                    const TermContext& ctx, const Model* model, bool jacobians) {
@@ -236,6 +429,14 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, co
   const RigidBody* b = jt.body_b;
   if (jt.kind == RigidJoint::Kind::kMotorDamping) {
     add_damping<N>(ctx.p[jt.damping_param], a, b, fa, fb, ctx, jacobians, L);
+    return L;
+  }
+  if (jt.kind == RigidJoint::Kind::kAngleLimit) {
+    if constexpr (N == 6 || N == 12) add_angle_limit<N>(jt, fa, fb, ctx.p[jt.stiffness_param], jacobians, L);
+    return L;
+  }
+  if (jt.kind == RigidJoint::Kind::kPrismatic || jt.kind == RigidJoint::Kind::kSlideLimit) {
+    if constexpr (N == 6 || N == 12) add_prismatic<N>(jt, fa, fb, ctx, jacobians, L);
     return L;
   }
   // Anchor points: d = x_a − x_b.
@@ -333,7 +534,17 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
       throw InputError(j.label + ": unknown handle " + std::to_string(j.handle_b));
     const bool point_only = j.kind == K::kZeroLength || j.kind == K::kDistance || j.kind == K::kUnilateral;
     if (!point_only && (j.particle_b >= 0 || embedded || j.handle_b >= 0))
-      throw InputError(j.label + ": hinges, motors and motor damping couple a rigid body to a rigid body or the world");
+      throw InputError(j.label + ": hinges, motors, angle limits and motor damping couple a rigid body to a rigid body or the world");
+    if (j.kind == K::kSlideLimit && !(j.lower < j.upper && (std::isfinite(j.lower) || std::isfinite(j.upper))))
+      throw InputError(j.label + ": a slide limit needs lower < upper (one side may be infinite)");
+    if (j.kind == K::kPrismatic && (j.axis_stiffness_param < 0 || (j.motor_stiffness_param >= 0 && j.target_param < 0)))
+      throw InputError(j.label + ": a prismatic joint needs an axis stiffness (and a target with a drive)");
+    if (j.kind == K::kAngleLimit &&
+        !(j.lower < j.upper && (j.lower == -std::numeric_limits<double>::infinity() || j.lower >= -std::numbers::pi) &&
+          (j.upper == std::numeric_limits<double>::infinity() || j.upper <= std::numbers::pi) &&
+          (std::isfinite(j.lower) || std::isfinite(j.upper))))
+      throw InputError(j.label + ": an angle limit needs −π ≤ lower < upper ≤ π (one side may be infinite), got [" +
+                       std::to_string(j.lower) + ", " + std::to_string(j.upper) + "]");
     if (j.kind != K::kMotorDamping && j.stiffness_param < 0) throw InputError(j.label + ": missing stiffness");
     if ((j.kind == K::kHinge || j.kind == K::kMotor) && j.axis_stiffness_param < 0)
       throw InputError(j.label + ": missing axis stiffness");

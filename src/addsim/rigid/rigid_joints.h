@@ -10,9 +10,19 @@
 ///                              α fixed or a per-step control
 ///   motor damping:             τ_md = k_md (ω_a − ω_b) applied as −τ_md to a and +τ_md
 ///                              to b through eq. rbMf (r_θa += J_aᵀ τ_md, r_θb −= J_bᵀ τ_md).
+///   angle limit:               E = (k/2)(max(0, α − α_max)² + max(0, α_min − α)²) on the hinge
+///                              angle α = atan2(n·(u × w), u·w), n = w_a(â_a), u = w_a(b̂_a),
+///                              w = w_b(b̂_b) (α as for the motor; a unilateral limit).
+///   prismatic (slider):        E = (k/2)‖(I − n nᵀ) d‖² (d = x_a − x_b, n = w_a(â_a): b moves
+///                              only along the axis) + (k_axis/2)(‖w(â_a) − w(â_b)‖² +
+///                              ‖w(b̂_a) − w(b̂_b)‖²) (no relative rotation), plus, when a motor
+///                              stiffness is given, (k_m/2)(σ − σ*)² on the slide σ = −n·d
+///                              (σ* fixed or per step, m).
+///   slide limit:               E = (k/2)(max(0, σ − σ_max)² + max(0, σ_min − σ)²).
 /// Residual r = ∂E/∂q = k Jcᵀ c with the exact Hessian k (Jcᵀ Jc + Σ_i c_i ∇²c_i) as ∂r/∂q.
 
 #include <array>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,8 +35,11 @@ namespace addsim {
 struct RigidJoint {
   /// kZeroLength: ball joint; kDistance: (k/2)(|x_a − x_b| − l₀)²; kUnilateral: the same while
   /// |x_a − x_b| > l₀ (cables); kHinge: ball + axis alignment; kMotor: hinge + the motor
-  /// constraint c_m = w(R(α, â_a) b̂_a) − w(b̂_b) (paper §5.3); kMotorDamping: τ_md.
-  enum class Kind { kZeroLength, kHinge, kMotorDamping, kDistance, kUnilateral, kMotor };
+  /// constraint c_m = w(R(α, â_a) b̂_a) − w(b̂_b) (paper §5.3); kMotorDamping: τ_md;
+  /// kAngleLimit: a unilateral penalty on the hinge angle outside [lower, upper];
+  /// kPrismatic: a slider along â_a (optionally driven to the slide target); kSlideLimit: a
+  /// unilateral penalty on the slide σ outside [lower, upper] (m).
+  enum class Kind { kZeroLength, kHinge, kMotorDamping, kDistance, kUnilateral, kMotor, kAngleLimit, kPrismatic, kSlideLimit };
   Kind kind = Kind::kZeroLength;
   const RigidBody* body_a = nullptr;  ///< required
   const RigidBody* body_b = nullptr;  ///< null: b is a particle, an embedded point, a handle or the world
@@ -43,10 +56,15 @@ struct RigidJoint {
   Vec3 ref_a = Vec3::UnitX();         ///< motor: b̂_a ⊥ â_a in a's frame (unit)
   Vec3 ref_b = Vec3::UnitX();         ///< motor: b̂_b ⊥ â_b in b's frame (or world) (unit)
   double rest_length = 0.0;           ///< l₀ (m); distance, unilateral
+  /// Angle limit: α_min, α_max (rad), −π < α_min < α_max < π (±∞: no limit on that side);
+  /// stiffness_param is k (N m/rad); axis_a, ref_a, ref_b as for the motor. Slide limit:
+  /// σ_min < σ_max (m, one side may be infinite), stiffness_param k (N/m).
+  double lower = -std::numeric_limits<double>::infinity();
+  double upper = std::numeric_limits<double>::infinity();
   int stiffness_param = -1;           ///< k (N/m); all kinds but motor damping
   int axis_stiffness_param = -1;      ///< k_axis (N m); hinge, motor
-  int motor_stiffness_param = -1;     ///< k_m (N m); motor
-  int target_param = -1;              ///< motor: α (rad), p index of row 0
+  int motor_stiffness_param = -1;     ///< k_m (N m); motor. Prismatic: N/m, optional (−1: no drive)
+  int target_param = -1;              ///< motor: α (rad) / prismatic: σ* (m), p index of row 0
   bool per_step_target = false;       ///< motor: α^i = p[target_param + i] (control per step)
   int damping_param = -1;             ///< k_md (N m s); motor damping
   std::string label;                  ///< "joints.3", for errors
