@@ -8,7 +8,8 @@
       Distance to the target √(2Φ) against simulations for `smoothing_study bfgs` runs.
   plot_smoothing_study.py signs CSV [CSV ...]
       Per file: sign changes of dΦ/dp over the whole line and the most within any window of
-      width 0.05 (parameter units), kinks (jumps of dΦ/dp above 10× the median step), events.
+      width 0.05 (parameter units), kinks (steps of dΦ/dp between neighbouring samples above
+      5× the median step) and the largest step, and how often the contact events change.
 """
 import argparse
 import csv
@@ -41,11 +42,12 @@ def sign_changes(xs, ds, window=0.05):
 
 
 def jumps(ds):
+    """Kinks: steps of dΦ/dp between neighbouring samples above 5× the median step; and the largest step."""
     steps = [abs(b - a) for a, b in zip(ds, ds[1:]) if math.isfinite(a) and math.isfinite(b)]
     if not steps:
-        return 0
+        return 0, 0.0
     med = sorted(steps)[len(steps) // 2]
-    return sum(1 for s in steps if s > 10 * max(med, 1e-300))
+    return sum(1 for s in steps if s > 5 * max(med, 1e-300)), max(steps)
 
 
 def lines(args):
@@ -98,8 +100,13 @@ def signs(args):
         total, window = sign_changes(x, d, args.window)
         ev_changes = sum(1 for a, b in zip(ev, ev[1:]) if a != b)
         failed = sum(1 for r in rows if r["completed"] != "1")
+        kinks, largest = jumps(d)
+        steps = [abs(b - a) for a, b in zip(d, d[1:])]
+        med = sorted(steps)[len(steps) // 2]
+        at_event = sum(1 for k, st in enumerate(steps) if st > 5 * med and ev[k] != ev[k + 1])
         print(f"{path}: sign changes {total}, max in {args.window} window {window}, "
-              f"jumps {jumps(d)}, event changes {ev_changes}/{len(rows) - 1}, failed {failed}")
+              f"kinks {kinks} ({at_event} where the contact events change), largest step of dPhi/dp {largest:.3g}, "
+              f"event changes {ev_changes}/{len(rows) - 1}, failed {failed}")
 
 
 def main():
