@@ -31,6 +31,20 @@ for m in linear tanh; do
   "$S" line "$T" "$out/line_omega_${m}_kn1e3_w5mm.csv" bodies.ball.angular_velocity.0.1 -15.5 -14.5 101 \
     scene.contact.model=$m scene.contact.smoothing=0.005
 done
+# The rigid analogue: x(1 s) of tasks/rigid_sphere_throw.json along v_z.
+rline() {  # name, overrides...
+  local name=$1
+  shift
+  "$S" line tasks/rigid_sphere_throw.json "$out/line_rigid_$name.csv" bodies.0.velocity.0.2 1.9 2.1 101 "$@"
+}
+rline linear_w0 scene.contact.model=linear
+rline linear_w1mm scene.contact.model=linear scene.contact.smoothing=0.001
+rline tanh_w0 scene.contact.model=tanh
+for w in 1:0.001 2:0.002 5:0.005 10:0.01; do
+  rline "tanh_w${w%%:*}mm" scene.contact.model=tanh "scene.contact.smoothing=${w#*:}"
+done
+rline tanh_w0_kd0 scene.contact.model=tanh scene.contact.kd=0
+rline tanh_w0_ramp2mm scene.contact.model=tanh scene.contact.damping_ramp=0.002
 
 bfgs() {  # name, budget, overrides...
   local name=$1 budget=$2
@@ -74,6 +88,9 @@ cd "$out"
   line_tanh_kn1e3_w5mm.csv:"tanh, w = 5 mm" line_linear_kn1e3_w5mm.csv:"linear, w = 5 mm"
 "${plot[@]}" lines lines_omega.png --title "ball_to_target: spin line, w = 5 mm" --xlabel "omega_y (rad/s)" \
   line_omega_linear_kn1e3_w5mm.csv:"linear, w = 5 mm" line_omega_tanh_kn1e3_w5mm.csv:"tanh, w = 5 mm"
+"${plot[@]}" lines lines_rigid.png --title "rigid_sphere_throw: x(1 s) along v_z (k_n = 1e5, critical k_d, h = 1 ms, tanh)" \
+  --xlabel "v_z (m/s)" line_rigid_tanh_w0.csv:"w = 0" line_rigid_tanh_w10mm.csv:"w = 10 mm" \
+  line_rigid_tanh_w0_ramp2mm.csv:"w = 0, damping ramp 2 mm"
 "${plot[@]}" bfgs bfgs.png --title "ball_to_target: BFGS from the shipped start" \
   bfgs_tanh_w0.csv:"tanh, w = 0" bfgs_linear_w0.csv:"linear, w = 0" bfgs_linear_w5mm.csv:"linear, w = 5 mm" \
   bfgs_tanh_w5mm.csv:"tanh, w = 5 mm"
