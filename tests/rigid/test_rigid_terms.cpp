@@ -188,6 +188,70 @@ TEST(RigidContactTerm, OffsetSphereOnTiltedPlane) {
   }
 }
 
+// The C¹ smoothed normal penalty (contact.smoothing w as a parameter) on rigid proxies: box
+// corners with gaps inside the blend (both signs) and below it, and an offset sphere inside
+// the blend at a positive gap (the force starts at g = w/2).
+TEST(RigidContactTerm, SmoothedPenaltyBoxCornersAndSphere) {
+  const double w = 0.03;
+  for (ContactModel model : {ContactModel::kLinear, ContactModel::kTanh}) {
+    {
+      const RigidProxy proxy = RigidProxy::box_corners(Vec3(0.2, 0.2, 0.2));
+      RigidScene s;
+      s.add_contact(model, 1e4, 50.0);
+      s.contact.smoothing_param =
+          s.model->params().add("contact.smoothing", "", ParamKind::kContact, VecX::Constant(1, w), 1, 1);
+      s.add_plane(Vec3::Zero(), Vec3::UnitZ(), 0.5);
+      s.add_body(RigidShape::box(Vec3(0.2, 0.2, 0.2)), 1.0, {}, proxy, Vec3::Zero());
+      s.model->finalize();
+      const Term& term = s.term("rigid_contact");
+      const auto& contact = static_cast<const RigidContactTerm&>(term);
+      for (const Vec3& th : thetas()) {
+        const VecX q = six(place_on_floor(proxy, th, 0.012), th);
+        const VecX v = six(Vec3(1.5, -0.7, -0.2), Vec3(0.3, -0.4, 0.8)), a = VecX::Zero(6);
+        const VecX& p = s.model->params().defaults();
+        int blended = 0;
+        for (int k = 0; k < contact.num_points(); ++k) {
+          const ContactForce f = contact.force(TermContext{q, v, a, p, 1, s.model->scheme()}, k, 0);
+          blended += std::abs(f.gap) < 0.5 * w;
+        }
+        EXPECT_GT(blended, 0);
+        DerivativeCheckOptions opt;
+        opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+        expect_ok(check_term_derivatives(*s.model, term, q, v, a, p, 1, opt),
+                  std::string("smoothed box ") + to_string(model) + ", theta = " + std::to_string(th.norm()));
+      }
+    }
+    {
+      const RigidProxy proxy = RigidProxy::sphere(Vec3(0.05, 0.02, -0.03), 0.1);
+      RigidScene s;
+      s.add_contact(model, 1e4, 30.0);
+      s.contact.smoothing_param =
+          s.model->params().add("contact.smoothing", "", ParamKind::kContact, VecX::Constant(1, w), 1, 1);
+      s.add_plane(Vec3(0.0, 0.0, -0.05), Vec3(0.2, -0.1, 1.0), 0.4);
+      s.add_body(RigidShape::sphere(0.1), 1.0, {}, proxy, Vec3::Zero());
+      s.model->finalize();
+      const Term& term = s.term("rigid_contact");
+      const auto& plane = static_cast<const PlaneObstacle&>(*s.obstacles[0]);
+      for (const Vec3& th : thetas()) {
+        // Sphere centre 0.105 above the plane: gap +0.005, inside the blend.
+        const Vec3 centre = plane.point() + 0.105 * plane.normal();
+        const VecX q = six(centre - rotation_from_vector(th) * proxy.centers_B[0], th);
+        const VecX v = six(Vec3(1.2, 0.4, -0.3), Vec3(2.0, -1.0, 0.5)), a = VecX::Zero(6);
+        const VecX& p = s.model->params().defaults();
+        const ContactForce f =
+            static_cast<const RigidContactTerm&>(term).force(TermContext{q, v, a, p, 1, s.model->scheme()}, 0, 0);
+        EXPECT_NEAR(f.gap, 0.005, 1e-14);
+        EXPECT_GT(f.normal_force, 0.0);
+        EXPECT_GT(f.df_dw.norm(), 0.0);
+        DerivativeCheckOptions opt;
+        opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+        expect_ok(check_term_derivatives(*s.model, term, q, v, a, p, 1, opt),
+                  std::string("smoothed sphere ") + to_string(model) + ", theta = " + std::to_string(th.norm()));
+      }
+    }
+  }
+}
+
 TEST(RigidContactTerm, SphereRejectsNonPlaneObstacles) {
   class Ball final : public Obstacle {
    public:

@@ -133,6 +133,85 @@ TEST(TanhFriction, SeriesAndClosedFormAgreeAtTheSwitch) {
   EXPECT_NEAR(tanh_over_s_deriv_over_s(0.0), -2.0 / 3.0, 1e-15);
 }
 
+// The smoothed depth φ_w(g) of the normal penalty (docs/contact.md): eq. linPenN for w = 0;
+// for w > 0 equal to −g below −w/2 and 0 above w/2, C¹ across both ends, ∂φ/∂g and ∂φ/∂w exact.
+TEST(SmoothedNormalPenalty, IsC1AndExactOutsideTheBlend) {
+  double dg = 0.0, dw = 0.0;
+  for (double g : {-0.3, -1e-9, 0.0, 1e-9, 0.2}) {
+    EXPECT_EQ(smoothed_depth(g, 0.0, dg, dw), std::max(-g, 0.0));
+    EXPECT_EQ(dg, g < 0.0 ? -1.0 : 0.0);
+    EXPECT_EQ(dw, 0.0);
+  }
+  const double w = 0.004;
+  EXPECT_EQ(smoothed_depth(-0.01, w, dg, dw), 0.01);
+  EXPECT_EQ(dg, -1.0);
+  EXPECT_EQ(smoothed_depth(0.003, w, dg, dw), 0.0);
+  EXPECT_EQ(dg, 0.0);
+  // Value and slope continuous at g = ∓w/2.
+  const double e = 1e-12;
+  for (double end : {-0.5 * w, 0.5 * w}) {
+    double dg_in = 0.0, dg_out = 0.0;
+    const double in = smoothed_depth(end + (end < 0 ? e : -e), w, dg_in, dw);
+    const double out = smoothed_depth(end + (end < 0 ? -e : e), w, dg_out, dw);
+    EXPECT_NEAR(in, out, 3e-12);
+    EXPECT_NEAR(dg_in, dg_out, 1e-8);
+  }
+  // Inside: derivatives against central differences, and φ > 0 at a positive gap.
+  for (double g : {-0.0015, -0.0002, 0.0, 0.0011, 0.0019}) {
+    const double phi = smoothed_depth(g, w, dg, dw);
+    EXPECT_GT(phi, 0.0);
+    const double h = 1e-7;
+    double a = 0.0, b = 0.0;
+    const double fd_g = (smoothed_depth(g + h, w, a, b) - smoothed_depth(g - h, w, a, b)) / (2 * h);
+    const double fd_w = (smoothed_depth(g, w + h, a, b) - smoothed_depth(g, w - h, a, b)) / (2 * h);
+    EXPECT_NEAR(dg, fd_g, 1e-7);
+    EXPECT_NEAR(dw, fd_w, 1e-7);
+    EXPECT_NE(dw, 0.0);
+  }
+}
+
+// The smoothed penalty through the derivative harness, with the width w a parameter: inside
+// the blend at a positive and a negative gap, and below it; sliding and sticking; linear
+// and tanh friction (the friction laws see f_n = k_n φ_w(g)).
+TEST(SmoothedNormalPenalty, PartialsMatchFiniteDifferences) {
+  const double w = 0.01;
+  const Vec3 n = Vec3(0.1, -0.2, 1.0).normalized();
+  const Vec3 base = Vec3(0.2, 0.1, 0.0) - n.dot(Vec3(0.2, 0.1, 0.0)) * n;  // on the plane
+  for (ContactModel cm : {ContactModel::kLinear, ContactModel::kTanh}) {
+    for (double gap : {0.3 * w, -0.2 * w, -2.0 * w}) {
+      for (const Vec3& xdot : {Vec3(1.0, 0.5, -0.3), Vec3(0.002, -0.001, 0.1)}) {
+        ParticleFixture f(Integrator::kBdf2, 0.01, 10);
+        const Vec3 x = base + gap * n;
+        f.particles({x}, {Vec3::Zero()}, {1.0});
+        f.contact_params(cm, 1e3, 3.0);
+        f.contact.smoothing_param =
+            f.model->params().add("contact.smoothing", "", ParamKind::kContact, VecX::Constant(1, w), 1, 1, 0.0);
+        f.plane(Vec3::Zero(), n, 0.4);
+        f.standard_terms(Vec3(0, 0, -9.81));
+        f.model->finalize();
+        const Term& contact = *f.model->terms().back();
+        Probe s{x, xdot, Vec3(0.3, -0.1, 0.2)};
+        const TermContext ctx{s.q, s.v, s.a, f.model->params().defaults(), 3, f.model->scheme()};
+        const ContactForce force = static_cast<const PointContactTerm&>(contact).force(ctx, 0, 0);
+        const std::string label = std::string(to_string(cm)) + ", gap " + std::to_string(gap) + ", speed " +
+                                  std::to_string(xdot.norm());
+        ASSERT_NE(force.regime, ContactRegime::kSeparated) << label;
+        EXPECT_NEAR(force.gap, gap, 1e-15) << label;
+        if (gap > -0.5 * w) {
+          EXPECT_GT(force.df_dw.norm(), 0.0) << label;
+        } else {
+          EXPECT_EQ(force.df_dw.norm(), 0.0) << label;
+          EXPECT_NEAR(force.normal_force, 1e3 * (-gap), 1e-12) << label;
+        }
+        DerivativeCheckOptions opt;
+        opt.rel_tol = 1e-6;
+        opt.expect_dq = opt.expect_dv = opt.expect_dp = true;
+        expect_term_ok(*f.model, contact, s, opt);
+      }
+    }
+  }
+}
+
 // Two particles and a handle: every spring kind, with damping, in each regime.
 struct SpringCase {
   const char* label;

@@ -61,6 +61,15 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
     const double kt = r.number("kt", std::nullopt, Bound::kNonNegative);
     b.contact.kt_param = params.add("contact.kt", "", ParamKind::kContact, VecX::Constant(1, kt), 1, 1, 0.0, inf);
   }
+  // C¹ normal-penalty width (m, docs/contact.md); absent = 0 = eq. linPenN exactly, and no entry in p.
+  if (r.has("smoothing")) {
+    const double w = r.number("smoothing", std::nullopt, Bound::kNonNegative);
+    if (w > 0.0 && b.contact.model == ContactModel::kSqp)
+      fail_at(b.source, "contact.smoothing",
+              "the sqp model has no penalty force to smooth; use linear, tanh or hybrid, or remove the key");
+    b.contact.smoothing_param =
+        params.add("contact.smoothing", "", ParamKind::kContact, VecX::Constant(1, w), 1, 1, 0.0, inf);
+  }
   r.finish();
 }
 

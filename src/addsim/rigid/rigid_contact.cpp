@@ -174,10 +174,11 @@ void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
     const int pcf = obstacles_[o]->friction_param();
     const bool want = sink.wants(settings_.kn_param) || sink.wants(pcf) ||
                       (settings_.kd_param >= 0 && sink.wants(settings_.kd_param)) ||
-                      (settings_.kt_param >= 0 && sink.wants(settings_.kt_param));
+                      (settings_.kt_param >= 0 && sink.wants(settings_.kt_param)) ||
+                      (settings_.smoothing_param >= 0 && sink.wants(settings_.smoothing_param));
     if (!want) continue;
-    // Columns: k_n (with k_t = k_n h when k_t is derived), c_f, k_d, k_t; summed over points.
-    int idx[4];
+    // Columns: k_n (with k_t = k_n h when k_t is derived), c_f, k_d, k_t, w; summed over points.
+    int idx[5];
     int m = 0;
     idx[m++] = settings_.kn_param;
     idx[m++] = pcf;
@@ -185,7 +186,9 @@ void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
     if (col_kd >= 0) idx[m++] = settings_.kd_param;
     const int col_kt = settings_.kt_param >= 0 ? m : -1;
     if (col_kt >= 0) idx[m++] = settings_.kt_param;
-    Eigen::Matrix<double, 6, 4> block = Eigen::Matrix<double, 6, 4>::Zero();
+    const int col_w = settings_.smoothing_param >= 0 ? m : -1;
+    if (col_w >= 0) idx[m++] = settings_.smoothing_param;
+    Eigen::Matrix<double, 6, 5> block = Eigen::Matrix<double, 6, 5>::Zero();
     bool active = false;
     for (int k = 0; k < num_points(); ++k) {
       const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
@@ -199,6 +202,7 @@ void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
       block.col(1) -= Pv.transpose() * f.df_dcf;
       if (col_kd >= 0) block.col(col_kd) -= Pv.transpose() * f.df_dkd;
       if (col_kt >= 0) block.col(col_kt) -= Pv.transpose() * f.df_dkt;
+      if (col_w >= 0) block.col(col_w) -= Pv.transpose() * f.df_dw;
     }
     if (active) sink.add(stencil_, std::span<const int>(idx, m), block.leftCols(m));
   }

@@ -1,5 +1,6 @@
 #include "addsim/terms/contact_force.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace addsim {
@@ -32,6 +33,22 @@ double tanh_over_s_deriv_over_s(double s) {
   return (s * sech2 - t) / (s * s * s);
 }
 
+double smoothed_depth(double g, double w, double& dphi_dg, double& dphi_dw) {
+  dphi_dw = 0.0;
+  if (w <= 0.0 || g <= -0.5 * w) {
+    dphi_dg = g < 0.0 ? -1.0 : 0.0;
+    return std::max(-g, 0.0);
+  }
+  if (g >= 0.5 * w) {
+    dphi_dg = 0.0;
+    return 0.0;
+  }
+  const double a = 0.5 * w - g;  // ∈ (0, w)
+  dphi_dg = -a / w;
+  dphi_dw = (0.25 * w * w - g * g) / (2.0 * w * w);
+  return a * a / (2.0 * w);
+}
+
 double damping_ramp(double g, double delta, double& ds_dg) {
   ds_dg = 0.0;
   if (g >= 0.0) return 0.0;
@@ -47,18 +64,22 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   Mat3 H;
   const double g = o.gap(x, n, H);
   out.gap = g;
-  if (g >= 0.0) return out;  // separated: no force (the kink at g = 0 is measure-zero, paper §4.2)
+  // Separated: no force. Without smoothing the kink at g = 0 is measure-zero (paper §4.2);
+  // with smoothing w the force starts C¹ at g = w/2.
+  if (g >= 0.5 * c.smoothing) return out;
 
-  const double depth = -g;
+  double dphi_dg = 0.0, dphi_dw = 0.0;
+  const double depth = smoothed_depth(g, c.smoothing, dphi_dg, dphi_dw);
   const Mat3 I = Mat3::Identity();
   const double vn = n.dot(xdot);
 
-  // Normal penalty: f = k_n (−g) n; ∂/∂x = −k_n n nᵀ + k_n (−g) H.
+  // Normal penalty: f = k_n φ(g) n; ∂/∂x = k_n φ'(g) n nᵀ + k_n φ H (φ' = −1 in eq. linPenN).
   const double fn = c.kn * depth;
   out.normal_force = fn;
   out.f = fn * n;
-  out.df_dx = -c.kn * n * n.transpose() + fn * H;
+  out.df_dx = c.kn * dphi_dg * n * n.transpose() + fn * H;
   out.df_dkn = depth * n;
+  out.df_dw = c.kn * dphi_dw * n;
 
   // Normal damping: f = −k_d s(g) n (n·ẋ); ∂/∂x = −k_d s (H vn + n ẋᵀ H) − k_d vn s'(g) n nᵀ.
   double ds_dg = 0.0;
@@ -74,7 +95,8 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   const Mat3 du_dx = -(H * vn + n * (xdot.transpose() * H));
   const double s = u.norm();
   const double F = c.cf * fn;            // Coulomb limit
-  const Vec3 dF_dx = -c.cf * c.kn * n;   // ∂F/∂x (as a column)
+  const Vec3 dF_dx = c.cf * c.kn * dphi_dg * n;  // ∂F/∂x (as a column)
+  const double dF_dw = c.cf * c.kn * dphi_dw;
   out.regime = ContactRegime::kStick;
 
   if (c.model != ContactModel::kTanh) {
@@ -95,6 +117,7 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
       out.df_dx += -uh * dF_dx.transpose() - F * P * du_dx;
       out.df_dcf = -fn * uh;
       out.df_dkn += -c.cf * depth * uh;
+      out.df_dw += -dF_dw * uh;
       out.friction_force = F;
     }
     return out;
@@ -118,6 +141,7 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   out.df_dkt = -u * (phi + psi * sigma * sigma);
   out.df_dcf = df_dF * fn;
   out.df_dkn += df_dF * c.cf * depth;
+  out.df_dw += df_dF * dF_dw;
   return out;
 }
 
@@ -128,8 +152,9 @@ ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, 
   Mat3 H;
   const double g = o.gap(x, n, H);
   out.gap = g;
-  if (g >= 0.0) return out;
-  const double depth = -g;
+  if (g >= 0.5 * c.smoothing) return out;
+  double dphi_dg = 0.0, dphi_dw = 0.0;
+  const double depth = smoothed_depth(g, c.smoothing, dphi_dg, dphi_dw);
   const double fn = c.kn * depth;
   out.normal_force = fn;
   const Mat3 I = Mat3::Identity();
@@ -139,13 +164,15 @@ ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, 
   const Mat3 du_dx = -(H * vn + n * (xdot.transpose() * H));
   const double s = u.norm();
   const double F = c.cf * fn;
-  const Vec3 dF_dx = -c.cf * c.kn * n;
+  const Vec3 dF_dx = c.cf * c.kn * dphi_dg * n;
+  const double dF_dw = c.cf * c.kn * dphi_dw;
   out.regime = ContactRegime::kSlip;
   if (mode == FrictionMode::kLagged) {
     out.f = F * lagged_direction;
     out.df_dx = lagged_direction * dF_dx.transpose();
     out.df_dcf = fn * lagged_direction;
     out.df_dkn = c.cf * depth * lagged_direction;
+    out.df_dw = dF_dw * lagged_direction;
     out.friction_force = F;
     return out;
   }
@@ -158,6 +185,7 @@ ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, 
     out.df_dx = -t * dF_dx.transpose() - F * P * du_dx;
     out.df_dcf = -fn * t;
     out.df_dkn = -c.cf * depth * t;
+    out.df_dw = -dF_dw * t;
     out.friction_force = F * t.norm();
     return out;
   }
@@ -177,6 +205,7 @@ ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, 
   out.df_dx = -uh * dF_dx.transpose() - F * P * du_dx;
   out.df_dcf = -fn * uh;
   out.df_dkn = -c.cf * depth * uh;
+  out.df_dw = -dF_dw * uh;
   out.friction_force = F;
   return out;
 }

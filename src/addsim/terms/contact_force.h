@@ -1,6 +1,8 @@
 #pragma once
 /// Penalty frictional contact at one point against one obstacle (paper §4.2, §5.2):
 ///   normal   f_n = n k_n max(−g, 0)                                   (eq. linPenN)
+///            or, with smoothing width w > 0, f_n = n k_n φ_w(g), the C¹ blend
+///            φ_w(g) = −g (g ≤ −w/2), (w/2 − g)²/(2w) (|g| < w/2), 0 (g ≥ w/2)
 ///   damping  f_d = −k_d s(g) N ẋ                                          (eq. RBdamping, ramped)
 ///   friction linear: f_t = −t min(k_t ‖Tẋ‖, c_f f_n)                     (eq. linPenT)
 ///            tanh:   f_t = −t c_f f_n tanh(k_t ‖Tẋ‖ / (c_f f_n))          (eq. tanhPenT)
@@ -26,6 +28,12 @@ const char* to_string(ContactModel model);
 /// Default depth δ (m) over which the contact damping ramps in (contact.damping_ramp).
 constexpr double kDefaultDampingRamp = 1e-4;
 
+/// Smoothed penetration depth φ_w(g) (m) of the normal penalty f_n = k_n φ_w(g): the exact
+/// max(−g, 0) of eq. linPenN for w = 0, else the quadratic blend over |g| < w/2 (C¹: equal to
+/// −g below −w/2, to 0 above w/2, slopes −1 and 0 at the ends). Returns φ and sets
+/// dphi_dg = ∂φ/∂g and dphi_dw = ∂φ/∂w = (w²/4 − g²)/(2w²) inside the blend, 0 outside.
+double smoothed_depth(double g, double w, double& dphi_dg, double& dphi_dw);
+
 /// Damping ramp s(g) = t²(3 − 2t), t = min(1, max(−g, 0)/δ), and ds/dg (1/m); s = 1 inside if δ = 0.
 double damping_ramp(double g, double delta, double& ds_dg);
 
@@ -44,6 +52,7 @@ struct ContactCoefficients {
   double kt = 10.0;  ///< tangential penalty, N s/m
   double cf = 0.5;   ///< Coulomb friction coefficient
   double slip_eps = kDefaultSlipRegularization;  ///< ε, m/s: sliding-direction regularisation (hybrid)
+  double smoothing = 0.0;  ///< w, m: width of the C¹ blend of the normal penalty (0: eq. linPenN exactly)
 };
 
 /// Regime of one contact point, for reports and tests.
@@ -58,8 +67,9 @@ struct ContactForce {
   Vec3 df_dkd = Vec3::Zero();
   Vec3 df_dkt = Vec3::Zero();
   Vec3 df_dcf = Vec3::Zero();
+  Vec3 df_dw = Vec3::Zero();    ///< ∂f/∂w (smoothing width), N/m
   double gap = 0.0;             ///< g(x), m
-  double normal_force = 0.0;    ///< f_n, N
+  double normal_force = 0.0;    ///< f_n = k_n φ_w(g), N
   double friction_force = 0.0;  ///< ‖f_t‖, N
 };
 

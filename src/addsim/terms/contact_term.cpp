@@ -11,6 +11,7 @@ ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, co
   c.slip_eps = s.slip_regularization;
   c.kt = s.kt_param >= 0 ? p[s.kt_param] : c.kn * h;
   c.cf = p[o.friction_param()];
+  c.smoothing = s.smoothing_param >= 0 ? p[s.smoothing_param] : 0.0;
   return c;
 }
 
@@ -71,12 +72,13 @@ void PointContactTerm::slip_correction_param_derivatives(const TermContext& ctx,
   const double h = ctx.scheme.h;
   // k_t = k_n h when derived: the penalty's ∂/∂k_t enters the k_n column.
   const Vec3 pen_dkn = settings_.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + h * pen.df_dkt);
-  int idx[3];
-  Eigen::Matrix<double, 3, 3> block;
+  int idx[4];
+  Eigen::Matrix<double, 3, 4> block;
   int m = 0;
   idx[m] = settings_.kn_param, block.col(m++) = pen_dkn - slip.df_dkn;
   idx[m] = obstacles_[o]->friction_param(), block.col(m++) = pen.df_dcf - slip.df_dcf;
   if (settings_.kt_param >= 0) idx[m] = settings_.kt_param, block.col(m++) = pen.df_dkt;
+  if (settings_.smoothing_param >= 0) idx[m] = settings_.smoothing_param, block.col(m++) = pen.df_dw - slip.df_dw;
   sink.add(stencil_[k], std::span<const int>(idx, m), block.leftCols(m));
 }
 
@@ -96,21 +98,23 @@ void PointContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
     const int pcf = obstacles_[o]->friction_param();
     const bool want = sink.wants(settings_.kn_param) || sink.wants(pcf) ||
                       (settings_.kd_param >= 0 && sink.wants(settings_.kd_param)) ||
-                      (settings_.kt_param >= 0 && sink.wants(settings_.kt_param));
+                      (settings_.kt_param >= 0 && sink.wants(settings_.kt_param)) ||
+                      (settings_.smoothing_param >= 0 && sink.wants(settings_.smoothing_param));
     if (!want) continue;
     for (int k = 0; k < num_points(); ++k) {
       const ContactForce f =
           contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c);
       if (f.regime == ContactRegime::kSeparated) continue;
-      // Columns: k_n (including k_t = k_n h when k_t is derived), c_f, k_d, k_t.
-      int idx[4];
-      Eigen::Matrix<double, 3, 4> block;
+      // Columns: k_n (including k_t = k_n h when k_t is derived), c_f, k_d, k_t, w.
+      int idx[5];
+      Eigen::Matrix<double, 3, 5> block;
       int m = 0;
       const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + ctx.scheme.h * f.df_dkt);
       idx[m] = settings_.kn_param, block.col(m++) = -dkn;
       idx[m] = pcf, block.col(m++) = -f.df_dcf;
       if (settings_.kd_param >= 0) idx[m] = settings_.kd_param, block.col(m++) = -f.df_dkd;
       if (settings_.kt_param >= 0) idx[m] = settings_.kt_param, block.col(m++) = -f.df_dkt;
+      if (settings_.smoothing_param >= 0) idx[m] = settings_.smoothing_param, block.col(m++) = -f.df_dw;
       sink.add(stencil_[k], std::span<const int>(idx, m), block.leftCols(m));
     }
   }

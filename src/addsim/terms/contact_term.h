@@ -31,6 +31,7 @@ struct ContactSettings {
   int kd_param = -1;
   int kt_param = -1;  ///< −1: k_t = k_n h (paper: "we always choose k_t = k_n Δt")
   double damping_ramp = kDefaultDampingRamp;  ///< δ, m: damping ramp depth (constant, not in p)
+  int smoothing_param = -1;  ///< w, m: C¹ normal-penalty width in p (contact.smoothing); −1: w = 0
 };
 
 /// Contact coefficients for obstacle `o` at parameters p.
