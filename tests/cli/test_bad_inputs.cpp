@@ -235,3 +235,36 @@ TEST(BadInputs, LandscapeRunsThePlotterWithoutAShell) {
 }
 
 }  // namespace
+
+namespace {
+
+// Defect 6: gradcheck's relative errors are symmetric and floored by the gradient's norm and
+// the FD noise, so derivatives that vanish by symmetry (the bob moves only in the x-z plane,
+// so dΦ/dv_y = 0 exactly) pass, and the noise estimate is reported.
+TEST(GradcheckRule, DerivativesThatVanishBySymmetryPass) {
+  const fs::path dir = fresh_temp_dir();
+  const nlohmann::json task = {
+      {"scene", (source_dir() / "scenes" / "spring_oscillator.json").string()},
+      {"set", {{"steps", 50}, {"bodies.bob.velocities", {{0.3, 0.0, 0.0}}}}},
+      {"parameters", {"bodies.bob.velocities"}},
+      {"objective", {{{"type", "com_target"}, {"body", "bob"}, {"target", {0.05, 0.0, 0.02}}}}}};
+  std::ofstream(dir / "task.json") << task.dump(2);
+  const Outcome r = run_argv({"gradcheck", (dir / "task.json").string(), "--out", (dir / "check.json").string()}, dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir / "check.json"));
+  ASSERT_EQ(j["parameters"].size(), 3u);
+  const nlohmann::json& vy = j["parameters"][1];
+  EXPECT_EQ(vy["name"], "bodies.0.velocities.0.1");
+  EXPECT_EQ(vy["adjoint"].get<double>(), 0.0) << vy.dump();
+  EXPECT_EQ(vy["status"], "pass") << vy.dump();
+  EXPECT_EQ(vy["rel_error_direct"].get<double>(), 0.0) << vy.dump();
+  for (const auto& row : j["parameters"]) {
+    EXPECT_GE(row["fd_noise"].get<double>(), 0.0) << row.dump();
+    EXPECT_LE(row["rel_error_fd"].get<double>(), row["tolerance_fd"].get<double>()) << row.dump();
+  }
+  // The non-zero components are compared for real: well inside the tolerance, not floored away.
+  EXPECT_GT(std::abs(j["parameters"][0]["adjoint"].get<double>()), 1e-3);
+  EXPECT_LT(j["parameters"][0]["fd_noise"].get<double>(), 1e-6 * std::abs(j["parameters"][0]["adjoint"].get<double>()));
+}
+
+}  // namespace
