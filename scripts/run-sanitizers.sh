@@ -3,7 +3,8 @@
 # build folder (build-sanitize, -O1 -g, -fno-sanitize-recover=all: the first finding aborts
 # the test) and runs it. LeakSanitizer reports leaks inside libgmsh 4.8 (no addsim frames);
 # scripts/lsan-gmsh.supp suppresses exactly those. Optional: not part of .ci/run by default.
-# Usage: bash scripts/run-sanitizers.sh [ctest arguments, e.g. -R test_io]
+# Usage: bash scripts/run-sanitizers.sh [ctest arguments, e.g. -R BadInputs]
+# ADDSIM_SANITIZE_TARGETS="addsim test_io" builds only those targets (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -14,7 +15,9 @@ start=$(date +%s)
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DPython3_EXECUTABLE=/usr/bin/python3 "${launcher[@]}" \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build build-sanitize -j"${ADDSIM_SANITIZE_JOBS:-2}"
+targets=()
+for t in ${ADDSIM_SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build build-sanitize -j"${ADDSIM_SANITIZE_JOBS:-2}" "${targets[@]}"
 built=$(date +%s)
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -20,6 +20,7 @@ class PathTrackingSax {
   json root;
   std::string error;       // set when parsing stopped because of a problem we detected
   std::string error_path;  // key path at the error
+  bool depth_exceeded = false;  // stopped because lists/objects nest deeper than kMaxJsonDepth
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool b) { return put(json(b)); }
@@ -123,9 +124,6 @@ class PathTrackingSax {
 
   std::vector<Frame> stack_;
   std::size_t position_ = 0;
-
- public:
-  bool depth_exceeded = false;
 };
 
 // Offset of the first '[' or '{' (outside strings) that opens level kMaxJsonDepth + 1.
