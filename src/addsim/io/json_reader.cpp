@@ -159,9 +159,13 @@ std::string explain_syntax_error(const std::string& text, std::size_t at, std::s
   if (c == '#') return "JSON has no comments ('#' is not allowed)";
   if (c == '\'') return "JSON strings and keys need double quotes (\"...\"), not single quotes";
   // The word around `at` (a literal, number or bare key).
+  // (Only when the offending character belongs to one: not for a control character that
+  // follows a word inside a string.)
   std::size_t a = at, b = at;
-  while (a > 0 && word_char(text[a - 1])) --a;
-  while (b < text.size() && word_char(text[b])) ++b;
+  if (word_char(c)) {
+    while (a > 0 && word_char(text[a - 1])) --a;
+    while (b < text.size() && word_char(text[b])) ++b;
+  }
   std::string word = text.substr(a, b - a);
   std::string bare = word;
   if (!bare.empty() && (bare[0] == '-' || bare[0] == '+')) bare.erase(0, 1);
