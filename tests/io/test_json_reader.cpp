@@ -52,6 +52,8 @@ TEST(JsonSyntax, CommonMistakesAreExplained) {
   EXPECT_NE(parse_error("").find("unexpected end"), std::string::npos);
   EXPECT_NE(parse_error("{\"a\": 1, \"a\": 2}").find("a: duplicate key"), std::string::npos);
   EXPECT_NE(parse_error("{\"a\": 1e999}").find("a: number overflow"), std::string::npos);
+  // A control character after "NaN" inside a string is not a NaN literal.
+  EXPECT_EQ(parse_error("{\"name\": \"NaN\t\"}").find("NaN or Infinity"), std::string::npos);
   // Whatever the reason, the message is one line.
   for (const char* text : {"{\n\"a\": \"x\ny\"}", "{\"a\": tru}", "[1 2]", "{\"a\" 1}"}) {
     const std::string e = parse_error(text);

@@ -264,6 +264,11 @@ std::function<int()> make_gradcheck(CLI::App& app) {
   app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file");
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
+    // CLI11's PositiveNumber lets NaN through ("nan" <= 0 is false): refuse it here.
+    if (std::isnan(opt->tolerance) || std::isinf(opt->tolerance))
+      throw InputError("--tolerance: must be a finite number > 0, got " + std::to_string(opt->tolerance));
+    if (std::isnan(opt->fd_step) || std::isinf(opt->fd_step))
+      throw InputError("--fd-step: must be a finite number > 0, got " + std::to_string(opt->fd_step));
     const Task task = load_task(opt->task, opt->sets, opt->steps);
     probe_output_file(opt->out);
     const Model& model = *task.scene.model;

@@ -12,6 +12,7 @@ namespace addsim::cli {
 
 std::string ProgramResult::describe() const {
   if (!started) return "could not be started: " + error;
+  if (!error.empty()) return "could not be waited for: " + error;
   if (signal != 0) return "was killed by signal " + std::to_string(signal);
   return "exited with status " + std::to_string(exit_code);
 }
@@ -37,7 +38,6 @@ ProgramResult run_program(const std::vector<std::string>& argv) {
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
       r.error = std::string("waitpid: ") + std::strerror(errno);
-      r.started = false;
       return r;
     }
   }

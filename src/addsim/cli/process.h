@@ -13,9 +13,9 @@ struct ProgramResult {
   bool started = false;  ///< the program could be executed
   int exit_code = -1;    ///< its exit status when it exited normally, else -1
   int signal = 0;        ///< the signal that ended it, 0 if none
-  std::string error;     ///< why it could not be started (empty if started)
+  std::string error;     ///< why it could not be started or waited for (empty if it ran)
   /// True if the program ran and exited with status 0.
-  bool ok() const { return started && exit_code == 0; }
+  bool ok() const { return started && error.empty() && exit_code == 0; }
   /// "exited with status 1", "killed by signal 9", "could not be started: ..." for messages.
   std::string describe() const;
 };

@@ -20,6 +20,7 @@ class PathTrackingSax {
   json root;
   std::string error;       // set when parsing stopped because of a problem we detected
   std::string error_path;  // key path at the error
+  bool depth_exceeded = false;  // stopped because lists/objects nest deeper than kMaxJsonDepth
 
   bool null() { return put(json(nullptr)); }
   bool boolean(bool b) { return put(json(b)); }
@@ -123,9 +124,6 @@ class PathTrackingSax {
 
   std::vector<Frame> stack_;
   std::size_t position_ = 0;
-
- public:
-  bool depth_exceeded = false;
 };
 
 // Offset of the first '[' or '{' (outside strings) that opens level kMaxJsonDepth + 1.
@@ -161,9 +159,13 @@ std::string explain_syntax_error(const std::string& text, std::size_t at, std::s
   if (c == '#') return "JSON has no comments ('#' is not allowed)";
   if (c == '\'') return "JSON strings and keys need double quotes (\"...\"), not single quotes";
   // The word around `at` (a literal, number or bare key).
+  // (Only when the offending character belongs to one: not for a control character that
+  // follows a word inside a string.)
   std::size_t a = at, b = at;
-  while (a > 0 && word_char(text[a - 1])) --a;
-  while (b < text.size() && word_char(text[b])) ++b;
+  if (word_char(c)) {
+    while (a > 0 && word_char(text[a - 1])) --a;
+    while (b < text.size() && word_char(text[b])) ++b;
+  }
   std::string word = text.substr(a, b - a);
   std::string bare = word;
   if (!bare.empty() && (bare[0] == '-' || bare[0] == '+')) bare.erase(0, 1);

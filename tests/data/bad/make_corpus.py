@@ -159,9 +159,9 @@ MSH4_HEAD = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n"
 TET_NODES2 = "$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n$EndNodes\n"
 
 
-def mesh_case(cid, name, text, fragment):
+def mesh_case(cid, name, text, fragment, names=None):
     write("meshes/" + name, text)
-    scene_doc("mesh_" + cid, fem("../meshes/" + name), fragment, name)
+    scene_doc("mesh_" + cid, fem("../meshes/" + name), fragment, names or name)
 
 
 mesh_case("msh2_huge_nodes", "huge_nodes.msh", MSH2_HEAD + "$Nodes\n1000000000000000\n1 0 0 0\n$EndNodes\n",
@@ -180,7 +180,8 @@ mesh_case("msh2_truncated", "truncated.msh", MSH2_HEAD + "$Nodes\n4\n1 0 0 0\n",
 mesh_case("msh2_no_tets", "no_tets.msh", MSH2_HEAD + TET_NODES2 + "$Elements\n1\n1 2 0 1 2 3\n$EndElements\n",
           "no_tets.msh: the file contains no tetrahedra")
 mesh_case("msh2_flat_tet", "flat_tet.msh", MSH2_HEAD + "$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 1 1 0\n$EndNodes\n"
-          "$Elements\n1\n1 4 0 1 2 3 4\n$EndElements\n", "rest element 0 (nodes 0 1 2 3) is degenerate")
+          "$Elements\n1\n1 4 0 1 2 3 4\n$EndElements\n", "rest element 0 (nodes 0 1 2 3) is degenerate",
+          "mesh_msh2_flat_tet.json")
 mesh_case("msh_binary", "binary.msh", "$MeshFormat\n2.2 1 8\n$EndMeshFormat\n", "binary.msh:2: binary .msh files are not supported")
 mesh_case("msh_version3", "v3.msh", "$MeshFormat\n3.0 0 8\n$EndMeshFormat\n", "v3.msh:2: unsupported msh format version")
 mesh_case("msh_version40", "v40.msh", "$MeshFormat\n4.0 0 8\n$EndMeshFormat\n", "v40.msh:2: msh format 4.0 is not supported")
@@ -306,6 +307,8 @@ task_doc("markers_dir", task_with(objective=[dict(MARKERS, data="../data")]), ".
 S = "{bad}/scenes/ok_particle.json"
 T = "{bad}/tasks/ok.json"
 write("tasks/ok.json", json.dumps(TASK, indent=1) + "\n")
+write("tasks/steps_objective.json", json.dumps(task_with(objective=[{"type": "com_target", "body": "p", "target": [0, 0, 0],
+                                                                       "steps": [4, 5]}]), indent=1) + "\n")
 write("regular_file", "a regular file, used as a path component\n")
 LAND = "landscape " + T + " --axes bodies.p.velocities.0.0,bodies.p.velocities.0.1 --range 0:1,0:1 --no-png"
 for cid, args, fragment, names in [
@@ -328,6 +331,10 @@ for cid, args, fragment, names in [
     ("gradient_method_bad", "gradient " + T + " --method magic", "--method", ""),
     ("gradcheck_tolerance_negative", "gradcheck " + T + " --tolerance -1", "--tolerance", ""),
     ("gradcheck_fd_step_text", "gradcheck " + T + " --fd-step abc", "--fd-step", ""),
+    ("gradcheck_tolerance_nan", "gradcheck " + T + " --tolerance nan", "--tolerance: must be a finite number", ""),
+    ("gradcheck_fd_step_inf", "gradcheck " + T + " --fd-step inf", "--fd-step", ""),
+    ("gradient_steps_over_objective", "gradient {bad}/tasks/steps_objective.json --steps 2", "objective.0.steps", "steps_objective.json"),
+    ("landscape_axes_unknown", LAND.replace("bodies.p.velocities.0.1", "bodies.p.nothing") + " --grid 2x2 --out {tmp}/l", "bodies.p.nothing", ""),
     ("landscape_grid_overflow", LAND + " --grid 46341x46341 --out {tmp}/l", "--grid: 46341x46341 is 2147488281 grid points", ""),
     ("landscape_grid_int_overflow", LAND + " --grid 99999999999x2 --out {tmp}/l", "--grid: must be NxM", ""),
     ("landscape_grid_one", LAND + " --grid 1x5 --out {tmp}/l", "--grid: must be NxM with integers >= 2", ""),
