@@ -11,6 +11,7 @@
 
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
+#include "addsim/cli/view_command.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
@@ -59,8 +60,8 @@ class Progress {
   Clock::time_point last_ = start_;
 };
 
-// Simulates a loaded scene, writes its outputs into `out` and reports; returns the exit code.
-// With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
+// Simulates a loaded scene, writes its outputs and the viewer page into `out` and reports;
+// returns the exit code. With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
 int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOptions* vtk = nullptr) {
   const Model& model = *scene.model;
   Simulator sim(model);
@@ -71,6 +72,7 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
   }
   write_outputs(out, scene, traj, sim.linear_solver_name());
   if (vtk) write_vtk_series(out, scene, traj, *vtk);
+  const ViewerResult page = write_viewer_page(out);
   if (!traj.completed()) {
     std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
               << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";
@@ -86,8 +88,9 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
                 scene.name.c_str(), model.scheme().steps, model.scheme().h, to_string(model.scheme().integrator),
                 to_string(scene.contact_model), sim.linear_solver_name(), traj.wall_seconds, iterations,
                 max_iterations);
-    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json%s\n", out.string().c_str(),
-                vtk ? " trajectory.pvd vtk/" : "");
+    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json energies.csv%s index.html\n",
+                out.string().c_str(), vtk ? " trajectory.pvd vtk/" : "");
+    std::printf("open %s in a browser to watch the run\n", page.page.string().c_str());
   }
   return kOk;
 }
@@ -128,14 +131,24 @@ std::function<int()> setup_demo(CLI::App& app) {
   struct Options {
     std::string out = "demo-output";
     bool quiet = false;
+    bool no_png = false;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("--out,-o", opt->out, "Output directory")->capture_default_str();
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--no-png", opt->no_png, "Do not save final_frame.png (a still of the viewer, needs chromium)");
   return [opt]() {
     const Scene scene = load_scene_text(kDemoSceneJson, "demo.json");
     if (!opt->quiet) std::printf("addsim demo: %s\n", scene.description.c_str());
-    return run_scene(scene, opt->out, opt->quiet);
+    const int code = run_scene(scene, opt->out, opt->quiet);
+    if (code != kOk || opt->no_png || !fs::exists(default_three_js())) return code;
+    const fs::path png = fs::path(opt->out) / "final_frame.png";
+    const std::string failure = write_still(fs::path(opt->out) / "index.html", png);
+    if (!failure.empty())
+      std::cerr << "addsim: warning: no still of the final frame: " << failure << "\n";
+    else if (!opt->quiet)
+      std::printf("still of the final frame: %s\n", png.string().c_str());
+    return code;
   };
 }
 
@@ -150,9 +163,11 @@ std::function<int()> setup_version(CLI::App&) {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"simulate", "Simulate a scene file and write summary.json, steps.csv, trajectory.npy, meta.json",
+      {"simulate", "Simulate a scene file and write summary.json, steps.csv, trajectory.npy, meta.json, energies.csv, index.html",
        setup_simulate},
       {"demo", "Simulate the built-in demo (a mass-spring sheet pulled over a tilted plane)", setup_demo},
+      {"view", "Write DIR/index.html, the offline 3D viewer and plots of an output folder, and print its path",
+       setup_view},
       {"version", "Print the version", setup_version},
       {"gradient", "Print the objective and its gradient of a task file as JSON (adjoint or direct)", setup_gradient},
       {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},
