@@ -486,14 +486,38 @@
       } });
     }
 
+    // Joint anchors: small red spheres where joints sit on their first body.
+    const joints = meta.joints || [];
+    if (joints.length) {
+      const markers = new THREE.InstancedMesh(dot, new THREE.MeshStandardMaterial({ color: 0xc0392b }), joints.length);
+      const m = new THREE.Matrix4(), at = new THREE.Vector3();
+      const r = size * 0.008;
+      W.lineGroups.push(markers);
+      W.items.push({ object: markers, name: 'joints', late: true, update() {
+        joints.forEach((j, i) => {
+          refPoint(j.a, at);
+          markers.setMatrixAt(i, m.makeScale(r, r, r).setPosition(at));
+        });
+        markers.instanceMatrix.needsUpdate = true;
+        markers.computeBoundingSphere();
+      } });
+      scene.add(markers);
+    }
+    // World axes at the origin (x red, y green, z blue).
+    const axes = new THREE.AxesHelper(size * 0.08);
+    scene.add(axes);
+
     // Obstacles: finite patches with a grid, centred under the scene.
     (meta.obstacles || []).forEach((o) => {
       const n = new THREE.Vector3(...o.normal).normalize();
       const p0 = new THREE.Vector3(...o.point);
       const c = center.clone().sub(n.clone().multiplyScalar(center.clone().sub(p0).dot(n)));
       const extent = Math.max(size * 1.5, 0.2);
+      // Walls (planes not facing up) are see-through so that they hide nothing.
+      const wall = Math.abs(n.z) < 0.7;
       const patch = new THREE.Mesh(new THREE.PlaneGeometry(extent, extent),
                                    new THREE.MeshStandardMaterial({ color: 0xc8ccd2, roughness: 0.9, side: THREE.DoubleSide,
+                                                                    transparent: wall, opacity: wall ? 0.3 : 1, depthWrite: !wall,
                                                                     polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 1 }));
       const spacing = Math.pow(10, Math.floor(Math.log10(extent / 4)));
       const half = Math.floor(extent / 2 / spacing) * spacing;
@@ -511,11 +535,19 @@
     // Orbit camera about a target: drag to rotate, right/shift-drag to pan, wheel to zoom.
     const orbit = { target: new THREE.Vector3(), azimuth: 0, elevation: 0, distance: 1 };
     W.orbit = orbit;
+    // The default view looks from the front left and above, turned until the camera is on the
+    // open side of every obstacle (not behind a wall).
     W.resetCamera = () => {
       orbit.target.copy(center);
-      orbit.azimuth = -Math.PI / 2 + 0.55;
       orbit.elevation = 0.38;
       orbit.distance = size / (2 * Math.tan(camera.fov * Math.PI / 360)) * 1.1;
+      const planes = (meta.obstacles || []).map((o) => ({ n: new THREE.Vector3(...o.normal), p: new THREE.Vector3(...o.point) }));
+      for (let turn = 0; turn < 8; ++turn) {
+        orbit.azimuth = -Math.PI / 2 + 0.55 + turn * Math.PI / 4;
+        placeCamera();
+        if (planes.every((pl) => camera.position.clone().sub(pl.p).dot(pl.n) > 0)) break;
+        if (turn === 7) orbit.azimuth = -Math.PI / 2 + 0.55;
+      }
       placeCamera();
     };
     function placeCamera() {
@@ -724,8 +756,15 @@
   resize();
   render();
   needsRender = false;
-  const report = { frame: locate(time).k, frames: nframes, time, webgl: !!world, errors: errorCount, bodies: bodyMarkers() };
-  window.ADDSIM_VIEWER = report;
-  console.log('addsim-viewer: ready ' + JSON.stringify(report));
+  // Reported once the page has its final size (after load, two frames later) and again after
+  // every resize; the last report holds (tests read it from the console).
+  function reportReady() {
+    const report = { frame: locate(time).k, frames: nframes, time, webgl: !!world, errors: errorCount, bodies: bodyMarkers() };
+    window.ADDSIM_VIEWER = report;
+    console.log('addsim-viewer: ready ' + JSON.stringify(report));
+  }
+  const afterLayout = () => requestAnimationFrame(() => requestAnimationFrame(reportReady));
+  if (document.readyState === 'complete') afterLayout(); else window.addEventListener('load', afterLayout);
+  window.addEventListener('resize', afterLayout);
   requestAnimationFrame(tick);
 })();
