@@ -1,6 +1,8 @@
 #include "addsim/io/scene_geometry.h"
 
+#include <cmath>
 #include <filesystem>
+#include <numbers>
 
 #include "addsim/core/error.h"
 #include "addsim/fem/fem_view.h"
@@ -184,6 +186,70 @@ json handle_positions(const Scene& scene, const VecX& p) {
     list.push_back(rows);
   }
   return list;
+}
+
+SurfaceMesh rigid_display_mesh(const json& shape, int segments) {
+  SurfaceMesh m;
+  const std::string type = shape.at("type").get<std::string>();
+  auto vertex = [&](double x, double y, double z) {
+    m.vertices.emplace_back(x, y, z);
+    return static_cast<int>(m.vertices.size()) - 1;
+  };
+  if (type == "box") {
+    const double hx = 0.5 * shape.at("size")[0].get<double>(), hy = 0.5 * shape.at("size")[1].get<double>(),
+                 hz = 0.5 * shape.at("size")[2].get<double>();
+    for (int k = 0; k < 8; ++k) vertex(k & 1 ? hx : -hx, k & 2 ? hy : -hy, k & 4 ? hz : -hz);
+    // Two counter-clockwise (outward) triangles per face.
+    const int quads[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4}, {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
+    for (const auto& q : quads) {
+      m.triangles.push_back({q[0], q[1], q[2]});
+      m.triangles.push_back({q[0], q[2], q[3]});
+    }
+    return m;
+  }
+  if (type == "mesh") {
+    for (const json& v : shape.at("vertices")) vertex(v[0].get<double>(), v[1].get<double>(), v[2].get<double>());
+    for (const json& t : shape.at("triangles")) m.triangles.push_back({t[0].get<int>(), t[1].get<int>(), t[2].get<int>()});
+    return m;
+  }
+  // Surfaces of revolution about z: rings of (radius, z) from the bottom pole to the top pole.
+  const double r = shape.at("radius").get<double>();
+  const double half = type == "sphere" ? 0.0 : 0.5 * shape.at("length").get<double>();
+  std::vector<std::pair<double, double>> rings;
+  if (type == "cylinder") {
+    rings = {{r, -half}, {r, half}};
+  } else {
+    const int arc = std::max(2, segments / 4);  // rings per quarter circle of a cap
+    for (int k = -arc + 1; k <= 0; ++k) {
+      const double a = 0.5 * std::numbers::pi * k / arc;
+      rings.emplace_back(r * std::cos(a), -half + r * std::sin(a));
+    }
+    for (int k = 0; k < arc; ++k) {
+      const double a = 0.5 * std::numbers::pi * k / arc;
+      rings.emplace_back(r * std::cos(a), half + r * std::sin(a));
+    }
+  }
+  const double bottom = type == "cylinder" ? -half : -half - r, top = type == "cylinder" ? half : half + r;
+  const int south = vertex(0.0, 0.0, bottom);
+  std::vector<int> first;
+  for (const auto& [rr, z] : rings) {
+    first.push_back(static_cast<int>(m.vertices.size()));
+    for (int s = 0; s < segments; ++s) {
+      const double phi = 2.0 * std::numbers::pi * s / segments;
+      vertex(rr * std::cos(phi), rr * std::sin(phi), z);
+    }
+  }
+  const int north = vertex(0.0, 0.0, top);
+  for (int s = 0; s < segments; ++s) {
+    const int s1 = (s + 1) % segments;
+    m.triangles.push_back({south, first.front() + s1, first.front() + s});
+    for (std::size_t k = 0; k + 1 < first.size(); ++k) {
+      m.triangles.push_back({first[k] + s, first[k] + s1, first[k + 1] + s1});
+      m.triangles.push_back({first[k] + s, first[k + 1] + s1, first[k + 1] + s});
+    }
+    m.triangles.push_back({north, first.back() + s, first.back() + s1});
+  }
+  return m;
 }
 
 }  // namespace addsim

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "addsim/io/scene.h"
+#include "addsim/rigid/rigid_mesh.h"
 
 namespace addsim {
 
@@ -26,5 +27,10 @@ nlohmann::json joint_geometry(const Scene& scene);
 
 /// Position (m) of every handle at every step: [handle][step][3], read from parameters p (|p|).
 nlohmann::json handle_positions(const Scene& scene, const VecX& p);
+
+/// A closed triangle mesh of a rigid shape as in body_geometry()["shape"], in its body frame
+/// (m): boxes exactly, spheres, cylinders and capsules tessellated (`segments` around z), mesh
+/// shapes as given.
+SurfaceMesh rigid_display_mesh(const nlohmann::json& shape, int segments = 24);
 
 }  // namespace addsim
