@@ -24,41 +24,75 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// When stderr is not a tty, runs print a progress line per 10 % once they take longer than this, s.
-constexpr double kLongRunSeconds = 5.0;
+// When stderr is not a tty, a progress line is printed at most this often, s.
+constexpr double kPipedIntervalSeconds = 5.0;
 // Minimum time between two progress updates on a tty, s.
 constexpr double kTtyRefreshSeconds = 0.1;
 
-// Progress on stderr: a self-overwriting line on a tty, else a line per 10 % on long runs.
+// "12 s", "3 min 05 s": a duration for progress lines.
+std::string duration(double seconds) {
+  char text[32];
+  if (seconds < 60.0)
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else
+    std::snprintf(text, sizeof text, "%d min %02d s", static_cast<int>(seconds / 60.0), static_cast<int>(seconds) % 60);
+  return text;
+}
+
+// Progress on stderr: step i/n, simulated time, steps per second and the estimated time
+// left; a self-overwriting line on a tty, else one line every kPipedIntervalSeconds.
 class Progress {
  public:
-  Progress(int steps, bool quiet)
-      : steps_(steps), tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
+  Progress(int steps, double h, bool quiet)
+      : steps_(steps), h_(h), tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
   ~Progress() {
     if (tty_ && shown_) std::fprintf(stderr, "\r\033[K");
   }
   void operator()(const StepReport& r) {
+    if (!tty_ && !lines_) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (tty_ ? shown_ && since < kTtyRefreshSeconds && r.step < steps_ : since < kPipedIntervalSeconds) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0.0 ? r.step / elapsed : 0.0;
+    const std::string eta = rate > 0.0 ? duration((steps_ - r.step) / rate) : "?";
     if (tty_) {
-      const auto now = Clock::now();
-      if (shown_ && std::chrono::duration<double>(now - last_).count() < kTtyRefreshSeconds && r.step < steps_) return;
-      last_ = now;
       shown_ = true;
-      std::fprintf(stderr, "\r\033[Kstep %d/%d  newton %d  |r| %.2e", r.step, steps_, r.iterations, r.residual_norm);
+      std::fprintf(stderr, "\r\033[Kstep %d/%d  t = %.4g s  %.1f steps/s  ETA %s  newton %d  |r| %.2e", r.step, steps_,
+                   r.step * h_, rate, eta.c_str(), r.iterations, r.residual_norm);
       std::fflush(stderr);
-    } else if (lines_ && (r.step * 10) / steps_ != ((r.step - 1) * 10) / steps_ &&
-               std::chrono::duration<double>(Clock::now() - start_).count() > kLongRunSeconds) {
-      std::fprintf(stderr, "addsim: step %d/%d\n", r.step, steps_);
+    } else {
+      std::fprintf(stderr, "addsim: step %d/%d, t = %.4g s, %.1f steps/s, ETA %s\n", r.step, steps_, r.step * h_, rate,
+                   eta.c_str());
     }
   }
 
  private:
   int steps_;
+  double h_;
   bool tty_;
   bool lines_;
   bool shown_ = false;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_ = start_;
 };
+
+// Loads a scene; on a terminal says so first, since meshing can take seconds.
+Scene load_scene_with_notice(const std::string& file, const std::vector<std::string>& sets, bool quiet) {
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  if (!tty) return load_scene_file(file, sets);
+  std::fprintf(stderr, "building scene %s ...", file.c_str());
+  std::fflush(stderr);
+  try {
+    Scene scene = load_scene_file(file, sets);
+    std::fprintf(stderr, "\r\033[K");
+    return scene;
+  } catch (...) {
+    std::fprintf(stderr, "\r\033[K");
+    throw;
+  }
+}
 
 // Simulates a loaded scene, writes its outputs and the viewer page into `out` and reports;
 // returns the exit code. With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
@@ -67,7 +101,7 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
   Simulator sim(model);
   Trajectory traj;
   {
-    Progress progress(model.scheme().steps, quiet);
+    Progress progress(model.scheme().steps, model.scheme().h, quiet);
     traj = sim.run(model.params().defaults(), [&](const StepReport& r) { progress(r); });
   }
   write_outputs(out, scene, traj, sim.linear_solver_name());
@@ -112,13 +146,13 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors (no progress, no summary)");
   app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
       ->check(CLI::Range(1, 1000000));
   return [opt]() {
-    const Scene scene = load_scene_file(opt->scene, opt->sets);
+    const Scene scene = load_scene_with_notice(opt->scene, opt->sets, opt->quiet);
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;

@@ -40,12 +40,12 @@ ViewerResult write_viewer_page(const fs::path& dir) {
   return page;
 }
 
-std::string write_still(const fs::path& page, const fs::path& png) {
+std::string write_still(const fs::path& page, const fs::path& png, int frame) {
   // A fresh profile per run, so no state leaks between runs and nothing touches the user's.
   std::string profile_template = (fs::temp_directory_path() / "addsim-chromium-XXXXXX").string();
   if (!mkdtemp(profile_template.data())) return "cannot create a temporary browser profile";
   const fs::path profile = profile_template;
-  const std::string url = "file://" + fs::absolute(page).string() + "?frame=-1";
+  const std::string url = "file://" + fs::absolute(page).string() + "?frame=" + std::to_string(frame);
   const std::vector<std::string> args = {chromium_program(), "--headless", "--no-sandbox", "--disable-gpu",
                                          "--enable-unsafe-swiftshader", "--disable-background-networking",
                                          "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -79,15 +79,18 @@ std::function<int()> setup_view(CLI::App& app) {
   struct Options {
     std::string dir;
     std::string png;
+    int frame = -1;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("dir", opt->dir, "Output folder of simulate or demo (with meta.json and trajectory.npy)")->required();
-  app.add_option("--png", opt->png, "Also save a still of the last frame (headless chromium) to this file");
+  app.add_option("--png", opt->png, "Also save a still of the page (headless chromium) to this file");
+  app.add_option("--frame", opt->frame, "With --png: the stored frame to show (0 first, negative from the end)")
+      ->capture_default_str();
   return [opt]() {
     const ViewerResult page = write_viewer_page(opt->dir);
     if (!opt->png.empty()) {
       if (!page.has_three) throw InputError("--png: the page has no 3D view (" + page.notice + ")");
-      const std::string failure = write_still(page.page, opt->png);
+      const std::string failure = write_still(page.page, opt->png, opt->frame);
       if (!failure.empty()) throw InputError("--png: " + failure);
     }
     std::printf("%s\n", page.page.string().c_str());

@@ -15,10 +15,10 @@ namespace addsim::cli {
 /// itself then says how to install it).
 ViewerResult write_viewer_page(const std::filesystem::path& dir);
 
-/// Saves a PNG still of `page`'s last frame with headless chromium ($ADDSIM_CHROMIUM, default
-/// "chromium", run with an argument vector and a fresh temporary profile). Returns "" on
-/// success, else why not.
-std::string write_still(const std::filesystem::path& page, const std::filesystem::path& png);
+/// Saves a PNG still of `page` at embedded frame `frame` (negative: from the end) with
+/// headless chromium ($ADDSIM_CHROMIUM, default "chromium", run with an argument vector and a
+/// fresh temporary profile). Returns "" on success, else why not.
+std::string write_still(const std::filesystem::path& page, const std::filesystem::path& png, int frame = -1);
 
 /// Declares the options of `view` and returns its action.
 std::function<int()> setup_view(CLI::App& app);
