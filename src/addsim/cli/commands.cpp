@@ -11,6 +11,8 @@
 
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
+#include "addsim/cli/notices.h"
+#include "addsim/cli/sweep_command.h"
 #include "addsim/cli/view_command.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
@@ -138,6 +140,7 @@ std::function<int()> setup_simulate(CLI::App& app) {
     bool vtk = false;
     bool vtk_volume = false;
     int vtk_every = 1;
+    int steps = 0;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("scene", opt->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
@@ -146,13 +149,18 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--steps", opt->steps,
+                 "Run only N steps: --set steps=N, which also cuts per-step lists (handles, poses, motor targets)")
+      ->check(CLI::Range(1, 1000000000));
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors (no progress, no summary)");
   app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
       ->check(CLI::Range(1, 1000000));
   return [opt]() {
+    if (opt->steps > 0) opt->sets.push_back("steps=" + std::to_string(opt->steps));
     const Scene scene = load_scene_with_notice(opt->scene, opt->sets, opt->quiet);
+    print_notices(scene);
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
@@ -206,6 +214,8 @@ const std::vector<Command>& commands() {
       {"gradient", "Print the objective and its gradient of a task file as JSON (adjoint or direct)", setup_gradient},
       {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},
       {"landscape", "Sample a task's objective and gradient on a 2-D parameter grid (CSV + PNG)", setup_landscape},
+      {"sweep", "Objective and gradient of a task on a grid or random samples, as one batch over all cores (CSV)",
+       setup_sweep},
   };
   return table;
 }
