@@ -412,7 +412,9 @@
         add(pointCloud(dofs, size * (g.kind === 'sheet' ? 0.004 : 0.012), g.kind === 'sheet' ? color.clone().multiplyScalar(0.6) : color, b.name));
       } else if (g.kind === 'rigid') {
         const node = new THREE.Group();
-        const material = new THREE.MeshStandardMaterial({ color, roughness: 0.5, metalness: 0.05,
+        // Coarse mesh shapes (a few hundred triangles) look right with flat faces, not smoothed normals.
+        const coarse = g.shape.type === 'mesh' && g.shape.triangles.length < 500;
+        const material = new THREE.MeshStandardMaterial({ color, roughness: 0.5, metalness: 0.05, flatShading: coarse,
                                                           transparent: g.kinematic, opacity: g.kinematic ? 0.6 : 1 });
         const mesh = new THREE.Mesh(rigidGeometry(THREE, g.shape), material);
         node.add(mesh);
