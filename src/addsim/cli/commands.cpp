@@ -108,7 +108,7 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
   }
   write_outputs(out, scene, traj, sim.linear_solver_name());
   if (vtk) write_vtk_series(out, scene, traj, *vtk);
-  const ViewerResult page = write_viewer_page(out);
+  const ViewerResult page = write_viewer_page(out, quiet);
   if (!traj.completed()) {
     std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
               << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";

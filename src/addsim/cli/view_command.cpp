@@ -34,9 +34,9 @@ std::string chromium_program() {
 
 }  // namespace
 
-ViewerResult write_viewer_page(const fs::path& dir) {
+ViewerResult write_viewer_page(const fs::path& dir, bool quiet) {
   ViewerResult page = write_viewer(dir);
-  if (!page.has_three) std::cerr << "addsim: warning: " << page.notice << "\n";
+  if (!page.has_three && !quiet) std::cerr << "addsim: warning: " << page.notice << "\n";
   return page;
 }
 

@@ -11,9 +11,9 @@
 
 namespace addsim::cli {
 
-/// Writes dir/index.html; a missing three.js is reported as a warning on stderr (the page
-/// itself then says how to install it).
-ViewerResult write_viewer_page(const std::filesystem::path& dir);
+/// Writes dir/index.html; a missing three.js is reported as a warning on stderr unless
+/// `quiet` (the page itself then says how to install it).
+ViewerResult write_viewer_page(const std::filesystem::path& dir, bool quiet = false);
 
 /// Saves a PNG still of `page` at embedded frame `frame` (negative: from the end) with
 /// headless chromium ($ADDSIM_CHROMIUM, default "chromium", run with an argument vector and a
