@@ -20,6 +20,7 @@ packages=(
   ccache
 )
 # node and npm fetch the bunny and the viewer's three.js; Debian's when the machine has none.
+# chromium renders the viewer in tests (tests/viewer) and the demo's PNG still.
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 sudo_cmd=()
@@ -45,6 +46,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if command -v npm >/dev/null && command -v node >/dev/null; then
   if [ ! -f "$root/third_party/npm/node_modules/bunny/index.js" ]; then
     npm install --prefix "$root/third_party/npm" --no-audit --no-fund --silent bunny@1
+  fi
+  # three.js for the HTML viewer (docs/viewer.md): its CommonJS build is inlined into every
+  # index.html that addsim writes, so the pages open offline.
+  if [ ! -f "$root/third_party/npm/node_modules/three/build/three.cjs" ]; then
+    npm install --prefix "$root/third_party/npm" --no-audit --no-fund --silent --save-exact three@0.160.1
   fi
   if [ ! -f "$root/data/bunny.obj" ]; then
     mkdir -p "$root/data"

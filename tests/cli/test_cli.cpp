@@ -26,7 +26,7 @@ TEST(Cli, SimulateWritesTheFourOutputs) {
   const fs::path dir = fresh_temp_dir();
   const CliRun r = run("simulate --quiet --out result '" + scene("mass_spring_sheet").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* f : {"summary.json", "steps.csv", "trajectory.npy", "meta.json"})
+  for (const char* f : {"summary.json", "steps.csv", "trajectory.npy", "meta.json", "energies.csv", "index.html"})
     EXPECT_TRUE(fs::exists(dir / "result" / f)) << f;
   const auto summary = nlohmann::json::parse(slurp(dir / "result" / "summary.json"));
   EXPECT_EQ(summary["completed"], true);
@@ -113,7 +113,7 @@ TEST(Cli, NonConvergingStepExitsWith3AndKeepsOutputs) {
 
 TEST(Cli, DemoRunsToCompletionLikeTheDemoSceneFile) {
   const fs::path dir = fresh_temp_dir();
-  const CliRun r = run("demo --out d", dir);
+  const CliRun r = run("demo --no-png --out d", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote d"), std::string::npos) << r.out;
   const auto summary = nlohmann::json::parse(slurp(dir / "d" / "summary.json"));
@@ -122,6 +122,24 @@ TEST(Cli, DemoRunsToCompletionLikeTheDemoSceneFile) {
   // scenes/demo.json is the embedded demo: same trajectory, bit for bit.
   ASSERT_EQ(run("simulate --quiet --out f '" + scene("demo").string() + "'", dir).code, 0);
   EXPECT_EQ(slurp(dir / "d" / "trajectory.npy"), slurp(dir / "f" / "trajectory.npy"));
+}
+
+// `view DIR` rewrites the page from the folder's files and prints its path; a folder without
+// outputs is bad input.
+TEST(Cli, ViewRewritesThePageOfAnOutputFolder) {
+  const fs::path dir = fresh_temp_dir();
+  ASSERT_EQ(run("simulate -q --out result --set steps=5 '" + scene("rigid_cubes_bounce").string() + "'", dir).code, 0);
+  fs::remove(dir / "result" / "index.html");
+  const CliRun r = run("view result", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "result/index.html\n");
+  const std::string page = slurp(dir / "result" / "index.html");
+  EXPECT_NE(page.find("window.ADDSIM_DATA"), std::string::npos);
+  EXPECT_NE(page.find("\"cube0\""), std::string::npos);
+  fs::create_directories(dir / "empty");
+  const CliRun bad = run("view empty", dir);
+  EXPECT_EQ(bad.code, 2);
+  expect_one_line_error(bad, "no meta.json");
 }
 
 }  // namespace

@@ -124,7 +124,9 @@ TEST_P(FemTermDerivatives, MatchCentralDifferences) {
     const auto res = check_term_derivatives(*model, *term, s.q, s.v, s.a, p, 1, o);
     EXPECT_TRUE(res.ok) << describe(c) << " " << name << "\n" << res.report;
     // A part that is switched off contributes nothing: no ∂r/∂v without viscosity.
-    if (name == "fem_stress" && !viscous) EXPECT_EQ(res.dv.analytic_scale, 0.0) << describe(c);
+    if (name == "fem_stress" && !viscous) {
+      EXPECT_EQ(res.dv.analytic_scale, 0.0) << describe(c);
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 3);

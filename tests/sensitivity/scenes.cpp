@@ -84,11 +84,18 @@ void add_springs(Scene& s, const ParticleBody* body, const std::vector<std::pair
   s.relative_groups.push_back("stiffness");
   s.relative_groups.push_back("damping");
   std::vector<Spring> springs;
+  // Appending to a named string, not "p" + std::to_string(i): gcc 12's -Wrestrict reports a
+  // false positive in the inlined operator+(const char*, std::string&&).
+  auto label = [](int i) {
+    std::string s = "p";
+    s += std::to_string(i);
+    return s;
+  };
   for (size_t k = 0; k < pairs.size(); ++k) {
     Spring sp;
     sp.kind = SpringKind::kDistance;
-    sp.a = Anchor::particle(body->dof(pairs[k].first), "p" + std::to_string(pairs[k].first));
-    sp.b = Anchor::particle(body->dof(pairs[k].second), "p" + std::to_string(pairs[k].second));
+    sp.a = Anchor::particle(body->dof(pairs[k].first), label(pairs[k].first));
+    sp.b = Anchor::particle(body->dof(pairs[k].second), label(pairs[k].second));
     sp.rest_length = (x[pairs[k].first] - x[pairs[k].second]).norm();
     sp.stiffness_param = pk;
     sp.damping_param = pd;

@@ -154,7 +154,12 @@ struct Case {
 
 std::string describe(const Case& c, unsigned seed) {
   std::string s = std::string(c.scene) + " " + c.integrator + " seed " + std::to_string(seed) + " points";
-  for (const PointLabel& l : c.labels) s += " " + std::to_string(l.k) + (l.stick ? "(stick)" : "(slide)");
+  // Appended piece by piece: " " + std::to_string(...) trips gcc 12's -Wrestrict false positive.
+  for (const PointLabel& l : c.labels) {
+    s += ' ';
+    s += std::to_string(l.k);
+    s += l.stick ? "(stick)" : "(slide)";
+  }
   return s;
 }
 

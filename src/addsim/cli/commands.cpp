@@ -11,8 +11,9 @@
 
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
-#include "addsim/cli/sweep_command.h"
 #include "addsim/cli/notices.h"
+#include "addsim/cli/sweep_command.h"
+#include "addsim/cli/view_command.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
@@ -25,35 +26,53 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// When stderr is not a tty, runs print a progress line per 10 % once they take longer than this, s.
-constexpr double kLongRunSeconds = 5.0;
+// When stderr is not a tty, a progress line is printed at most this often, s.
+constexpr double kPipedIntervalSeconds = 5.0;
 // Minimum time between two progress updates on a tty, s.
 constexpr double kTtyRefreshSeconds = 0.1;
 
-// Progress on stderr: a self-overwriting line on a tty, else a line per 10 % on long runs.
+// "12 s", "3 min 05 s": a duration for progress lines.
+std::string duration(double seconds) {
+  char text[32];
+  if (seconds < 60.0)
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else
+    std::snprintf(text, sizeof text, "%d min %02d s", static_cast<int>(seconds / 60.0), static_cast<int>(seconds) % 60);
+  return text;
+}
+
+// Progress on stderr: step i/n, simulated time, steps per second and the estimated time
+// left; a self-overwriting line on a tty, else one line every kPipedIntervalSeconds.
 class Progress {
  public:
-  Progress(int steps, bool quiet)
-      : steps_(steps), tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
+  Progress(int steps, double h, bool quiet)
+      : steps_(steps), h_(h), tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
   ~Progress() {
     if (tty_ && shown_) std::fprintf(stderr, "\r\033[K");
   }
   void operator()(const StepReport& r) {
+    if (!tty_ && !lines_) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (tty_ ? shown_ && since < kTtyRefreshSeconds && r.step < steps_ : since < kPipedIntervalSeconds) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0.0 ? r.step / elapsed : 0.0;
+    const std::string eta = rate > 0.0 ? duration((steps_ - r.step) / rate) : "?";
     if (tty_) {
-      const auto now = Clock::now();
-      if (shown_ && std::chrono::duration<double>(now - last_).count() < kTtyRefreshSeconds && r.step < steps_) return;
-      last_ = now;
       shown_ = true;
-      std::fprintf(stderr, "\r\033[Kstep %d/%d  newton %d  |r| %.2e", r.step, steps_, r.iterations, r.residual_norm);
+      std::fprintf(stderr, "\r\033[Kstep %d/%d  t = %.4g s  %.1f steps/s  ETA %s  newton %d  |r| %.2e", r.step, steps_,
+                   r.step * h_, rate, eta.c_str(), r.iterations, r.residual_norm);
       std::fflush(stderr);
-    } else if (lines_ && (r.step * 10) / steps_ != ((r.step - 1) * 10) / steps_ &&
-               std::chrono::duration<double>(Clock::now() - start_).count() > kLongRunSeconds) {
-      std::fprintf(stderr, "addsim: step %d/%d\n", r.step, steps_);
+    } else {
+      std::fprintf(stderr, "addsim: step %d/%d, t = %.4g s, %.1f steps/s, ETA %s\n", r.step, steps_, r.step * h_, rate,
+                   eta.c_str());
     }
   }
 
  private:
   int steps_;
+  double h_;
   bool tty_;
   bool lines_;
   bool shown_ = false;
@@ -61,18 +80,35 @@ class Progress {
   Clock::time_point last_ = start_;
 };
 
-// Simulates a loaded scene, writes its outputs into `out` and reports; returns the exit code.
-// With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
+// Loads a scene; on a terminal says so first, since meshing can take seconds.
+Scene load_scene_with_notice(const std::string& file, const std::vector<std::string>& sets, bool quiet) {
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  if (!tty) return load_scene_file(file, sets);
+  std::fprintf(stderr, "building scene %s ...", file.c_str());
+  std::fflush(stderr);
+  try {
+    Scene scene = load_scene_file(file, sets);
+    std::fprintf(stderr, "\r\033[K");
+    return scene;
+  } catch (...) {
+    std::fprintf(stderr, "\r\033[K");
+    throw;
+  }
+}
+
+// Simulates a loaded scene, writes its outputs and the viewer page into `out` and reports;
+// returns the exit code. With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
 int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOptions* vtk = nullptr) {
   const Model& model = *scene.model;
   Simulator sim(model);
   Trajectory traj;
   {
-    Progress progress(model.scheme().steps, quiet);
+    Progress progress(model.scheme().steps, model.scheme().h, quiet);
     traj = sim.run(model.params().defaults(), [&](const StepReport& r) { progress(r); });
   }
   write_outputs(out, scene, traj, sim.linear_solver_name());
   if (vtk) write_vtk_series(out, scene, traj, *vtk);
+  const ViewerResult page = write_viewer_page(out, quiet);
   if (!traj.completed()) {
     std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
               << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";
@@ -88,8 +124,9 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
                 scene.name.c_str(), model.scheme().steps, model.scheme().h, to_string(model.scheme().integrator),
                 to_string(scene.contact_model), sim.linear_solver_name(), traj.wall_seconds, iterations,
                 max_iterations);
-    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json%s\n", out.string().c_str(),
-                vtk ? " trajectory.pvd vtk/" : "");
+    std::printf("wrote %s: summary.json steps.csv trajectory.npy meta.json energies.csv%s index.html\n",
+                out.string().c_str(), vtk ? " trajectory.pvd vtk/" : "");
+    std::printf("open %s in a browser to watch the run\n", page.page.string().c_str());
   }
   return kOk;
 }
@@ -115,14 +152,14 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_option("--steps", opt->steps,
                  "Run only N steps: --set steps=N, which also cuts per-step lists (handles, poses, motor targets)")
       ->check(CLI::Range(1, 1000000000));
-  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors (no progress, no summary)");
   app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
       ->check(CLI::Range(1, 1000000));
   return [opt]() {
     if (opt->steps > 0) opt->sets.push_back("steps=" + std::to_string(opt->steps));
-    const Scene scene = load_scene_file(opt->scene, opt->sets);
+    const Scene scene = load_scene_with_notice(opt->scene, opt->sets, opt->quiet);
     print_notices(scene);
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     VtkOptions vtk;
@@ -136,14 +173,24 @@ std::function<int()> setup_demo(CLI::App& app) {
   struct Options {
     std::string out = "demo-output";
     bool quiet = false;
+    bool no_png = false;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("--out,-o", opt->out, "Output directory")->capture_default_str();
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--no-png", opt->no_png, "Do not save final_frame.png (a still of the viewer, needs chromium)");
   return [opt]() {
     const Scene scene = load_scene_text(kDemoSceneJson, "demo.json");
     if (!opt->quiet) std::printf("addsim demo: %s\n", scene.description.c_str());
-    return run_scene(scene, opt->out, opt->quiet);
+    const int code = run_scene(scene, opt->out, opt->quiet);
+    if (code != kOk || opt->no_png || !fs::exists(default_three_js())) return code;
+    const fs::path png = fs::path(opt->out) / "final_frame.png";
+    const std::string failure = write_still(fs::path(opt->out) / "index.html", png);
+    if (!failure.empty())
+      std::cerr << "addsim: warning: no still of the final frame: " << failure << "\n";
+    else if (!opt->quiet)
+      std::printf("still of the final frame: %s\n", png.string().c_str());
+    return code;
   };
 }
 
@@ -158,9 +205,11 @@ std::function<int()> setup_version(CLI::App&) {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"simulate", "Simulate a scene file and write summary.json, steps.csv, trajectory.npy, meta.json",
+      {"simulate", "Simulate a scene file and write summary.json, steps.csv, trajectory.npy, meta.json, energies.csv, index.html",
        setup_simulate},
       {"demo", "Simulate the built-in demo (a mass-spring sheet pulled over a tilted plane)", setup_demo},
+      {"view", "Write DIR/index.html, the offline 3D viewer and plots of an output folder, and print its path",
+       setup_view},
       {"version", "Print the version", setup_version},
       {"gradient", "Print the objective and its gradient of a task file as JSON (adjoint or direct)", setup_gradient},
       {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},

@@ -7,7 +7,10 @@
 #include "addsim/core/error.h"
 #include "addsim/fem/fem_view.h"
 #include "addsim/io/npy.h"
+#include "addsim/io/scene_geometry.h"
 #include "addsim/rigid/rigid_body.h"
+#include "addsim/rigid/rigid_contact.h"
+#include "addsim/terms/contact_term.h"
 
 namespace addsim {
 
@@ -22,10 +25,11 @@ std::string body_name(const Scene& scene, std::size_t k) {
   return scene.bodies[k].name.empty() ? scene.bodies[k].path : scene.bodies[k].name;
 }
 
-void write_json(const std::filesystem::path& file, const json& j) {
+// indent −1: compact (meta.json, whose mesh arrays would be one number per line otherwise).
+void write_json(const std::filesystem::path& file, const json& j, int indent = 2) {
   std::ofstream out(file);
   if (!out) throw InputError(file.string() + ": cannot open for writing");
-  out << j.dump(2) << "\n";
+  out << j.dump(indent) << "\n";
   if (!out) throw InputError(file.string() + ": write failed");
 }
 
@@ -95,8 +99,9 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   return j;
 }
 
-json make_meta(const Scene& scene) {
+json make_meta(const Scene& scene, const VecX* p) {
   const Model& model = *scene.model;
+  const VecX defaults = p ? VecX() : model.params().defaults();
   json j;
   j["num_dofs"] = model.num_dofs();
   j["dt"] = model.scheme().h;
@@ -111,15 +116,97 @@ json make_meta(const Scene& scene) {
                       {"dof_labels", body.dof_labels()}});
     // FEM bodies: the node ids (0-based) that carry contact points, i.e. the boundary nodes.
     if (const auto fem = fem_mesh_view(body)) bodies.back()["contact_nodes"] = *fem->surface_nodes;
+    bodies.back()["geometry"] = body_geometry(scene, k);
   }
   j["bodies"] = bodies;
+  const json positions = handle_positions(scene, p ? *p : defaults);
   json handles = json::array();
   for (std::size_t k = 0; k < model.handles().size(); ++k) {
     const std::string& name = model.handles()[k].name;
-    handles.push_back({{"name", name.empty() ? "handles." + std::to_string(k) : name}});
+    handles.push_back({{"name", name.empty() ? "handles." + std::to_string(k) : name}, {"positions", positions[k]}});
   }
   j["handles"] = handles;
+  j["obstacles"] = obstacle_geometry(scene);
+  j["springs"] = spring_geometry(scene);
+  j["joints"] = joint_geometry(scene);
   return j;
+}
+
+Energies make_energies(const Scene& scene, const Trajectory& traj) {
+  const Model& model = *scene.model;
+  const TimeScheme& s = model.scheme();
+  // Potential energies grouped by what they come from; a group is reported if it is ever non-zero.
+  auto group = [](std::string_view term) -> std::string {
+    if (term.find("gravity") != std::string_view::npos) return "gravity";
+    if (term == "fem_stress") return "elastic";
+    if (term == "rigid_joints") return "joints";
+    return std::string(term);
+  };
+  Energies e;
+  e.columns = {"kinetic"};
+  for (const auto& term : model.terms()) {
+    const std::string g = group(term->name());
+    if (std::find(e.columns.begin(), e.columns.end(), g) == e.columns.end()) e.columns.push_back(g);
+  }
+  const VecX a = VecX::Zero(model.num_dofs());
+  for (std::size_t i = 0; i < traj.q.size(); ++i) {
+    const VecX& q = traj.q[i];
+    const VecX v = i == 0 ? traj.v0 : traj.velocity(s, static_cast<int>(i));
+    std::vector<double> row(e.columns.size(), 0.0);
+    row[0] = model.kinetic_energy(q, v, traj.p);
+    const TermContext ctx{q, v, a, traj.p, std::max(1, static_cast<int>(i)), s};
+    int contacts = 0;
+    Vec3 n;
+    Mat3 H;
+    for (const auto& term : model.terms()) {
+      const std::size_t c = std::find(e.columns.begin(), e.columns.end(), group(term->name())) - e.columns.begin();
+      row[c] += term->energy(ctx);
+      // Contact points: point–obstacle pairs with a negative gap (a positive normal force, paper eq. linPenN).
+      if (const auto* pc = dynamic_cast<const PointContactTerm*>(term.get())) {
+        for (DofIndex d : pc->dofs())
+          for (const auto& o : pc->obstacles()) contacts += o->gap(q.segment<3>(d), n, H) < 0.0;
+      } else if (const auto* rc = dynamic_cast<const RigidContactTerm*>(term.get())) {
+        const RigidBody& rb = rc->body();
+        const Mat3 R = rb.rotation(q);
+        for (const Vec3& c_B : rc->proxy().centers_B)
+          for (const auto& o : rc->obstacles())
+            contacts += o->gap(q.segment<3>(rb.dof()) + R * c_B, n, H) - rc->proxy().radius < 0.0;
+      }
+    }
+    e.values.push_back(std::move(row));
+    e.contact_points.push_back(contacts);
+  }
+  // Drop the groups that are zero throughout (inertia, contact, …).
+  for (std::size_t c = e.columns.size(); c-- > 1;) {
+    bool zero = true;
+    for (const auto& row : e.values) zero = zero && row[c] == 0.0;
+    if (!zero) continue;
+    e.columns.erase(e.columns.begin() + static_cast<std::ptrdiff_t>(c));
+    for (auto& row : e.values) row.erase(row.begin() + static_cast<std::ptrdiff_t>(c));
+  }
+  return e;
+}
+
+void write_energies_csv(const std::filesystem::path& file, const Energies& e, double dt) {
+  std::ofstream out(file);
+  if (!out) throw InputError(file.string() + ": cannot open for writing");
+  out << "step,time";
+  for (const std::string& c : e.columns) out << "," << c;
+  out << ",total,contact_points\n";
+  char number[32];
+  for (std::size_t i = 0; i < e.values.size(); ++i) {
+    std::snprintf(number, sizeof number, "%.17g", i * dt);
+    out << i << "," << number;
+    double total = 0.0;
+    for (double x : e.values[i]) {
+      std::snprintf(number, sizeof number, "%.17g", x);
+      out << "," << number;
+      total += x;
+    }
+    std::snprintf(number, sizeof number, "%.17g", total);
+    out << "," << number << "," << e.contact_points[i] << "\n";
+  }
+  if (!out) throw InputError(file.string() + ": write failed");
 }
 
 void write_steps_csv(const std::filesystem::path& file, const Trajectory& traj, double dt) {
@@ -143,7 +230,8 @@ void write_outputs(const std::filesystem::path& dir, const Scene& scene, const T
   write_json(dir / "summary.json", make_summary(scene, traj, linear_solver));
   write_steps_csv(dir / "steps.csv", traj, scene.model->scheme().h);
   write_npy(dir / "trajectory.npy", traj.q, static_cast<std::size_t>(scene.model->num_dofs()));
-  write_json(dir / "meta.json", make_meta(scene));
+  write_json(dir / "meta.json", make_meta(scene, &traj.p), -1);
+  write_energies_csv(dir / "energies.csv", make_energies(scene, traj), scene.model->scheme().h);
 }
 
 }  // namespace addsim

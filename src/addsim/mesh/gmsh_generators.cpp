@@ -1,6 +1,7 @@
 #include "addsim/mesh/gmsh_generators.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/core/input_file.h"
+#include "addsim/mesh/mesh_cache.h"
 
 #ifdef ADDSIM_HAVE_GMSH
 #include <gmsh.h>
@@ -33,6 +35,23 @@ void check_length(const char* what, const char* name, double value) {
 }
 
 #ifdef ADDSIM_HAVE_GMSH
+// Version of what mesh_to_target and canonicalize produce for given arguments: part of every
+// cache key, so that a change of the meshing procedure never reuses meshes made by the old one.
+constexpr int kMeshingVersion = 1;
+
+// Cache key of a generator call: generator, exact parameters (hexadecimal floats), target
+// count, gmsh version and kMeshingVersion.
+std::string cache_key(const std::string& generator, std::initializer_list<double> params, int target_tets) {
+  std::string key = generator;
+  char number[40];
+  for (double x : params) {
+    std::snprintf(number, sizeof number, " %a", x);
+    key += number;
+  }
+  key += " target " + std::to_string(target_tets) + " gmsh " GMSH_API_VERSION " meshing " + std::to_string(kMeshingVersion);
+  return key;
+}
+
 std::mutex& gmsh_mutex() {
   static std::mutex m;
   return m;
@@ -176,8 +195,10 @@ TetMesh make_sphere_mesh(double radius, int target_tets) {
   check_length(what, "radius", radius);
   check_target(what, target_tets);
 #ifdef ADDSIM_HAVE_GMSH
-  return mesh_to_target(what, [&] { gmsh::model::occ::addSphere(0, 0, 0, radius); },
-                        4.0 / 3.0 * M_PI * radius * radius * radius, target_tets);
+  return cached_mesh(cache_key("sphere", {radius}, target_tets), [&] {
+    return mesh_to_target(what, [&] { gmsh::model::occ::addSphere(0, 0, 0, radius); },
+                          4.0 / 3.0 * M_PI * radius * radius * radius, target_tets);
+  });
 #else
   no_gmsh(what);
 #endif
@@ -189,8 +210,10 @@ TetMesh make_cylinder_mesh(double radius, double height, int target_tets) {
   check_length(what, "height", height);
   check_target(what, target_tets);
 #ifdef ADDSIM_HAVE_GMSH
-  return mesh_to_target(what, [&] { gmsh::model::occ::addCylinder(0, 0, -0.5 * height, 0, 0, height, radius); },
-                        M_PI * radius * radius * height, target_tets);
+  return cached_mesh(cache_key("cylinder", {radius, height}, target_tets), [&] {
+    return mesh_to_target(what, [&] { gmsh::model::occ::addCylinder(0, 0, -0.5 * height, 0, 0, height, radius); },
+                          M_PI * radius * radius * height, target_tets);
+  });
 #else
   no_gmsh(what);
 #endif
@@ -203,8 +226,10 @@ TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tet
   check_target(what, target_tets);
   if (minor_radius >= major_radius) throw InputError("torus mesh: the minor radius must be below the major radius");
 #ifdef ADDSIM_HAVE_GMSH
-  return mesh_to_target(what, [&] { gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius); },
-                        2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
+  return cached_mesh(cache_key("torus", {major_radius, minor_radius}, target_tets), [&] {
+    return mesh_to_target(what, [&] { gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius); },
+                          2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
+  });
 #else
   no_gmsh(what);
 #endif
@@ -230,8 +255,10 @@ TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int targe
     gmsh::model::occ::fuse({{3, a}}, {{3, b}, {3, c}}, out, map);
   };
   // Three tori minus their overlaps: the first guess only needs the right order.
-  return mesh_to_target(what, build, 2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius,
-                        target_tets);
+  return cached_mesh(cache_key("three_tori", {major_radius, minor_radius}, target_tets), [&] {
+    return mesh_to_target(what, build, 2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius,
+                          target_tets);
+  });
 #else
   no_gmsh(what);
 #endif
@@ -297,7 +324,15 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   // An .stl is read by gmsh only, so the first mesh-size guess assumes one litre; the
   // re-meshing loop then scales the size by (count / target)^(1/3).
   const double volume = ext == ".obj" ? enclosed_volume(vertices, triangles) : 1e-3;
-  return mesh_to_target(what.c_str(), build, volume, target_tets);
+  // Keyed by the file's content, not its name, so that an edited surface is meshed again.
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  char content[40];
+  std::snprintf(content, sizeof content, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(bytes.str().data(), bytes.str().size())));
+  return cached_mesh(cache_key("surface" + ext + " " + content, {}, target_tets),
+                     [&] { return mesh_to_target(what.c_str(), build, volume, target_tets); });
 #else
   no_gmsh(what.c_str());
 #endif

@@ -1,0 +1,101 @@
+#include "addsim/cli/view_command.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/cli/commands.h"
+#include "addsim/core/error.h"
+
+extern char** environ;
+
+namespace addsim::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Size of the still (CSS pixels): the 3D view plus the plot column.
+constexpr const char* kStillWindowSize = "--window-size=1280,720";
+
+// The browser for stills: $ADDSIM_CHROMIUM, else Debian's chromium on PATH.
+std::string chromium_program() {
+  const char* env = std::getenv("ADDSIM_CHROMIUM");
+  return env && *env ? env : "chromium";
+}
+
+}  // namespace
+
+ViewerResult write_viewer_page(const fs::path& dir, bool quiet) {
+  ViewerResult page = write_viewer(dir);
+  if (!page.has_three && !quiet) std::cerr << "addsim: warning: " << page.notice << "\n";
+  return page;
+}
+
+std::string write_still(const fs::path& page, const fs::path& png, int frame) {
+  // A fresh profile per run, so no state leaks between runs and nothing touches the user's.
+  std::string profile_template = (fs::temp_directory_path() / "addsim-chromium-XXXXXX").string();
+  if (!mkdtemp(profile_template.data())) return "cannot create a temporary browser profile";
+  const fs::path profile = profile_template;
+  const std::string url = "file://" + fs::absolute(page).string() + "?frame=" + std::to_string(frame);
+  const std::vector<std::string> args = {chromium_program(), "--headless", "--no-sandbox", "--disable-gpu",
+                                         "--enable-unsafe-swiftshader", "--disable-background-networking",
+                                         "--disable-component-update", "--disable-sync", "--no-first-run",
+                                         "--hide-scrollbars", "--user-data-dir=" + profile.string(),
+                                         "--screenshot=" + fs::absolute(png).string(), kStillWindowSize, url};
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::error_code ec;
+  fs::remove(png, ec);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string failure;
+  if (spawned != 0) {
+    failure = args[0] + " not found (install it with `bash scripts/install-deps.sh`)";
+  } else {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fs::exists(png)) failure = args[0] + " did not write " + png.string();
+  }
+  fs::remove_all(profile, ec);
+  return failure;
+}
+
+std::function<int()> setup_view(CLI::App& app) {
+  struct Options {
+    std::string dir;
+    std::string png;
+    int frame = -1;
+  };
+  auto opt = std::make_shared<Options>();
+  app.add_option("dir", opt->dir, "Output folder of simulate or demo (with meta.json and trajectory.npy)")->required();
+  app.add_option("--png", opt->png, "Also save a still of the page (headless chromium) to this file");
+  app.add_option("--frame", opt->frame, "With --png: the stored frame to show (0 first, negative from the end)")
+      ->capture_default_str();
+  return [opt]() {
+    const ViewerResult page = write_viewer_page(opt->dir);
+    if (!opt->png.empty()) {
+      if (!page.has_three) throw InputError("--png: the page has no 3D view (" + page.notice + ")");
+      const std::string failure = write_still(page.page, opt->png, opt->frame);
+      if (!failure.empty()) throw InputError("--png: " + failure);
+    }
+    std::printf("%s\n", page.page.string().c_str());
+    return kOk;
+  };
+}
+
+}  // namespace addsim::cli

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Opens the viewer page (addsim simulate … → index.html) in headless chromium and checks that
+it draws: at the first and the last frame, pixels of each body's colour are where the page says
+the body is, the falling bodies moved, and the page logged no JavaScript error. Also checks that
+a page written without three.js shows the install notice instead of breaking.
+
+Usage: test_viewer_browser.py ADDSIM_BINARY. Exit 77 (CTest: skipped) when chromium is absent.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import matplotlib.image
+
+SKIP = 77
+WIDTH, HEIGHT = 1100, 700
+
+# One body of every kind over a floor: a falling rigid box, a soft (FEM) box, a sheet, two
+# particles on a spring hanging from a moving handle, and a capsule on a ball joint to the world.
+SCENE = {
+    "name": "viewer_test",
+    "dt": 0.01,
+    "steps": 30,
+    "contact": {"kn": 5000, "kd": 10},
+    "obstacles": [{"type": "plane", "name": "floor"}],
+    "bodies": [
+        {"type": "rigid", "name": "box", "shape": {"type": "box", "size": [0.2, 0.2, 0.2]}, "mass": 1,
+         "position": [-0.5, 0, 0.6], "orientation": [0.3, 0.2, 0]},
+        {"type": "fem", "name": "soft", "mesh": {"generator": "box", "size": [0.2, 0.2, 0.2], "target_tets": 48},
+         "position": [0.5, 0, 0.3], "material": {"youngs_modulus": 2e4, "density": 200}},
+        {"type": "sheet", "name": "sheet", "origin": [-0.2, -0.7, 0.5], "size": [0.4, 0.3], "resolution": [5, 4],
+         "mass": 0.1, "stiffness": 100},
+        {"type": "particles", "name": "dots", "positions": [[0, 0.6, 0.8], [0.1, 0.6, 0.6]], "mass": 0.1},
+        {"type": "rigid", "name": "arm", "shape": {"type": "capsule", "radius": 0.04, "length": 0.3}, "mass": 0.5,
+         "position": [0, 0, 0.45], "orientation": [0, 1.5708, 0]},
+    ],
+    "handles": [{"name": "hook", "position": [0, 0.6, 0.9], "velocity": [0.5, 0, 0]}],
+    "springs": [
+        {"type": "distance", "anchors": [{"handle": "hook"}, {"body": "dots", "point": 0}], "stiffness": 100},
+        {"type": "distance", "anchors": [{"body": "dots", "point": 0}, {"body": "dots", "point": 1}], "stiffness": 100},
+    ],
+    "joints": [{"type": "ball", "anchors": [{"body": "arm", "point": [0, 0, 0.15]}, {"world": [0.15, 0, 0.45]}],
+                "stiffness": 1e4}],
+}
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def screenshot(browser, page, query, png, profile):
+    """Loads page?query, saves png; returns (ready report, console log lines)."""
+    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+            "--hide-scrollbars", "--force-device-scale-factor=1", "--user-data-dir=" + profile,
+            "--enable-logging=stderr", "--v=0", "--screenshot=" + png, f"--window-size={WIDTH},{HEIGHT}",
+            "file://" + os.path.abspath(page) + "?" + query]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+    ready = None
+    for line in console:
+        m = re.search(r'"addsim-viewer: ready (\{.*\})", source', line)
+        if m:
+            ready = json.loads(m.group(1))
+    return ready, console
+
+
+def chromaticity(rgb):
+    s = sum(rgb) + 1e-9
+    return [c / s for c in rgb]
+
+
+def body_pixels_found(png, marker, radius=6):
+    """True if a pixel near the marker has the body's hue (shading scales brightness only)."""
+    image = matplotlib.image.imread(png)
+    want = chromaticity([int(marker["color"][i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    x, y = int(round(marker["x"])), int(round(marker["y"]))
+    for yy in range(max(0, y - radius), min(image.shape[0], y + radius + 1)):
+        for xx in range(max(0, x - radius), min(image.shape[1], x + radius + 1)):
+            rgb = [float(c) for c in image[yy, xx, :3]]
+            if sum(rgb) > 0.05 and max(abs(a - b) for a, b in zip(chromaticity(rgb), want)) < 0.05:
+                return True
+    return False
+
+
+def main():
+    addsim = sys.argv[1]
+    browser = chromium()
+    if browser is None:
+        print("SKIPPED: chromium not found (install it with `bash scripts/install-deps.sh`)")
+        return SKIP
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="addsim_viewer_test_") as tmp:
+        scene = os.path.join(tmp, "scene.json")
+        with open(scene, "w") as f:
+            json.dump(SCENE, f)
+        out = os.path.join(tmp, "out")
+        run = subprocess.run([addsim, "simulate", scene, "--out", out], capture_output=True, text=True)
+        if run.returncode != 0:
+            print("addsim simulate failed:", run.stderr)
+            return 1
+        page = os.path.join(out, "index.html")
+        if "open " + page not in run.stdout:
+            failures.append("simulate does not print the page path: " + run.stdout)
+        reports = {}
+        for label, query in (("first", "frame=0"), ("last", "frame=-1")):
+            png = os.path.join(tmp, label + ".png")
+            ready, console = screenshot(browser, page, query, png, os.path.join(tmp, "profile-" + label))
+            if ready is None:
+                failures.append(f"{label}: the page never reported ready; console: {console}")
+                continue
+            reports[label] = ready
+            errors = [line for line in console if "Uncaught" in line or "Error" in line.split('", source')[0]]
+            if ready["errors"] or errors:
+                failures.append(f"{label}: JavaScript errors: {errors}")
+            if not ready["webgl"]:
+                failures.append(f"{label}: no WebGL")
+            names = sorted(b["name"] for b in ready["bodies"])
+            if names != sorted(b["name"] for b in SCENE["bodies"]):
+                failures.append(f"{label}: bodies drawn {names}")
+            for marker in ready["bodies"]:
+                if not body_pixels_found(png, marker):
+                    failures.append(f"{label}: no pixels of {marker['name']} ({marker['color']}) near "
+                                    f"({marker['x']:.0f}, {marker['y']:.0f}) in {png}")
+            if failures and os.environ.get("ADDSIM_KEEP_SCREENSHOTS"):
+                shutil.copy(png, os.environ["ADDSIM_KEEP_SCREENSHOTS"] + "/" + label + ".png")
+        if len(reports) == 2:
+            first = {b["name"]: b for b in reports["first"]["bodies"]}
+            last = {b["name"]: b for b in reports["last"]["bodies"]}
+            for name in ("box", "dots"):
+                moved = abs(first[name]["y"] - last[name]["y"]) + abs(first[name]["x"] - last[name]["x"])
+                if moved < 5:
+                    failures.append(f"{name} did not move on screen between the first and last frame ({moved:.1f} px)")
+            if reports["last"]["frame"] != reports["last"]["frames"] - 1 or reports["first"]["frame"] != 0:
+                failures.append(f"frame= not honoured: {reports}")
+
+        # Without three.js: a warning naming the install command and a page with a notice.
+        env = dict(os.environ, ADDSIM_THREE_JS=os.path.join(tmp, "missing", "three.cjs"))
+        view = subprocess.run([addsim, "view", out], capture_output=True, text=True, env=env)
+        if view.returncode != 0 or view.stdout.strip() != page:
+            failures.append(f"addsim view: exit {view.returncode}, stdout {view.stdout!r}, stderr {view.stderr!r}")
+        if "scripts/install-deps.sh" not in view.stderr:
+            failures.append("addsim view without three.js does not say how to install it: " + view.stderr)
+        ready, console = screenshot(browser, page, "frame=0", os.path.join(tmp, "nothree.png"),
+                                    os.path.join(tmp, "profile-nothree"))
+        if ready is None or ready["webgl"] or ready["errors"] or any("Uncaught" in line for line in console):
+            failures.append(f"page without three.js: {ready}, console {console}")
+        with open(page) as f:
+            if "install-deps.sh" not in f.read():
+                failures.append("page without three.js lacks the install command")
+    for f in failures:
+        print("FAIL:", f)
+    if not failures:
+        print("viewer draws every body at the first and last frame; no JavaScript errors; notice without three.js")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
