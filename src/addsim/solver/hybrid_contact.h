@@ -95,6 +95,9 @@ class HybridContact {
   std::vector<RigidBodyLabels> rbodies_;
   std::vector<int> rstuck_on_;   ///< obstacle index per rigid point, −1 when not sticking
   std::vector<int> rchanges_;
+  std::vector<int> rreleased_on_;  ///< obstacle index per rigid point on the sliding force, else −1
+  std::vector<Vec3> rlagged_;      ///< its sliding direction for the first iteration after release (or 0)
+  std::vector<char> ron_penalty_;  ///< rigid point released to the penalty friction in this step (kPenalty)
   std::vector<StickBody> bodies_;
   VecX v_hist_, a_hist_, v_, a_, r_, jac_, rhs_;
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
