@@ -58,7 +58,7 @@ Counts count_regimes(const Trajectory& t) {
     // (stuck, then released) and no point sticks at the end.
     c.slip_steps += r.contact.touching.size() > r.contact.sticking.size() ||
                     (r.contact.label_changes > 0 && r.contact.sticking.empty() && r.contact.rigid_sticking.empty());
-    c.released_steps += !r.contact.sliding.empty();
+    c.released_steps += !r.contact.sliding.empty() || !r.contact.rigid_sliding.empty();
   }
   return c;
 }
@@ -164,6 +164,24 @@ TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
   std::vector<int> fd;
   for (int j = 0; j < m.params().size(); ++j) fd.push_back(j);
   check_gradients(m, fd, "rigid cube mu=0.8");
+}
+
+// Just inside the cone (μ = 0.4 > tan 20° = 0.364), sent down the slope: the corners are
+// released onto the Coulomb sliding force (rigid/rigid_slip.h), the cube decelerates and
+// sticks. Checks the sliding force's exact derivatives on a rigid body.
+TEST(HybridGradients, RigidCubeDeceleratesOnCoulombReleaseAndSticks) {
+  const Scene scene =
+      load_scene_file(test::scene_path("rigid_cube_incline.json"),
+                      {"contact.model=hybrid", "dt=0.005", "steps=80", "contact.kn=1e4", "contact.kd=20",
+                       "obstacles.0.friction=0.4", "bodies.0.velocity=[0.094,0.02,-0.0342]"});
+  const Model& m = *scene.model;
+  Simulator sim(m);
+  const Trajectory traj = sim.run(m.params().defaults());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  EXPECT_GT(count_regimes(traj).released_steps, 0) << "no Coulomb-released rigid points";
+  std::vector<int> fd;
+  for (int j = 0; j < m.params().size(); ++j) fd.push_back(j);
+  check_gradients(m, fd, "rigid cube mu=0.4");
 }
 
 }  // namespace

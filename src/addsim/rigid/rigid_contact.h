@@ -62,6 +62,8 @@ class RigidContactTerm final : public Term {
   int num_points() const { return static_cast<int>(proxy_.centers_B.size()); }
   int num_obstacles() const { return static_cast<int>(obstacles_.size()); }
   const RigidProxy& proxy() const { return proxy_; }
+  /// Stencil of the body's 6 DOFs (rigid/rigid_slip.h adds to it).
+  int stencil() const { return stencil_; }
 
  private:
   const RigidBody* body_;

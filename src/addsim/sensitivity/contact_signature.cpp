@@ -75,11 +75,13 @@ ContactSignature contact_signature(const Model& model, const Trajectory& traj) {
     // Hybrid labels of the step: held points (by DOF, or body DOF and proxy point) and sliding ones.
     std::set<std::tuple<DofIndex, int, int>> held;
     std::set<std::tuple<const PointContactTerm*, int, int>> sliding;
+    std::set<std::tuple<const RigidContactTerm*, int, int>> rigid_sliding;
     if (i <= static_cast<int>(traj.reports.size())) {
       const ContactState& c = traj.reports[i - 1].contact;
       for (const StickPoint& sp : c.sticking) held.insert({sp.dof, sp.point, sp.obstacle});
       for (const StickPoint& sp : c.rigid_sticking) held.insert({sp.dof, sp.point, sp.obstacle});
       for (const SlipPoint& sp : c.sliding) sliding.insert({sp.term, sp.k, sp.obstacle});
+      for (const RigidSlipPoint& sp : c.rigid_sliding) rigid_sliding.insert({sp.term, sp.k, sp.obstacle});
     }
     std::vector<ContactCode>& codes = out.codes.emplace_back();
     codes.reserve(out.pairs.size());
@@ -94,7 +96,8 @@ ContactSignature contact_signature(const Model& model, const Trajectory& traj) {
       const ContactModel cm = rc->settings().model;
       for (int o = 0; o < rc->num_obstacles(); ++o)
         for (int k = 0; k < rc->num_points(); ++k)
-          codes.push_back(code_of(rc->force(ctx, k, o), cm, held.count({rc->body().dof(), k, o}) > 0, false));
+          codes.push_back(code_of(rc->force(ctx, k, o), cm, held.count({rc->body().dof(), k, o}) > 0,
+                                  rigid_sliding.count({rc, k, o}) > 0));
     }
   }
   return out;

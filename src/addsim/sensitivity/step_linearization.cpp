@@ -62,6 +62,9 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
   slips_.clear();
   if (i <= static_cast<int>(traj.reports.size())) slips_ = traj.reports[i - 1].contact.sliding;
   add_slip_corrections(slips_, ctx, assembly_);
+  rigid_slips_.clear();
+  if (i <= static_cast<int>(traj.reports.size())) rigid_slips_ = traj.reports[i - 1].contact.rigid_sliding;
+  add_rigid_slip_corrections(rigid_slips_, ctx, assembly_);
   combine_partials(bdf_weights(s, i, 0), assembly_.kq, assembly_.kv, assembly_.ka, jac_);
   // Rigid stick constraints (hybrid): r_c = P v + (I − P) r per body, before the chart
   // Jacobians so that ∂v/∂q^{i−k} = wv_k G carries the chart switch; ∂P/∂q^i only in jac_.
@@ -160,6 +163,7 @@ void StepLinearization::param_derivatives(ParamSink& sink) const {
   const TermContext ctx{q_, v_, a_, *p_, step_, model_.scheme()};
   for (const auto& t : model_.terms()) t->param_derivatives(ctx, sink);
   slip_corrections_param_derivatives(slips_, ctx, sink);
+  rigid_slip_corrections_param_derivatives(rigid_slips_, ctx, sink);
 }
 
 }  // namespace addsim

@@ -11,6 +11,7 @@
 #include "addsim/integrators/bdf.h"
 #include "addsim/math/sparse_assembly.h"
 #include "addsim/model/model.h"
+#include "addsim/rigid/rigid_slip.h"
 #include "addsim/solver/simulator.h"
 #include "addsim/terms/contact_term.h"
 #include "addsim/terms/stick_constraints.h"
@@ -114,6 +115,7 @@ class StepLinearization {
   std::vector<StickPoint> sticks_;
   std::vector<StickBody> bodies_;  ///< rigid bodies with stick constraints in this step
   std::vector<SlipPoint> slips_;
+  std::vector<RigidSlipPoint> rigid_slips_;
   History history_;
   // The step's history blocks are stored in hist_jac_, v0_jac_ (always in kMatrices; in
   // kProducts only for steps with stick constraints, whose rows they replace).

@@ -8,6 +8,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "addsim/core/error.h"
+#include "addsim/rigid/rigid_slip.h"
 #include "addsim/solver/newton_step.h"
 
 namespace addsim {
@@ -17,9 +18,9 @@ using namespace step;
 // Eigenvalues of CᵀC below this fraction of the largest are not enforced (redundant or
 // nearly redundant constraint directions of a rigid body, e.g. 4 coplanar corners: rank 3).
 constexpr double kRankTolerance = 1e-8;
-// Floor of a sticking point's squared Coulomb limit in the force split (N²): a point with
-// no normal force then takes (almost) no static friction, and is released by the check.
-constexpr double kMinLimitSquared = 1e-24;
+// Floor of a sticking point's Coulomb limit in the force split (N): a point with no normal
+// force then takes (almost) no static friction, and is released by the check.
+constexpr double kMinLimit = 1e-12;
 using Mat26 = Eigen::Matrix<double, 2, 6>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
 using Vec6 = Eigen::Matrix<double, 6, 1>;
@@ -32,6 +33,9 @@ HybridContact::HybridContact(const Model& model) : model_(model) {
   rbodies_ = std::move(c.bodies);
   rstuck_on_.assign(rpoints_.size(), -1);
   rchanges_.assign(rpoints_.size(), 0);
+  rreleased_on_.assign(rpoints_.size(), -1);
+  rlagged_.assign(rpoints_.size(), Vec3::Zero());
+  ron_penalty_.assign(rpoints_.size(), 0);
   if (!points_.empty() || !rpoints_.empty()) rows_ = StickRows(model.pattern());
   stuck_on_.assign(points_.size(), -1);
   released_on_.assign(points_.size(), -1);
@@ -130,7 +134,7 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
   std::array<MatX, 3> dC;
   for (auto& d : dC) d.resize(2 * m, 6);
   std::vector<Vec3> t1(m), t2(m);
-  std::vector<double> limit2(m, 1.0);  // squared Coulomb limits L_k² of the sticking points
+  std::vector<double> limit(m, 1.0);  // Coulomb limits L_k of the sticking points
   Vec6 rp = r.segment<6>(b.dof);  // residual with the sticking points' penalty friction added back
   for (int i = 0; i < m; ++i) {
     const RigidPoint& pt = rpoints_[stuck[i]];
@@ -146,7 +150,7 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
       const ContactForce f = pt.term->force(ctx, pt.k, o);
       rp += Ci.transpose() * Eigen::Vector2d(t1[i].dot(f.f), t2[i].dot(f.f));
       const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
-      limit2[i] = std::max(cf * f.normal_force * cf * f.normal_force, kMinLimitSquared);
+      limit[i] = std::max(cf * f.normal_force, kMinLimit);
     }
   }
   const Mat6 G = C.transpose() * C;
@@ -178,13 +182,16 @@ bool HybridContact::body_projector(const TermContext& ctx, const VecX& r, RigidB
   if (forces) {
     // Static friction over several sticking points is statically indeterminate; the label
     // check uses the distribution that loads each point in proportion to its Coulomb limit
-    // L_k = c_f f_n,k: the multipliers of least Σ ‖f_k‖²/L_k² with Cᵀ f = P r', i.e.
-    // f = W⁻¹ C (Cᵀ W⁻¹ C)⁺ P r' with W⁻¹ = diag(L_k²). The plain minimum-norm split (equal
-    // shares) overloads the lightly pressed points — on an incline the uphill corners of a
-    // box — and releases them although the body as a whole is well inside its friction
+    // L_k = c_f f_n,k: the multipliers of least Σ ‖f_k‖²/L_k with Cᵀ f = P r', i.e.
+    // f = W⁻¹ C (Cᵀ W⁻¹ C)⁺ P r' with W⁻¹ = diag(L_k). For a translating load f_k = L_k y:
+    // every point uses the same fraction ‖y‖ of its cone, which is ‖Σ f_k‖ / Σ L_k, so the
+    // points stay inside their cones exactly when the body's friction stays inside the sum
+    // of their limits. The plain minimum-norm split (equal shares) overloads the lightly
+    // pressed points — on an incline the uphill corners of a box — and so does the weight
+    // L_k² (f_k ∝ L_k²): they were released although the body as a whole was inside its
     // cone. Cᵀ W⁻¹ C has the range of G, so the enforced subspace is unchanged.
     VecX winv(2 * m);
-    for (int i = 0; i < m; ++i) winv[2 * i] = winv[2 * i + 1] = limit2[i];
+    for (int i = 0; i < m; ++i) winv[2 * i] = winv[2 * i + 1] = limit[i];
     const MatX WC = winv.asDiagonal() * C;
     const Mat6 Gw = C.transpose() * WC;
     const Eigen::SelfAdjointEigenSolver<Mat6> eig_w(Gw);
@@ -218,34 +225,81 @@ int HybridContact::update_rigid_labels(const TermContext& ctx, const VecX& r, Co
   for (RigidBodyLabels& b : rbodies_) {
     StickBody sb;
     const bool any = body_projector(ctx, r, b, sb, &forces);
-    int body_changes = 0;
+    // 1. Release: a sticking point whose share of the body's static friction leaves its cone
+    //    (or that separated) gets the sliding force along that share (Coulomb release) or the
+    //    penalty friction (penalty release).
+    int released = 0;
     for (size_t slot = 0; slot < b.points.size(); ++slot) {
       const int j = b.points[slot];
+      if (rstuck_on_[j] < 0) continue;
       const RigidPoint& pt = rpoints_[j];
-      if (rstuck_on_[j] >= 0) {
-        const int o = rstuck_on_[j];
-        const ContactForce f = pt.term->force(ctx, pt.k, o);
-        const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
-        const double limit = cf * f.normal_force;
-        if (f.regime == ContactRegime::kSeparated || forces[slot].norm() > limit) {
-          rstuck_on_[j] = -1;
-          ++rchanges_[j];
-          ++body_changes;
-        } else if (record) {
-          record->rigid_sticking.push_back(make_stick_point(
-              b.dof, o, static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal(), forces[slot], limit, pt.k));
-        }
-      } else if (rchanges_[j] < kMaxLabelChanges) {
-        for (int o = 0; o < pt.term->num_obstacles(); ++o) {
-          if (pt.term->force(ctx, pt.k, o).regime == ContactRegime::kStick) {
-            rstuck_on_[j] = o;
-            ++rchanges_[j];
-            ++body_changes;
-            break;
+      const int o = rstuck_on_[j];
+      const ContactForce f = pt.term->force(ctx, pt.k, o);
+      const double cf = coefficients(pt.term->settings(), *pt.term->obstacles()[o], ctx.p, ctx.scheme.h).cf;
+      const double limit = cf * f.normal_force;
+      if (f.regime == ContactRegime::kSeparated || forces[slot].norm() > limit) {
+        rstuck_on_[j] = -1;
+        if (f.regime != ContactRegime::kSeparated) {
+          if (pt.term->settings().hybrid_release == HybridRelease::kCoulomb) {
+            rreleased_on_[j] = o;
+            const double fnorm = forces[slot].norm();
+            rlagged_[j] = fnorm > 0.0 ? Vec3(forces[slot] / fnorm) : Vec3::Zero();
+          } else {
+            ron_penalty_[j] = 1;
           }
         }
+        ++rchanges_[j];
+        ++released;
+      } else if (record) {
+        record->rigid_sticking.push_back(make_stick_point(
+            b.dof, o, static_cast<const PlaneObstacle&>(*pt.term->obstacles()[o]).normal(), forces[slot], limit, pt.k));
       }
     }
+    // Released points that separated return to the penalty.
+    for (int j : b.points) {
+      if (rreleased_on_[j] < 0) continue;
+      const RigidPoint& pt = rpoints_[j];
+      if (pt.term->force(ctx, pt.k, rreleased_on_[j]).regime == ContactRegime::kSeparated) {
+        rreleased_on_[j] = -1;
+        ++released;
+      }
+    }
+    // 2. Proposal (only when nothing was released in this check, so that the two never
+    //    alternate between subsets of the corners): the static friction a body needs is shared
+    //    by all its touching points — on an incline the lightly pressed uphill corners are
+    //    past their own penalty limit while the body as a whole is well inside its cone. So
+    //    when any touching point would stick under the penalty law (its friction is under
+    //    its limit: the body's required friction may fit the cone), every touching point of
+    //    the body is proposed together; step 1 then keeps exactly those whose share of the
+    //    stick multiplier stays in their cone.
+    int proposed = 0;
+    if (released == 0) {
+      bool want = false;
+      std::vector<std::pair<int, int>> candidates;  // (point, obstacle)
+      for (int j : b.points) {
+        if (rstuck_on_[j] >= 0 || ron_penalty_[j] || rchanges_[j] >= kMaxLabelChanges) continue;
+        const RigidPoint& pt = rpoints_[j];
+        for (int o = 0; o < pt.term->num_obstacles(); ++o) {
+          const ContactRegime regime = pt.term->force(ctx, pt.k, o).regime;
+          if (regime == ContactRegime::kSeparated) continue;
+          if (regime == ContactRegime::kStick) want = true;
+          candidates.push_back({j, o});
+          break;
+        }
+      }
+      if (want)
+        for (const auto& [j, o] : candidates) {
+          rstuck_on_[j] = o;
+          rreleased_on_[j] = -1;
+          rlagged_[j] = Vec3::Zero();
+          ++rchanges_[j];
+          ++proposed;
+        }
+    }
+    const int body_changes = released + proposed;
+    if (record && body_changes == 0)
+      for (int j : b.points)
+        if (rreleased_on_[j] >= 0) record->rigid_sliding.push_back({rpoints_[j].term, rpoints_[j].k, rreleased_on_[j]});
     if (body_changes > 0) b.rank = -1;
     if (record && any && body_changes == 0) record->bodies.push_back(sb);
     changed += body_changes;
@@ -270,11 +324,14 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
     std::fill(stuck_on_.begin(), stuck_on_.end(), -1);
     std::fill(released_on_.begin(), released_on_.end(), -1);
     std::fill(rstuck_on_.begin(), rstuck_on_.end(), -1);
+    std::fill(rreleased_on_.begin(), rreleased_on_.end(), -1);
   }
   std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
   std::fill(changes_.begin(), changes_.end(), 0);
   std::fill(on_penalty_.begin(), on_penalty_.end(), 0);
   std::fill(rchanges_.begin(), rchanges_.end(), 0);
+  std::fill(rlagged_.begin(), rlagged_.end(), Vec3::Zero());
+  std::fill(ron_penalty_.begin(), ron_penalty_.end(), 0);
   for (RigidBodyLabels& b : rbodies_) b.rank = -1;
   bodies_.clear();
   rebuild_sticks();
@@ -290,6 +347,10 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
                                                if (released_on_[j] >= 0)
                                                  points_[j].term->add_slip_correction(
                                                      ctx, points_[j].k, released_on_[j], assembly, lagged_[j]);
+                                             for (size_t j = 0; j < rpoints_.size(); ++j)
+                                               if (rreleased_on_[j] >= 0)
+                                                 add_rigid_slip_correction(*rpoints_[j].term, ctx, rpoints_[j].k,
+                                                                           rreleased_on_[j], assembly, rlagged_[j]);
                                              r_ = assembly.r;
                                              StickRows::constrain_residual(sticks_, v_, r_);
                                              if (!rbodies_.empty()) {
@@ -327,11 +388,14 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
         // Converged with a lagged sliding direction: switch to t = Tẋ/(‖Tẋ‖ + ε) and go on.
         lagged = false;
         std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
+        std::fill(rlagged_.begin(), rlagged_.end(), Vec3::Zero());
       }
       if (changed > 0 || unlag) {
         rep.contact.label_changes += changed;
         for (size_t j = 0; j < points_.size(); ++j)
           if (released_on_[j] >= 0 && lagged_[j].squaredNorm() > 0.0) lagged = true;
+        for (size_t j = 0; j < rpoints_.size(); ++j)
+          if (rreleased_on_[j] >= 0 && rlagged_[j].squaredNorm() > 0.0) lagged = true;
         norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
         rep.residual_history.push_back(norm);
         tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
@@ -374,6 +438,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
       // from here on t follows Tẋ, so the merit at q changes and is evaluated anew.
       lagged = false;
       std::fill(lagged_.begin(), lagged_.end(), Vec3::Zero());
+      std::fill(rlagged_.begin(), rlagged_.end(), Vec3::Zero());
       reuse_trial = false;
     }
     norm = reuse_trial ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);

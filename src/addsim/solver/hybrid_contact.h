@@ -32,9 +32,12 @@
 /// Rigid proxy points (RigidContactTerm with ContactModel::kHybrid) use the same labels on
 /// the material velocity ẋ = ṗ + X_v(θ) θ̇; a body's sticking points are enforced together
 /// through the projector P(θ) of terms/stick_constraints.h (StickBody), whose rank is fixed
-/// with the labels; the per-point static friction is the multiplier of least Σ‖f_k‖²/L_k²
-/// (L_k the point's Coulomb limit: each point loaded in proportion to its limit). A released
-/// rigid point returns to the penalty friction (docs/contact.md, "Rigid bodies").
+/// with the labels; the per-point static friction is the multiplier of least Σ‖f_k‖²/L_k
+/// (L_k the point's Coulomb limit: each point loaded in proportion to its limit). A body's
+/// touching points are proposed together (when any of them would stick under the penalty
+/// law), and a check that releases points of a body proposes none of it. A released rigid
+/// point gets the sliding force (rigid/rigid_slip.h) or, with HybridRelease::kPenalty, the
+/// penalty friction (docs/contact.md, "Rigid bodies").
 
 #include <memory>
 #include <vector>
@@ -76,7 +79,7 @@ class HybridContact {
   /// when the body has no sticking point.
   bool body_projector(const TermContext& ctx, const VecX& r, RigidBodyLabels& b, StickBody& out,
                       std::vector<Vec3>* forces);
-  /// Label rules for rigid points (as update_labels; released points return to the penalty).
+  /// Label rules for rigid points (release as update_labels; proposal per body).
   int update_rigid_labels(const TermContext& ctx, const VecX& r, ContactState* record);
   /// Projectors of every body with sticking points at ctx into bodies_.
   void rebuild_bodies(const TermContext& ctx, const VecX& r);
@@ -95,6 +98,9 @@ class HybridContact {
   std::vector<RigidBodyLabels> rbodies_;
   std::vector<int> rstuck_on_;   ///< obstacle index per rigid point, −1 when not sticking
   std::vector<int> rchanges_;
+  std::vector<int> rreleased_on_;  ///< obstacle index per rigid point on the sliding force, else −1
+  std::vector<Vec3> rlagged_;      ///< its sliding direction for the first iteration after release (or 0)
+  std::vector<char> ron_penalty_;  ///< rigid point released to the penalty friction in this step (kPenalty)
   std::vector<StickBody> bodies_;
   VecX v_hist_, a_hist_, v_, a_, r_, jac_, rhs_;
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step

@@ -48,12 +48,21 @@ struct StickBody {
 };
 
 class PointContactTerm;
+class RigidContactTerm;
 
 /// A contact point released from its stick constraint in a step (hybrid model): it feels
 /// the sliding force −c_f f_n t, t = Tẋ/(‖Tẋ‖ + ε), instead of the penalty friction.
 struct SlipPoint {
   const PointContactTerm* term = nullptr;  ///< its contact term (owned by the model)
   int k = 0;                               ///< point index in the term
+  int obstacle = 0;                        ///< obstacle index in the term
+};
+
+/// A rigid proxy point released from its stick constraint in a step (hybrid model, Coulomb
+/// release): as SlipPoint, with the force mapped to its body (rigid/rigid_slip.h).
+struct RigidSlipPoint {
+  const RigidContactTerm* term = nullptr;  ///< its contact term (owned by the model)
+  int k = 0;                               ///< proxy point index in the term
   int obstacle = 0;                        ///< obstacle index in the term
 };
 
@@ -64,6 +73,7 @@ struct ContactState {
   std::vector<SlipPoint> sliding;   ///< released points on the sliding force (hybrid model)
   std::vector<StickPoint> rigid_sticking;  ///< sticking rigid proxy points (force: limit-weighted multiplier)
   std::vector<StickBody> bodies;    ///< constrained rigid bodies (hybrid model)
+  std::vector<RigidSlipPoint> rigid_sliding;  ///< released rigid points on the sliding force (hybrid model)
   int label_changes = 0;            ///< stick/slip label changes made in the step
 };
 
