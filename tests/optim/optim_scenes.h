@@ -36,6 +36,17 @@ inline const char* kRigidSphereThrow = R"({
               "position": [0, 0, 0.2], "velocity": [1, 0, 1], "angular_velocity": [0, -5, 0]}]
 })";
 
+/// A soft box (6 tets, E = 300 Pa) thrown down onto the floor from 5 cm above it: for
+/// v_z ≲ −4 m/s an element inverts at impact and the simulation fails.
+inline const char* kSoftBoxDrop = R"({
+  "dt": 0.01, "steps": 40, "integrator": "bdf2",
+  "contact": {"kn": 1e4},
+  "obstacles": [{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1], "friction": 0.0}],
+  "bodies": [{"type": "fem", "name": "box", "mesh": {"generator": "box", "size": [0.2, 0.2, 0.2], "target_tets": 6},
+              "position": [0, 0, 0.15], "velocity": [0, 0, -1],
+              "material": {"youngs_modulus": 300, "poisson_ratio": 0.3, "density": 100}}]
+})";
+
 /// A scene, an objective and a selection kept together (the problem's owner).
 struct SceneTask {
   Scene scene;

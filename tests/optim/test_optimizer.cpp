@@ -200,6 +200,50 @@ TEST(Optimizer, CmaesConvergesOnATinyProblem) {
   EXPECT_TRUE(r.gradient_best.size() == 0);  // gradient-free
 }
 
+TEST(Optimizer, FailedSimulationsAreInfiniteForTheMethodsAndCounted) {
+  // Φ pulls the box down over its first 8 steps (monotone in v_z); v_z ≲ −3.5 m/s inverts an element.
+  auto make = [] {
+    auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0, 0, -0.5), StepWindow::range(1, 8)));
+    return test::make_problem(t);
+  };
+  {
+    auto problem = make();
+    const Evaluation bad = problem->evaluate(VecX::Constant(1, -10.0), true);
+    EXPECT_TRUE(bad.failed);
+    EXPECT_TRUE(std::isinf(bad.phi));
+    EXPECT_NE(bad.failure.find("inverted"), std::string::npos) << bad.failure;
+    EXPECT_EQ(problem->failures(), 1);
+    EXPECT_EQ(problem->simulations(), 1);
+    const LeastSquaresEvaluation bad_ls = problem->evaluate_residuals(VecX::Constant(1, -10.0), true);
+    EXPECT_TRUE(bad_ls.failed);
+    EXPECT_EQ(problem->failures(), 2);
+  }
+  for (OptimizerMethod m : {OptimizerMethod::kLbfgsb, OptimizerMethod::kGaussNewton, OptimizerMethod::kAdam,
+                            OptimizerMethod::kCmaes}) {
+    auto problem = make();
+    OptimizerOptions o = options(m, 25);
+    o.adam_learning_rate = 2.0;
+    o.cmaes_sigma = 3.0;
+    long failed_records = 0;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) {
+      if (r.failed) {
+        ++failed_records;
+        EXPECT_TRUE(std::isinf(r.phi));
+        EXPECT_FALSE(r.failure.empty());
+      }
+    };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_GE(r.failed_simulations, 1) << to_string(m);
+    EXPECT_EQ(r.failed_simulations, failed_records) << to_string(m);
+    EXPECT_TRUE(std::isfinite(r.phi_best)) << to_string(m);
+    EXPECT_LT(r.phi_best, r.phi0) << to_string(m);
+    EXPECT_GT(r.values_best[0], -4.5) << to_string(m);  // a completed run
+    EXPECT_LT(r.values_best[0], -1.5) << to_string(m);  // that went downhill
+  }
+}
+
 TEST(Optimizer, BudgetsAndCallbackStopTheRun) {
   auto problem = test::make_problem(particle_throw_task());
   OptimizationResult r = minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 7));
