@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -76,6 +77,31 @@ std::string fmt(double v, const char* f = "%.6e") {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
+}
+
+// The value at a dotted key path (numeric segments index lists, other segments select keys
+// or the list element with that "name"), or null if there is none.
+const nlohmann::json* find_json_path(const nlohmann::json& root, const std::string& path) {
+  const nlohmann::json* at = &root;
+  std::istringstream segments(path);
+  std::string seg;
+  while (std::getline(segments, seg, '.')) {
+    if (at->is_object()) {
+      if (!at->contains(seg)) return nullptr;
+      at = &(*at)[seg];
+    } else if (at->is_array()) {
+      const bool digits = !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos;
+      const nlohmann::json* next = nullptr;
+      if (digits && std::stoul(seg) < at->size()) next = &(*at)[std::stoul(seg)];
+      for (const auto& e : *at)
+        if (!next && e.is_object() && e.contains("name") && e["name"] == seg) next = &e;
+      if (!next) return nullptr;
+      at = next;
+    } else {
+      return nullptr;
+    }
+  }
+  return at;
 }
 
 // Relative mesh files of the scene become absolute (the optimised scene lives elsewhere).
@@ -161,19 +187,6 @@ struct StageState {
 int run_optimize(const Options& opt) {
   const fs::path out(opt.out);
   const fs::path task_file = fs::absolute(opt.task).lexically_normal();
-  // The output folder is created and probed before anything is simulated.
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) throw InputError(out.string() + ": cannot create the output folder");
-  {
-    const fs::path probe = out / ".addsim_probe";
-    std::ofstream p(probe);
-    p << "probe";
-    if (!p) throw InputError(out.string() + ": the output folder is not writable");
-    p.close();
-    fs::remove(probe, ec);
-  }
-
   // The checkpoint of an interrupted run, or a fresh start.
   json checkpoint;
   std::vector<std::string> sets = opt.sets;
@@ -203,6 +216,19 @@ int run_optimize(const Options& opt) {
   }
 
   auto first = std::make_shared<Task>(load_task_file(task_file, sets));
+  // The output folder is created and probed after the task loaded and before anything is simulated.
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) throw InputError(out.string() + ": cannot create the output folder");
+  {
+    const fs::path probe = out / ".addsim_probe";
+    std::ofstream p(probe);
+    p << "probe";
+    if (!p) throw InputError(out.string() + ": the output folder is not writable");
+    p.close();
+    fs::remove(probe, ec);
+  }
+
   // Stages: the task's list, or the task itself as the one stage.
   std::vector<TaskStage> task_stages = first->stages;
   if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize});
@@ -222,6 +248,8 @@ int run_optimize(const Options& opt) {
     start.simulations = checkpoint.at("simulations").get<long>();
     start.seconds = checkpoint.at("seconds").get<double>();
     start.iteration = checkpoint.at("iteration").get<int>();
+    start.stage_start_simulations = checkpoint.at("stage_start_simulations").get<long>();
+    start.stage_start_seconds = checkpoint.at("stage_start_seconds").get<double>();
     start.phi0 = checkpoint.at("phi0").is_null() ? std::numeric_limits<double>::quiet_NaN()
                                                  : checkpoint.at("phi0").get<double>();
     for (const auto& [name, value] : checkpoint.at("carried").items()) start.carried.emplace_back(name, value.get<double>());
@@ -251,12 +279,16 @@ int run_optimize(const Options& opt) {
 
   StageState st;
   NamedValues carried_before_stage = start.carried;
+  // Totals when the running stage started (its budget counts from there).
+  long stage_start_sims = opt.resume ? start.stage_start_simulations : 0;
+  double stage_start_seconds = opt.resume ? start.stage_start_seconds : 0.0;
   double stage_phi0 = start.phi0;
   auto write_checkpoint = [&](int stage, long sims, double seconds, int iteration, double phi0, const NamedValues& carried,
                               bool complete) {
     json c = {{"task", task_file.string()}, {"sets", sets},          {"method", method},
               {"max_sims", max_sims},       {"stage", stage},        {"simulations", sims},
               {"seconds", seconds},         {"iteration", iteration}, {"phi0", number(phi0)},
+              {"stage_start_simulations", stage_start_sims}, {"stage_start_seconds", stage_start_seconds},
               {"complete", complete}};
     json cv = json::object();
     for (const auto& [name, value] : carried) cv[name] = value;
@@ -339,6 +371,8 @@ int run_optimize(const Options& opt) {
     // The next stage starts from this stage's best point with the counters continued.
     NamedValues carried = carried_before_stage;
     merge_named_values(carried, sr.best);
+    stage_start_sims = r.simulations;
+    stage_start_seconds = r.seconds;
     if (stage + 1 < num_stages && r.reason != StopReason::kInterrupted && r.reason != StopReason::kInitialFailure)
       write_checkpoint(stage + 1, r.simulations, r.seconds, r.iterations, std::numeric_limits<double>::quiet_NaN(),
                        carried, false);
@@ -368,15 +402,21 @@ int run_optimize(const Options& opt) {
       const std::optional<ParamRange> r = model.params().resolve(name);
       if (r && std::find(entries.begin(), entries.end(), r->entry) == entries.end()) entries.push_back(r->entry);
     }
-    try {
+    // Each entry goes back to its scene key in the shape the scene uses there (a number, a
+    // 3-vector, or a list of 3-vectors); a key the scene left out is tried flat, then nested.
+    // The result counts only if reloading it gives exactly the optimised values.
+    auto attempt = [&](bool nested_when_absent) -> std::optional<std::string> {
       nlohmann::json plain = nlohmann::json::parse(scene.dump());
       for (const ParamEntry* e : entries) {
+        const nlohmann::json* existing = find_json_path(plain, e->path);
+        const bool nested = existing ? (existing->is_array() && !existing->empty() && (*existing)[0].is_array())
+                                     : (e->rows > 1 || nested_when_absent);
         nlohmann::json v;
-        if (e->size() == 1) {
+        if (e->size() == 1 && !(existing && existing->is_array())) {
           v = best_p[e->offset];
-        } else if (e->rows == 1) {
+        } else if (!nested) {
           v = nlohmann::json::array();
-          for (int c = 0; c < e->cols; ++c) v.push_back(best_p[e->offset + c]);
+          for (int k = 0; k < e->size(); ++k) v.push_back(best_p[e->offset + k]);
         } else {
           v = nlohmann::json::array();
           for (int r = 0; r < e->rows; ++r) {
@@ -390,17 +430,23 @@ int run_optimize(const Options& opt) {
       const std::string text = plain.dump(2) + "\n";
       const Scene check = load_scene_text(text, (out / kScene).string());
       const VecX& q = check.model->params().defaults();
-      bool same = q.size() == best_p.size();
       for (const auto& [name, value] : result.best) {
         const std::optional<ParamRange> r = check.model->params().resolve(name);
-        same = same && r && q[r->offset] == value;
+        if (!r || q[r->offset] != value) return std::nullopt;
       }
-      if (same)
-        write_atomic(out / kScene, text);
-      else
+      return text;
+    };
+    for (bool nested : {false, true}) {
+      try {
+        if (const std::optional<std::string> text = attempt(nested)) {
+          write_atomic(out / kScene, *text);
+          scene_note.clear();
+          break;
+        }
         scene_note = "a parameter has no scene key that reproduces it";
-    } catch (const InputError& e) {
-      scene_note = e.what();
+      } catch (const InputError& e) {
+        scene_note = e.what();
+      }
     }
     if (!scene_note.empty())
       std::fprintf(stderr, "addsim: warning: %s not written: %s\n", kScene, scene_note.c_str());

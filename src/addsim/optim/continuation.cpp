@@ -46,8 +46,9 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
     std::unique_ptr<SimulationProblem> problem = factory(s, out.best);
     // The stage's budget counts from its own start; the tracker counts totals.
     OptimizerOptions options = stages[s].options;
-    options.max_simulations += out.simulations;
-    options.max_seconds += out.seconds;
+    const bool resumed = s == start.stage && start.stage_start_simulations >= 0;
+    options.max_simulations += resumed ? start.stage_start_simulations : out.simulations;
+    options.max_seconds += resumed && start.stage_start_seconds >= 0.0 ? start.stage_start_seconds : out.seconds;
     OptimizerStart os;
     os.simulations = out.simulations;
     os.seconds = out.seconds;

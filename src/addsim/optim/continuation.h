@@ -59,6 +59,9 @@ struct ContinuationStart {
   double seconds = 0.0;
   int iteration = 0;
   double phi0 = std::numeric_limits<double>::quiet_NaN();  ///< Φ₀ of the resumed stage
+  /// Totals when the resumed stage first started (its budget counts from there); −1: now.
+  long stage_start_simulations = -1;
+  double stage_start_seconds = -1.0;
   NamedValues carried;
 };
 
