@@ -244,6 +244,25 @@ TEST(Optimizer, FailedSimulationsAreInfiniteForTheMethodsAndCounted) {
   }
 }
 
+TEST(Optimizer, CmaesOnTwoThreadsFollowsTheSameSearch) {
+  // Each generation is simulated on two simulators at once; the search is the same as on one.
+  OptimizerOptions o = options(OptimizerMethod::kCmaes, 200);
+  o.cmaes_sigma = 1.0;
+  std::vector<std::vector<double>> phis(2);
+  std::vector<OptimizationResult> results;
+  for (int slots : {1, 2}) {
+    auto problem = test::make_problem(particle_throw_task(), VecX(), slots);
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { phis[slots - 1].push_back(r.phi); };
+    results.push_back(minimize(*problem, problem->x0(), o, cb));
+    EXPECT_EQ(problem->simulations(), 200);
+  }
+  EXPECT_EQ(results[0].phi_best, results[1].phi_best);
+  EXPECT_EQ(results[0].iterations, results[1].iterations);
+  EXPECT_EQ(phis[0], phis[1]);
+  EXPECT_LT(results[1].phi_best, 1e-3 * results[1].phi0);
+}
+
 TEST(Optimizer, BudgetsAndCallbackStopTheRun) {
   auto problem = test::make_problem(particle_throw_task());
   OptimizationResult r = minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 7));

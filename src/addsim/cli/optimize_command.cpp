@@ -319,7 +319,11 @@ int run_optimize(const Options& opt) {
       const std::optional<ParamRange> r = model.params().resolve(c);
       st.column_offsets.push_back(r && r->size == 1 ? r->offset : -1);
     }
-    auto problem = std::make_unique<SimulationProblem>(model, st.task->objective, selection, p, 1, 0, st.task);
+    // CMA-ES simulates a generation on both cores (two single-threaded simulators); the
+    // gradient methods run one simulator with the scene's solver.threads.
+    const bool cmaes = stages[stage].options.method == OptimizerMethod::kCmaes;
+    auto problem = std::make_unique<SimulationProblem>(model, st.task->objective, selection, p, cmaes ? 2 : 1,
+                                                       cmaes ? 1 : 0, st.task);
     st.problem = problem.get();
     carried_before_stage = carried;
     return problem;

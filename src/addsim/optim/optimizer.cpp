@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <atomic>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -105,6 +109,36 @@ class Tracker {
   }
 
   void cache(const Evaluation& e) { cached_ = e; }
+
+  // Evaluates a batch of points (values only) concurrently, one thread per simulator slot,
+  // then records them in order as if evaluated one after another. The batch is cut to the
+  // remaining simulation budget (Stop if none is left).
+  std::vector<Evaluation> evaluate_batch(const std::vector<VecX>& xs) {
+    check_budget();
+    const size_t n = std::min<size_t>(xs.size(), static_cast<size_t>(options_.max_simulations - simulations()));
+    std::vector<Evaluation> out(n);
+    const int threads = std::max(1, std::min(problem_.slots(), static_cast<int>(n)));
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&](int slot) {
+      for (size_t k = next++; k < n; k = next++) {
+        try {
+          out[k] = problem_.evaluate(xs[k], false, slot);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int s = 1; s < threads; ++s) helpers.emplace_back(work, s);
+    work(0);
+    for (std::thread& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    for (const Evaluation& e : out) record(e.x, e.phi, e.gradient, e.failed, e.failure);
+    return out;
+  }
 
   // Ends an iteration: reports it, then checks the tolerances and the callback's answer.
   void end_iteration() {
@@ -355,19 +389,39 @@ void run_adam(SimulationProblem& problem, Tracker& t, const VecX& x0, const Opti
 // a unit standard deviation in z, σ in x, for every coordinate), and each sample is
 // projected onto the problem's bounds before it is simulated (repair by projection), so
 // every simulated point is feasible and the best point is one of them.
+//
+// pagmo 2.18's cmaes evaluates its population one individual after another and has no
+// batch evaluator. Its samples of a generation are drawn before any of them is evaluated,
+// from its random engine and its memory only, so a copy of the algorithm replaying the
+// generation on a recording problem (fitness 0) yields exactly the points the real
+// generation will ask for. Those are simulated in parallel, one Simulator per thread,
+// and the real generation then reads their values from the cache.
 constexpr double kCmaesBox = 1e3;
+
+struct CmaesShared {
+  bool recording = false;
+  std::vector<pagmo::vector_double> requested;   // recording: the generation's samples
+  std::map<pagmo::vector_double, double> cache;  // their Φ, filled between the two passes
+};
 
 struct PagmoProblem {
   Tracker* tracker = nullptr;
   const SimulationProblem* problem = nullptr;
+  CmaesShared* shared = nullptr;
   VecX x0;
   double sigma = 1.0;
   int n = 0;
+  VecX to_x(const pagmo::vector_double& z) const {
+    return problem->project(x0 + sigma * Eigen::Map<const VecX>(z.data(), n));
+  }
   pagmo::vector_double fitness(const pagmo::vector_double& z) const {
-    const VecX x = problem->project(x0 + sigma * Eigen::Map<const VecX>(z.data(), n));
-    const Evaluation e = tracker->evaluate(x, false);
+    if (shared->recording) {
+      shared->requested.push_back(z);
+      return {0.0};
+    }
+    if (auto it = shared->cache.find(z); it != shared->cache.end()) return {it->second};
     // pagmo ranks by value; +∞ is a valid "worst" fitness.
-    return {e.phi};
+    return {tracker->evaluate(to_x(z), false).phi};
   }
   std::pair<pagmo::vector_double, pagmo::vector_double> get_bounds() const {
     return {pagmo::vector_double(n, -kCmaesBox), pagmo::vector_double(n, kCmaesBox)};
@@ -378,9 +432,11 @@ void run_cmaes(SimulationProblem& problem, Tracker& t, const VecX& x0, const Opt
   if (!(o.cmaes_sigma > 0.0)) throw InputError("optimizer: cmaes sigma must be positive");
   const Evaluation e0 = t.evaluate(x0, false);
   if (e0.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + e0.failure};
+  CmaesShared shared;
   PagmoProblem udp;
   udp.tracker = &t;
   udp.problem = &problem;
+  udp.shared = &shared;
   udp.x0 = x0;
   udp.sigma = o.cmaes_sigma;
   udp.n = static_cast<int>(x0.size());
@@ -397,6 +453,25 @@ void run_cmaes(SimulationProblem& problem, Tracker& t, const VecX& x0, const Opt
   for (;;) {
     t.check_budget();
     const long before = t.simulations();
+    if (problem.slots() > 1) {
+      // Replay the generation on copies to learn its samples, then simulate them in parallel.
+      shared.requested.clear();
+      shared.cache.clear();
+      shared.recording = true;
+      pagmo::cmaes replay = algo;
+      pagmo::population dry = pop;
+      try {
+        replay.evolve(dry);
+      } catch (...) {
+        shared.recording = false;
+        throw;
+      }
+      shared.recording = false;
+      std::vector<VecX> xs;
+      for (const auto& z : shared.requested) xs.push_back(udp.to_x(z));
+      const std::vector<Evaluation> es = t.evaluate_batch(xs);
+      for (size_t k = 0; k < es.size(); ++k) shared.cache[shared.requested[k]] = es[k].phi;
+    }
     pop = algo.evolve(pop);
     if (t.simulations() == before) throw Stop{StopReason::kNoProgress, "CMA-ES converged (its step size vanished)"};
     t.end_iteration();

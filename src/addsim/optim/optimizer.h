@@ -5,7 +5,8 @@
 /// projection), and CMA-ES (pagmo2) as the gradient-free baseline. Every forward
 /// simulation counts as one "simulation run" as the paper counts them; a failed simulation
 /// is Φ = +∞ to the method (line searches back off, LM raises its damping, ADAM halves its
-/// learning rate, CMA-ES ranks it last). Stopping: a budget in simulations and seconds,
+/// learning rate, CMA-ES ranks it last). CMA-ES simulates each generation on as many
+/// threads as the problem has simulator slots. Stopping: a budget in simulations and seconds,
 /// Φ/Φ₀, and the norm of the projected gradient.
 
 #include <functional>

@@ -56,6 +56,8 @@ class SimulationProblem {
                     int slots = 1, int threads_per_slot = 0, ProblemOwner owner = {});
 
   int size() const { return selection_.size(); }
+  /// Number of simulators (evaluations that may run concurrently, one per slot).
+  int slots() const { return static_cast<int>(simulators_.size()); }
   const ParameterSelection& selection() const { return selection_; }
   const Model& model() const { return model_; }
   const Objective& objective() const { return objective_; }
