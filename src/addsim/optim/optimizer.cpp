@@ -265,6 +265,15 @@ class GuardedLineSearch {
       return;
     } catch (const FailedTrial& failed) {
       step = failed.step;
+    } catch (const std::runtime_error&) {
+      // Moré–Thuente ran out of trials (typically still extrapolating along a direction
+      // whose quasi-Newton length is far too short); its last trial is kept when it
+      // satisfies the sufficient-decrease condition, as any backtracking search would.
+      if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
+        f.tracker->end_iteration();
+        return;
+      }
+      throw;
     }
     // Backtracking from the failed step: Armijo decrease with a finite Φ.
     for (int k = 0; k < param.max_linesearch; ++k) {
