@@ -344,6 +344,12 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
       const VecX x_new = problem.project(cur.x + delta);
       if ((x_new - cur.x).norm() <= 1e-15 * (1.0 + cur.x.norm()))
         throw Stop{StopReason::kNoProgress, "the Gauss-Newton step is below round-off"};
+      // Decrease the linear model predicts for the projected step: below the round-off of Φ
+      // the point is stationary (a minimum, possibly a local one).
+      const VecX step = x_new - cur.x;
+      const double predicted = -(g.dot(step) + 0.5 * step.dot(A * step));
+      if (predicted <= 1e-15 * cur.phi)
+        throw Stop{StopReason::kNoProgress, "Gauss-Newton reached a stationary point (predicted decrease below round-off)"};
       LeastSquaresEvaluation next = t.residuals(x_new, true);
       if (!next.failed && next.phi < cur.phi) {
         cur = std::move(next);
