@@ -36,11 +36,11 @@ struct BallProblem {
   ParameterSelection selection;
 };
 
-// The small ball lifted 1 m (no floor contact in 0.4 s), targets from v* = (1.5, 0.2, 1.0) m/s,
+// The small ball lifted 3 m (no floor contact in 0.4 s for |v| < 5 m/s), targets from v* = (1.5, 0.2, 1.0) m/s,
 // ω* = (1, −9, 0.5) rad/s (the start spins at (0, −10, 0): other spins give other, local minima); the start is the scene's v, ω.
 std::shared_ptr<BallProblem> small_ball() {
   auto b = std::make_shared<BallProblem>();
-  b->scene = load_scene_file(kSource / "tasks" / "scenes" / "soft_ball_small.json", {"bodies.0.position=[0,0,1.0]"});
+  b->scene = load_scene_file(kSource / "tasks" / "scenes" / "soft_ball_small.json", {"bodies.0.position=[0,0,3.0]"});
   const Model& model = *b->scene.model;
   b->selection = ParameterSelection(model.params(), {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
   VecX p = model.params().defaults();
