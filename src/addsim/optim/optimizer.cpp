@@ -87,15 +87,16 @@ class Tracker {
   }
 
   Evaluation evaluate(const VecX& x, bool gradient) {
-    // L-BFGS-B evaluates its start again: reuse the cached start instead of a new simulation.
-    if (cached_ && cached_->x.size() == x.size() && cached_->x == x && (!gradient || cached_->gradient.size() > 0)) {
-      Evaluation e = *cached_;
-      cached_.reset();
-      return e;
-    }
+    // Simulations are deterministic: a point evaluated last time (L-BFGS-B evaluates its
+    // start again; a line search whose step fell below the round-off of x asks for the same
+    // point) is answered from the cache instead of a new simulation.
+    if (cached_ && cached_->x.size() == x.size() && cached_->x == x && (!gradient || cached_->gradient.size() > 0 ||
+                                                                          cached_->failed))
+      return *cached_;
     check_budget();
     Evaluation e = problem_.evaluate(x, gradient);
     record(e.x, e.phi, e.gradient, e.failed, e.failure);
+    cached_ = e;
     return e;
   }
 
@@ -107,8 +108,6 @@ class Tracker {
     record(e.x, e.phi, g, e.failed, e.failure);
     return e;
   }
-
-  void cache(const Evaluation& e) { cached_ = e; }
 
   // Evaluates a batch of points (values only) concurrently, one thread per simulator slot,
   // then records them in order as if evaluated one after another. The batch is cut to the
@@ -515,7 +514,6 @@ OptimizationResult minimize(SimulationProblem& problem, const VecX& x0_in, const
         const Evaluation e0 = t.evaluate(x0, true);
         if (e0.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + e0.failure};
         t.check_tolerances();
-        t.cache(e0);
         run_lbfgsb(problem, t, x0, options);
         break;
       }
