@@ -140,8 +140,8 @@ for s in stages:
         xs.append(x)
         ys.append(best)
     if xs:
-        ax.step(xs, ys, where="post", label="stage %d (best)" % s)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", ms=3, alpha=0.4)
+        line, = ax.step(xs, ys, where="post", label="stage %d (best)" % (s + 1))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", ms=3, alpha=0.4, color=line.get_color())
 ax.set_yscale("log")
 ax.set_xlabel("simulations")
 ax.set_ylabel("Phi / Phi0")
