@@ -281,6 +281,8 @@ int run_optimize(const Options& opt) {
   NamedValues carried_before_stage = start.carried;
   // Totals when the running stage started (its budget counts from there).
   long stage_start_sims = opt.resume ? start.stage_start_simulations : 0;
+  // Failed simulations over the whole run (continued from the checkpoint when resumed).
+  long failed_total = opt.resume ? checkpoint.value("failed_simulations", 0L) : 0L;
   double stage_start_seconds = opt.resume ? start.stage_start_seconds : 0.0;
   double stage_phi0 = start.phi0;
   auto write_checkpoint = [&](int stage, long sims, double seconds, int iteration, double phi0, const NamedValues& carried,
@@ -289,6 +291,7 @@ int run_optimize(const Options& opt) {
               {"max_sims", max_sims},       {"stage", stage},        {"simulations", sims},
               {"seconds", seconds},         {"iteration", iteration}, {"phi0", number(phi0)},
               {"stage_start_simulations", stage_start_sims}, {"stage_start_seconds", stage_start_seconds},
+              {"failed_simulations", failed_total},
               {"complete", complete}};
     json cv = json::object();
     for (const auto& [name, value] : carried) cv[name] = value;
@@ -333,7 +336,9 @@ int run_optimize(const Options& opt) {
   const bool tty = isatty(STDERR_FILENO);
   ContinuationCallbacks cb;
   cb.on_evaluation = [&](int stage, const EvaluationRecord& r) {
-    if (std::isnan(stage_phi0) || r.iteration == 0) stage_phi0 = std::isnan(stage_phi0) ? r.phi : stage_phi0;
+    failed_total += r.failed ? 1 : 0;
+    // Φ₀ of the stage: its first evaluation (or the checkpoint's, when resumed).
+    if (std::isnan(stage_phi0)) stage_phi0 = r.phi;
     const VecX p = st.problem->parameters(r.x);
     std::string row = std::to_string(stage) + "," + std::to_string(r.iteration) + "," + std::to_string(r.simulations) +
                       "," + fmt(r.phi, "%.17g") + "," + fmt(r.phi / stage_phi0, "%.17g") + "," +
@@ -476,9 +481,7 @@ int run_optimize(const Options& opt) {
               {"resumed", opt.resume},
               {"optimized_scene", scene_note.empty() ? json(kScene) : json(nullptr)},
               {"stages", stage_reports}};
-  long failed = 0;
-  for (const json& s : stage_reports) failed += s["failed_simulations"].get<long>();
-  res["failed_simulations"] = failed;
+  res["failed_simulations"] = failed_total;
   write_atomic(out / kResult, res.dump(2) + "\n");
   if (!interrupted)
     write_checkpoint(num_stages - 1, result.simulations, result.seconds, result.iterations, lr.phi0, result.best, true);
