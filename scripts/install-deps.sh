@@ -40,7 +40,7 @@ fi
 
 # The Stanford bunny (npm package "bunny", public domain: 1839 vertices, a closed surface)
 # into the git-ignored third_party/npm, converted to data/bunny.obj: scaled by 0.01 to a
-# ≈ 10 cm tall bunny (m) and turned z-up. Skipped without node/npm; safe to re-run.
+# ≈ 10 cm tall bunny (m) and turned z-up. Without node/npm it says so on stderr; safe to re-run.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if command -v npm >/dev/null && command -v node >/dev/null; then
   if [ ! -f "$root/third_party/npm/node_modules/bunny/index.js" ]; then
@@ -56,4 +56,7 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
       require("fs").writeFileSync(process.argv[2], lines.join("\n") + "\n");
     ' "$root/third_party/npm/node_modules/bunny" "$root/data/bunny.obj"
   fi
+else
+  echo "install-deps.sh: node or npm is missing, so data/bunny.obj was not made" \
+       "(scenes/bunny_throw.json and tasks/bunny_to_pose.json need it)" >&2
 fi

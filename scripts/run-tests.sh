@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
+bash scripts/install-python.sh
 cd build
 ctest --output-on-failure -j2 --timeout 900

@@ -199,7 +199,7 @@ TEST(SceneErrors, MissingRequiredKey) {
 TEST(SceneErrors, MissingFile) {
   const std::string msg = input_error([] { load_scene_file("/nonexistent/dir/scene.json"); });
   EXPECT_NE(msg.find("/nonexistent/dir/scene.json"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no such scene file"), std::string::npos) << msg;
 }
 
 TEST(SceneErrors, BadOverridePath) {

@@ -44,6 +44,40 @@ TEST(Direct, SensitivityVectorsMatchRolloutDifferences) {
   }
 }
 
+// The directional product Σ_c w_c s^i_c against finite differences of rollouts along w.
+TEST(Direct, DirectionalSensitivityMatchesRolloutDifferences) {
+  Scene s = make_scene(SceneKind::kChain, Integrator::kBdf2, ContactModel::kLinear, 40);
+  const Model& m = *s.model;
+  const VecX p = m.params().defaults();
+  Simulator sim(m);
+  const Trajectory traj = sim.run(p);
+  ASSERT_TRUE(traj.completed());
+  const std::vector<int> params = {s.groups.at("velocities")[4], s.groups.at("stiffness")[0],
+                                   s.groups.at("positions")[2]};
+  // w scaled by each parameter's magnitude, so one difference step suits all three.
+  DirectOptions opt;
+  opt.direction = Eigen::Vector3d(0.7, -1.3, 0.4);
+  VecX step = VecX::Zero(p.size());
+  for (int c = 0; c < 3; ++c) {
+    opt.direction[c] *= std::max(1.0, std::abs(p[params[c]]));
+    step[params[c]] = opt.direction[c];
+  }
+  const DirectResult dir = gradient_direct(m, traj, s.objective, params, opt);
+  ASSERT_EQ(static_cast<int>(dir.directional.size()), m.scheme().steps + 1);
+  const double t = 1e-6;
+  const Trajectory tp = sim.run(p + t * step), tm = sim.run(p - t * step);
+  ASSERT_TRUE(tp.completed() && tm.completed());
+  for (int i : {0, 1, 2, 10, m.scheme().steps}) {
+    const VecX fd = (tp.q[i] - tm.q[i]) / (2.0 * t);
+    const double err = (dir.directional[i] - fd).norm() / std::max(fd.norm(), 1e-8);
+    EXPECT_LT(err, 1e-5) << "step " << i;
+  }
+  EXPECT_GT(dir.directional.back().norm(), 0.0);
+  DirectOptions wrong;
+  wrong.direction = VecX::Ones(2);
+  EXPECT_THROW(gradient_direct(m, traj, s.objective, params, wrong), InputError);
+}
+
 TEST(Direct, RejectsBadParameterLists) {
   Scene s = make_scene(SceneKind::kChain, Integrator::kBdf2, ContactModel::kLinear, 5);
   Simulator sim(*s.model);

@@ -12,6 +12,8 @@
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
 #include "addsim/cli/optimize_command.h"
+#include "addsim/cli/sweep_command.h"
+#include "addsim/cli/notices.h"
 #include "addsim/io/output.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
@@ -102,6 +104,7 @@ std::function<int()> setup_simulate(CLI::App& app) {
     bool vtk = false;
     bool vtk_volume = false;
     int vtk_every = 1;
+    int steps = 0;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("scene", opt->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
@@ -110,13 +113,18 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--steps", opt->steps,
+                 "Run only N steps: --set steps=N, which also cuts per-step lists (handles, poses, motor targets)")
+      ->check(CLI::Range(1, 1000000000));
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
   app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
       ->check(CLI::Range(1, 1000000));
   return [opt]() {
+    if (opt->steps > 0) opt->sets.push_back("steps=" + std::to_string(opt->steps));
     const Scene scene = load_scene_file(opt->scene, opt->sets);
+    print_notices(scene);
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
@@ -159,6 +167,8 @@ const std::vector<Command>& commands() {
       {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},
       {"landscape", "Sample a task's objective and gradient on a 2-D parameter grid (CSV + PNG)", setup_landscape},
       {"optimize", "Optimise a task (L-BFGS-B, Gauss-Newton, ADAM, CMA-ES; stages) into DIR", setup_optimize},
+      {"sweep", "Objective and gradient of a task on a grid or random samples, as one batch over all cores (CSV)",
+       setup_sweep},
   };
   return table;
 }

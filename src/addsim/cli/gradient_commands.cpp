@@ -1,6 +1,6 @@
 #include "addsim/cli/gradient_commands.h"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,13 +10,14 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "addsim/batch/batch.h"
 #include "addsim/cli/commands.h"
+#include "addsim/cli/notices.h"
+#include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 #include "addsim/sensitivity/adjoint.h"
@@ -36,15 +37,36 @@ constexpr double kSmoothTolerance = 1e-6;
 constexpr double kContactTolerance = 1e-4;
 // Adjoint and direct solve the same linear systems in a different order: they agree to round-off.
 constexpr double kAdjointDirectTolerance = 1e-9;
-// Relative errors use an absolute floor of this fraction of the selected gradient's norm.
+// Largest landscape grid (points).
+constexpr long long kMaxLandscapePoints = 1000000;
+// Relative errors against FD use an absolute floor of this fraction of the selected gradient's norm.
 constexpr double kFloorFraction = 1e-8;
+// Adjoint vs direct: both passes' round-off is relative to the whole gradient (the same
+// linear solves, in another order), so components below this fraction of its norm are
+// compared with the norm-based floor rather than with their own size.
+constexpr double kDirectFloorFraction = 1e-6;
+// Round-off of one Φ evaluation in units of ε|Φ| (a sum over steps and terms), for the
+// central difference's noise estimate kPhiRoundoff·ε|Φ| / t.
+constexpr double kPhiRoundoff = 4.0;
 
-void add_set_option(CLI::App& app, std::vector<std::string>& sets) {
+void add_set_option(CLI::App& app, std::vector<std::string>& sets, int& steps) {
   app.add_option("--set", sets,
                  "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON) before validation")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--steps", steps,
+                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
+                 "motor targets); the objective's steps must lie within N")
+      ->check(CLI::Range(1, 1000000000));
+}
+
+// Loads the task with --steps applied and prints the scene's notices.
+Task load_task(const std::string& file, std::vector<std::string> sets, int steps) {
+  if (steps > 0) sets.push_back("scene.steps=" + std::to_string(steps));
+  Task task = load_task_file(file, sets);
+  print_notices(task.scene);
+  return task;
 }
 
 // Runs the task's forward rollout at p; a failed run is an error (its gradient does not exist).
@@ -57,11 +79,30 @@ Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p) {
   return traj;
 }
 
+// Creates `dir` (and its parents); InputError naming `option` when it cannot (a path under a
+// regular file, no permission, ...).
+void make_output_dir(const fs::path& dir, const std::string& option) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw InputError(option + ": " + dir.string() + ": cannot create the output directory" +
+                     (ec ? ": " + ec.message() : std::string(" (a file of that name exists)")));
+}
+
 void write_text(const fs::path& file, const std::string& text) {
-  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  if (file.has_parent_path()) make_output_dir(file.parent_path(), "--out");
+  if (fs::is_directory(file)) throw InputError("--out: " + file.string() + ": is a directory, not a file");
   std::ofstream out(file);
   out << text;
   if (!out) throw InputError(file.string() + ": cannot write");
+}
+
+// Checks before a long run that an --out file can be written there (its folder is created).
+void probe_output_file(const std::string& out) {
+  if (out.empty()) return;
+  const fs::path file(out);
+  if (file.has_parent_path()) make_output_dir(file.parent_path(), "--out");
+  if (fs::is_directory(file)) throw InputError("--out: " + out + ": is a directory, not a file");
 }
 
 json term_report(const Task& task, const Trajectory& traj) {
@@ -78,6 +119,7 @@ std::function<int()> make_gradient(CLI::App& app) {
     std::string method = "adjoint";
     std::string out;
     std::vector<std::string> sets;
+    int steps = 0;
     bool scaled = false;
   };
   auto opt = std::make_shared<Options>();
@@ -87,9 +129,10 @@ std::function<int()> make_gradient(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--out,-o", opt->out, "Also write the JSON to this file");
   app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
-  add_set_option(app, opt->sets);
+  add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
-    const Task task = load_task_file(opt->task, opt->sets);
+    const Task task = load_task(opt->task, opt->sets, opt->steps);
+    probe_output_file(opt->out);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
@@ -130,9 +173,53 @@ std::function<int()> make_gradient(CLI::App& app) {
   };
 }
 
-// Relative error |a − b| / max(|b|, floor).
+// Relative error |a − b| / max(|a|, |b|, floor): symmetric, and an exactly zero pair is 0.
 double relative_error(double a, double b, double floor) {
-  return std::abs(a - b) / std::max(std::abs(b), std::max(floor, 1e-300));
+  const double scale = std::max({std::abs(a), std::abs(b), floor});
+  return scale > 0.0 ? std::abs(a - b) / scale : 0.0;
+}
+
+// Noise estimate of a sweep's chosen difference quotient (absolute, in dΦ/dp units): the
+// larger of the disagreement between the chosen step's quotient and its neighbour of the same
+// kind (the plateau the sweep picked; it also absorbs the forward solver's tolerance), and the
+// round-off of Φ divided by the step.
+double fd_noise(const FdSweep& fd, double phi) {
+  double spread = 0.0;
+  for (std::size_t i = 0; i < fd.samples.size(); ++i) {
+    const FdSample& s = fd.samples[i];
+    if (s.step != fd.step || !s.failure.empty()) continue;
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t n : {i - 1, i + 1}) {
+      if (n >= fd.samples.size()) continue;
+      const FdSample& o = fd.samples[n];
+      if (!o.failure.empty() || o.usable() == FdKind::kStraddling) continue;
+      if (fd.kind != FdKind::kCentral && o.usable() != fd.kind) continue;
+      if (fd.kind == FdKind::kCentral && o.usable() != FdKind::kCentral) continue;
+      best = std::min(best, std::abs(o.value(fd.kind) - s.value(fd.kind)));
+    }
+    if (std::isfinite(best)) spread = best;
+  }
+  const double roundoff =
+      fd.step > 0.0 ? kPhiRoundoff * std::numeric_limits<double>::epsilon() * std::abs(phi) / fd.step : 0.0;
+  return std::max(spread, roundoff);
+}
+
+// Adjoint `a` against the sweep's chosen value: relative error with the floor
+// max(kFloorFraction ‖g‖, noise / tolerance) — a difference within the FD's own noise
+// passes — against fd_tolerance(kind, central tolerance). Straddling sweeps are not compared.
+FdCheck compare_with_fd(double a, const FdSweep& fd, double g_norm, double noise, double central_tolerance) {
+  FdCheck out;
+  out.kind = fd.kind;
+  out.tolerance = fd_tolerance(fd.kind, central_tolerance);
+  if (fd.kind == FdKind::kStraddling) {
+    out.rel_error = std::numeric_limits<double>::infinity();
+    out.pass = true;
+    return out;
+  }
+  out.compared = true;
+  out.rel_error = relative_error(a, fd.derivative, std::max(kFloorFraction * g_norm, noise / out.tolerance));
+  out.pass = out.rel_error <= out.tolerance;
+  return out;
 }
 
 // The sweep of one parameter: per step the three quotients, the contact-signature changes of
@@ -160,6 +247,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
     std::string task;
     std::string out;
     std::vector<std::string> sets;
+    int steps = 0;
     double fd_step = 0.0;
     bool contact = false;
     double tolerance = 0.0;
@@ -174,9 +262,10 @@ std::function<int()> make_gradcheck(CLI::App& app) {
   app.add_option("--tolerance", opt->tolerance, "Relative tolerance adjoint vs central FD (overrides the default)")
       ->check(CLI::PositiveNumber);
   app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file");
-  add_set_option(app, opt->sets);
+  add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
-    const Task task = load_task_file(opt->task, opt->sets);
+    const Task task = load_task(opt->task, opt->sets, opt->steps);
+    probe_output_file(opt->out);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
@@ -197,7 +286,8 @@ std::function<int()> make_gradcheck(CLI::App& app) {
     else
       steps = {1e-3, 1e-4, 1e-5, 1e-6};
     const VecX g_adj = task.selection.select(adj.dphi_dp);
-    const double floor = kFloorFraction * g_adj.norm();
+    const double g_norm = g_adj.norm();
+    const double floor = kFloorFraction * g_norm;
     bool ok = true;
     int straddling = 0;
     json rows = json::array();
@@ -218,10 +308,11 @@ std::function<int()> make_gradcheck(CLI::App& app) {
         fd_failure = e.what();
       }
       const double a = g_adj[k], d = dir.dphi_dp[k];
-      const double e_dir = relative_error(a, d, floor);
+      const double e_dir = relative_error(a, d, kDirectFloorFraction * g_norm);
       // A parameter whose every step straddles a contact event has no usable difference:
       // reported, not counted as a failure (adjoint vs direct is still checked).
-      const FdCheck check = fd_failure.empty() ? check_derivative(a, fd, floor, tol) : FdCheck{};
+      const double noise = fd_failure.empty() ? fd_noise(fd, adj.phi) : 0.0;
+      const FdCheck check = fd_failure.empty() ? compare_with_fd(a, fd, g_norm, noise, tol) : FdCheck{};
       const bool straddles = fd_failure.empty() && !check.compared;
       const bool fd_valid = check.compared;
       const double e_fd = fd_valid ? check.rel_error : std::numeric_limits<double>::infinity();
@@ -268,6 +359,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
                       {"direct", d},
                       {"fd", fd_valid ? json(fd.derivative) : json(nullptr)},
                       {"fd_step", fd_valid ? json(fd.step) : json(nullptr)},
+                      {"fd_noise", fd_valid ? json(noise) : json(nullptr)},
                       {"fd_mode", mode},
                       {"tolerance_fd", tol_k},
                       {"rel_error_direct", e_dir},
@@ -334,6 +426,7 @@ std::function<int()> make_landscape(CLI::App& app) {
     std::string range;
     std::string out;
     std::vector<std::string> sets;
+    int steps = 0;
     int threads = 0;
     bool no_png = false;
   };
@@ -346,9 +439,9 @@ std::function<int()> make_landscape(CLI::App& app) {
   app.add_option("--out,-o", opt->out, "Output directory (landscape.csv, landscape.png)")->required();
   app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-png", opt->no_png, "Write only the CSV");
-  add_set_option(app, opt->sets);
+  add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
-    const Task task = load_task_file(opt->task, opt->sets);
+    const Task task = load_task(opt->task, opt->sets, opt->steps);
     const Model& model = *task.scene.model;
     const VecX p = task.p();
     // Axes: two scalar parameters.
@@ -381,6 +474,12 @@ std::function<int()> make_landscape(CLI::App& app) {
     } catch (const std::exception&) {
       throw InputError("--grid: must be NxM with integers >= 2, got \"" + opt->grid + "\"");
     }
+    // Each grid point is a forward and an adjoint run: a million is days of work already.
+    const long long points_requested = static_cast<long long>(n[0]) * n[1];
+    if (points_requested > kMaxLandscapePoints)
+      throw InputError("--grid: " + opt->grid + " is " + std::to_string(points_requested) +
+                       " grid points, more than the limit of " + std::to_string(kMaxLandscapePoints) +
+                       " (each point is a forward and an adjoint run)");
     const auto ranges = split(opt->range, ',');
     if (ranges.size() != 2) throw InputError("--range: must be a:b,c:d, got \"" + opt->range + "\"");
     const auto r0 = parse_range(ranges[0], axes[0]), r1 = parse_range(ranges[1], axes[1]);
@@ -397,58 +496,50 @@ std::function<int()> make_landscape(CLI::App& app) {
         }
       }
 
-    // Evaluate the grid in parallel: one Simulator per thread, points handed out by an atomic counter.
-    const int total = n[0] * n[1];
+    // Probe the output directory before the grid runs.
+    const fs::path out(opt->out);
+    make_output_dir(out, "--out");
+
+    // Evaluate the grid as one batch over all cores (batch/batch.h): one fresh simulator per
+    // point, so the CSV is the same for any thread count.
+    const int total = static_cast<int>(points_requested);
     struct Point {
       double x = 0, y = 0, phi = 0, g0 = 0, g1 = 0;
       std::string failure;
     };
     std::vector<Point> points(total);
-    const int threads = std::max(1, std::min(total, opt->threads > 0 ? opt->threads
-                                                                     : static_cast<int>(std::thread::hardware_concurrency())));
-    std::atomic<int> next{0}, done{0};
-    std::mutex progress_mutex;
+    std::vector<VecX> ps(total, p);
+    for (int k = 0; k < total; ++k) {
+      Point& pt = points[k];
+      const int i = k / n[1], j = k % n[1];
+      pt.x = lo[0] + (hi[0] - lo[0]) * i / (n[0] - 1);
+      pt.y = lo[1] + (hi[1] - lo[1]) * j / (n[1] - 1);
+      ps[k][idx[0]] = pt.x;
+      ps[k][idx[1]] = pt.y;
+    }
+    const int threads = batch_threads(opt->threads, total);
     const auto start = std::chrono::steady_clock::now();
-    auto worker = [&]() {
-      // Grid points already run one per core: each simulation on one thread unless the
-      // grid leaves cores free.
-      Simulator sim(model, threads > 1 ? 1 : 0);
-      for (int k = next++; k < total; k = next++) {
-        Point& pt = points[k];
-        const int i = k / n[1], j = k % n[1];
-        pt.x = lo[0] + (hi[0] - lo[0]) * i / (n[0] - 1);
-        pt.y = lo[1] + (hi[1] - lo[1]) * j / (n[1] - 1);
-        VecX q = p;
-        q[idx[0]] = pt.x;
-        q[idx[1]] = pt.y;
-        try {
-          const Trajectory traj = sim.run(q);
-          if (!traj.completed()) {
-            pt.failure = "step " + std::to_string(traj.failed_step) + ": " + traj.failure;
-          } else {
-            const GradientResult r = gradient_adjoint(model, traj, task.objective);
-            pt.phi = r.phi;
-            pt.g0 = r.dphi_dp[idx[0]];
-            pt.g1 = r.dphi_dp[idx[1]];
-          }
-        } catch (const std::exception& e) {
-          pt.failure = e.what();
-        }
-        const int d = ++done;
-        if ((d * 10) / total != ((d - 1) * 10) / total) {
-          std::lock_guard<std::mutex> lock(progress_mutex);
-          std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, total,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        }
-      }
+    BatchOptions batch;
+    batch.threads = threads;
+    batch.gradients = true;
+    batch.progress = [&](int d, int all) {
+      if ((d * 10) / all != ((d - 1) * 10) / all)
+        std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, all,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
+    const std::vector<BatchItemResult> results = run_batch(model, ps, &task.objective, batch);
+    for (int k = 0; k < total; ++k) {
+      Point& pt = points[k];
+      if (!results[k].completed) {
+        pt.failure = results[k].failure;
+        continue;
+      }
+      pt.phi = results[k].phi;
+      pt.g0 = results[k].dphi_dp[idx[0]];
+      pt.g1 = results[k].dphi_dp[idx[1]];
+    }
 
     // CSV: one row per grid point; failed points have NaN values and completed = 0.
-    const fs::path out(opt->out);
-    fs::create_directories(out);
     std::ostringstream csv;
     csv.precision(17);
     csv << "i,j," << axes[0] << "," << axes[1] << ",phi,dphi_d" << axes[0] << ",dphi_d" << axes[1] << ",completed\n";
@@ -471,10 +562,14 @@ std::function<int()> make_landscape(CLI::App& app) {
     if (!opt->no_png) {
       const char* env = std::getenv("ADDSIM_SOURCE_DIR");
       const fs::path script = fs::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT) / "scripts" / "plot_landscape.py";
-      const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + (out / "landscape.csv").string() +
-                              "' '" + (out / "landscape.png").string() + "' --title '" + task.name + "'";
-      if (std::system(cmd.c_str()) != 0)
-        throw InternalError("plotting failed: " + cmd + " (use --no-png to skip the PNG)");
+      // Run without a shell: the task name and paths go to the plotter verbatim ("--title=..."
+      // so that a title starting with '-' is not read as an option).
+      const std::vector<std::string> argv = {"/usr/bin/python3", script.string(), (out / "landscape.csv").string(),
+                                             (out / "landscape.png").string(), "--title=" + task.name};
+      const ProgramResult plot = run_program(argv);
+      if (!plot.ok())
+        throw InternalError("plotting failed: /usr/bin/python3 " + script.string() + " " + plot.describe() +
+                            " (landscape.csv is written; use --no-png to skip the PNG)");
       std::printf("wrote %s\n", (out / "landscape.png").string().c_str());
     }
     if (failed > 0)

@@ -1,7 +1,5 @@
 #include "addsim/cli/optimize_command.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,12 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "addsim/cli/commands.h"
+#include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/task.h"
 #include "addsim/optim/continuation.h"
-
-extern char** environ;
 
 namespace addsim::cli {
 
@@ -152,20 +149,6 @@ if len(stages) > 1:
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=120)
 )PY";
-
-// Runs /usr/bin/python3 with an argument vector (no shell); returns its exit status or -1.
-int run_python(const std::vector<std::string>& args) {
-  std::vector<std::string> argv_s = {"/usr/bin/python3"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 struct Options {
   std::string task;
@@ -488,8 +471,9 @@ int run_optimize(const Options& opt) {
 
   // convergence.png by /usr/bin/python3 with matplotlib, without a shell.
   if (access("/usr/bin/python3", X_OK) != 0 ||
-      run_python({"-c", kPlotScript, (out / kIterations).string(), (out / ".convergence.tmp.png").string(),
-                  first->name}) != 0) {
+      !run_program({"/usr/bin/python3", "-c", kPlotScript, (out / kIterations).string(),
+                    (out / ".convergence.tmp.png").string(), first->name})
+           .ok()) {
     std::fprintf(stderr, "addsim: warning: %s not drawn (needs /usr/bin/python3 with matplotlib)\n", kPlot);
   } else {
     fs::rename(out / ".convergence.tmp.png", out / kPlot, ec);

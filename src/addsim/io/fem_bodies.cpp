@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 #include "addsim/fem/fem_builder.h"
 #include "addsim/io/scene_builder.h"
 #include "addsim/mesh/gmsh_generators.h"
@@ -39,6 +40,8 @@ TetMesh generate_mesh(const json& spec, const std::string& path, const std::stri
   const int target = g.integer("target_tets", std::nullopt, 1);
   if (target > kMaxTargetTets)
     g.fail("target_tets", "must be at most " + std::to_string(kMaxTargetTets) + ", got " + std::to_string(target));
+  check_memory(estimated_fem_bytes(target), source + ": " + join_path(path, "target_tets"),
+               "an FEM body of " + std::to_string(target) + " tetrahedra");
   TetMesh mesh;
   if (kind == "box") {
     const Vec3 size = g.vec3("size", std::nullopt);
@@ -84,7 +87,10 @@ TetMesh load_mesh_file(ObjectReader& r, const std::string& file) {
   if (file.empty()) r.fail("mesh", "expected a mesh file path or a generator object, got \"\"");
   std::filesystem::path p(file);
   if (p.is_relative()) p = std::filesystem::path(r.source()).parent_path() / p;
-  return with_key(r, "mesh", [&] { return load_tet_mesh(p.string()); });
+  TetMesh mesh = with_key(r, "mesh", [&] { return load_tet_mesh(p.string()); });
+  check_memory(estimated_fem_bytes(static_cast<double>(mesh.tets.size())), r.source() + ": " + join_path(r.path(), "mesh"),
+               p.string() + " with " + std::to_string(mesh.tets.size()) + " tetrahedra");
+  return mesh;
 }
 
 }  // namespace

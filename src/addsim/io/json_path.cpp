@@ -108,4 +108,26 @@ void apply_override(json& root, const std::string& assignment) {
   set_json_path(root, path, parse_override_value(text, "--set " + path));
 }
 
+std::vector<std::string> truncate_scene_steps(json& scene, int steps) {
+  std::vector<std::string> notices;
+  if (!scene.is_object()) return notices;
+  scene["steps"] = steps;
+  const std::size_t keep = static_cast<std::size_t>(steps) + 1;
+  // (list of entries, per-step key) pairs of the scene format.
+  static const char* const kPerStep[][2] = {{"handles", "positions"}, {"bodies", "poses"}, {"joints", "target_angles"}};
+  for (const auto& [list, key] : kPerStep) {
+    if (!scene.contains(list) || !scene[list].is_array()) continue;
+    json& entries = scene[list];
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+      json& e = entries[k];
+      if (!e.is_object() || !e.contains(key) || !e[key].is_array() || e[key].size() <= keep) continue;
+      const std::size_t had = e[key].size();
+      e[key].erase(e[key].begin() + static_cast<std::ptrdiff_t>(keep), e[key].end());
+      notices.push_back(std::string(list) + "." + std::to_string(k) + "." + key + ": " + std::to_string(had) +
+                        " entries cut to " + std::to_string(keep) + " for steps = " + std::to_string(steps));
+    }
+  }
+  return notices;
+}
+
 }  // namespace addsim

@@ -4,6 +4,7 @@
 /// whose "name" equals the segment ("bodies.sheet.mass").
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,5 +20,11 @@ nlohmann::json parse_override_value(const std::string& text, const std::string& 
 
 /// Applies one "PATH=JSON" assignment to `root`; throws InputError naming it when malformed.
 void apply_override(nlohmann::json& root, const std::string& assignment);
+
+/// Shortens a scene document to `steps` time steps (a quick look at any example): sets
+/// "steps" and cuts the per-step lists that have more than steps + 1 entries
+/// (handles.*.positions, bodies.*.poses, joints.*.target_angles) to their first steps + 1.
+/// Returns one notice per list cut ("handles.0.positions: 401 entries cut to 11 for steps = 10").
+std::vector<std::string> truncate_scene_steps(nlohmann::json& scene, int steps);
 
 }  // namespace addsim

@@ -1,5 +1,7 @@
 #include "addsim/io/json_reader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -27,6 +29,7 @@ class PathTrackingSax {
   bool string(json::string_t& s) { return put(json(s)); }
   bool binary(json::binary_t&) { return put(json(nullptr)); }
   bool start_object(std::size_t) {
+    if (too_deep()) return false;
     json* slot = insert(json::object());
     stack_.push_back({slot, ""});
     return true;
@@ -46,6 +49,7 @@ class PathTrackingSax {
     return true;
   }
   bool start_array(std::size_t) {
+    if (too_deep()) return false;
     json* slot = insert(json::array());
     stack_.push_back({slot, ""});
     return true;
@@ -54,15 +58,15 @@ class PathTrackingSax {
     stack_.pop_back();
     return true;
   }
-  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& ex) {
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) {
     position_ = position;
     error_path = current_path();
+    // nlohmann's text without its "[json.exception.parse_error.101] " tag and "parse error at
+    // line 1, column 2: " prefix (the caller reports the position itself).
     std::string what = ex.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] " tag and its "parse error at line 1,
-    // column 2: " prefix: the caller reports the position itself.
     const auto tag = what.find("] ");
     if (what.rfind("[json.exception", 0) == 0 && tag != std::string::npos) what = what.substr(tag + 2);
-    const auto colon = what.rfind(": ");
+    const auto colon = what.find(": ");
     if (what.rfind("parse error", 0) == 0 && colon != std::string::npos) what = what.substr(colon + 2);
     if (what.rfind("number overflow", 0) == 0) what += " (not a finite double)";
     error = what;
@@ -107,9 +111,88 @@ class PathTrackingSax {
     return true;
   }
 
+  // Deeper nesting than any addsim file needs is refused before it can exhaust the stack of
+  // the recursive copies and destructors of the document.
+  bool too_deep() {
+    if (static_cast<int>(stack_.size()) < kMaxJsonDepth) return false;
+    error_path = current_path();
+    error = "lists and objects are nested more than " + std::to_string(kMaxJsonDepth) + " levels deep";
+    depth_exceeded = true;
+    return true;
+  }
+
   std::vector<Frame> stack_;
   std::size_t position_ = 0;
+
+ public:
+  bool depth_exceeded = false;
 };
+
+// Offset of the first '[' or '{' (outside strings) that opens level kMaxJsonDepth + 1.
+std::size_t deep_bracket(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-'; }
+
+// A readable reason for a syntax error at byte `at`, naming the usual mistakes (comments,
+// NaN/Infinity, single quotes, trailing commas, bare keys); nlohmann's own text otherwise.
+std::string explain_syntax_error(const std::string& text, std::size_t at, std::string parser_text) {
+  if (parser_text.rfind("number overflow", 0) == 0) return parser_text;
+  if (at >= text.size() || parser_text.find("unexpected end of input") != std::string::npos)
+    return "unexpected end of the text (an unclosed '{', '[' or string?)";
+  const char c = text[at];
+  if (c == '/') return "JSON has no comments ('//' and '/* */' are not allowed)";
+  if (c == '#') return "JSON has no comments ('#' is not allowed)";
+  if (c == '\'') return "JSON strings and keys need double quotes (\"...\"), not single quotes";
+  // The word around `at` (a literal, number or bare key).
+  std::size_t a = at, b = at;
+  while (a > 0 && word_char(text[a - 1])) --a;
+  while (b < text.size() && word_char(text[b])) ++b;
+  std::string word = text.substr(a, b - a);
+  std::string bare = word;
+  if (!bare.empty() && (bare[0] == '-' || bare[0] == '+')) bare.erase(0, 1);
+  std::string lower = bare;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "nan" || lower == "inf" || lower == "infinity")
+    return "JSON has no NaN or Infinity numbers, got " + word +
+           " (Python's json.dump writes them for non-finite floats; use a finite number)";
+  if (c == '}' || c == ']') {
+    std::size_t k = at;
+    while (k > 0 && std::isspace(static_cast<unsigned char>(text[k - 1]))) --k;
+    if (k > 0 && text[k - 1] == ',') return std::string("trailing comma before '") + c + "' (JSON allows none)";
+  }
+  if (parser_text.find("object key") != std::string::npos && !word.empty() && std::isalpha(static_cast<unsigned char>(word[0])))
+    return "object keys must be strings in double quotes, got " + word;
+  if (lower == "true" || lower == "false" || lower == "null")
+    return "JSON literals are lower case: true, false, null; got " + word;
+  // nlohmann's explanation, on one line.
+  std::string out;
+  for (std::size_t i = 0; i < parser_text.size(); ++i) {
+    if (parser_text.compare(i, 8, "<U+000A>") == 0) {
+      out += "\\n";
+      i += 7;
+    } else {
+      out += parser_text[i];
+    }
+  }
+  return out;
+}
 
 std::string bound_text(Bound bound) {
   switch (bound) {
@@ -129,12 +212,15 @@ std::string join_path(const std::string& path, const std::string& key) {
 
 json parse_json_text(const std::string& text, const std::string& source) {
   PathTrackingSax sax;
-  const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, false);
+  const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, true);
   if (ok) return std::move(sax.root);
-  // Line and column (1-based) of the byte where parsing stopped.
-  const std::size_t pos = std::min(sax.position(), text.size());
+  // The byte where parsing stopped: the offending character (the parser reports the count
+  // of characters read, one past it), or the bracket that opened one level too many.
+  std::size_t at = std::min(sax.position(), text.size());
+  if (at > 0) --at;
+  if (sax.depth_exceeded) at = deep_bracket(text);
   int line = 1, column = 1;
-  for (std::size_t i = 0; i < pos; ++i) {
+  for (std::size_t i = 0; i < at && i < text.size(); ++i) {
     if (text[i] == '\n') {
       ++line;
       column = 1;
@@ -144,8 +230,12 @@ json parse_json_text(const std::string& text, const std::string& source) {
   }
   std::ostringstream msg;
   msg << source << ":" << line << ":" << column << ": ";
-  if (!sax.error_path.empty()) msg << sax.error_path << ": ";
-  msg << (sax.error.empty() ? std::string("invalid JSON") : sax.error);
+  // Key paths of runaway nesting are long runs of "0.0.0...": shortened.
+  std::string path = sax.error_path;
+  if (path.size() > 80) path = path.substr(0, 60) + "...";
+  if (!path.empty()) msg << path << ": ";
+  const std::string reason = sax.depth_exceeded ? sax.error : explain_syntax_error(text, at, sax.error);
+  msg << (reason.empty() ? std::string("invalid JSON") : reason);
   throw InputError(msg.str());
 }
 

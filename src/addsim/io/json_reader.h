@@ -16,8 +16,14 @@
 
 namespace addsim {
 
+/// Deepest nesting of lists and objects accepted in any JSON input (addsim's own files need
+/// fewer than 10 levels).
+inline constexpr int kMaxJsonDepth = 64;
+
 /// Parses JSON text; throws InputError "<source>:<line>:<col>: <key path>: <problem>" on a
-/// syntax error, a duplicate key or a number that overflows a double.
+/// syntax error (with a readable reason: comments, NaN/Infinity, single quotes, trailing
+/// commas and bare keys are named as such), a duplicate key, a number that overflows a
+/// double, or nesting deeper than kMaxJsonDepth.
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
 /// Joins a key path and a key ("bodies.0" + "mass" → "bodies.0.mass"; "" + "dt" → "dt").

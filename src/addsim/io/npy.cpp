@@ -5,9 +5,11 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 
 namespace addsim {
 
@@ -42,8 +44,8 @@ void write_npy(const std::filesystem::path& file, const std::vector<VecX>& rows,
 }
 
 NpyArray read_npy(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open for reading");
+  const std::string bytes = read_input_file(file, ".npy file");
+  std::istringstream in(bytes);
   char head[10];
   in.read(head, 10);
   if (!in || std::memcmp(head, kMagic, kMagicSize) != 0) throw InputError(file.string() + ": not an .npy file");
@@ -57,8 +59,14 @@ NpyArray read_npy(const std::filesystem::path& file) {
   if (!in || !std::regex_match(dict, m, kDict))
     throw InputError(file.string() + ": expected a 2-D '<f8' C-order array, header is " + dict);
   NpyArray a;
-  a.rows = std::stoul(m[1].str());
-  a.cols = std::stoul(m[2].str());
+  // The shape must fit the bytes that follow the header (also guards against overflow).
+  const double rows = std::stod(m[1].str()), cols = std::stod(m[2].str());
+  const double available = static_cast<double>(bytes.size()) - 10.0 - static_cast<double>(len);
+  if (rows * cols * sizeof(double) > available)
+    throw InputError(file.string() + ": file is shorter than its header's shape (" + m[1].str() + ", " + m[2].str() +
+                     ") says");
+  a.rows = static_cast<std::size_t>(rows);
+  a.cols = static_cast<std::size_t>(cols);
   a.values.resize(a.rows * a.cols);
   in.read(reinterpret_cast<char*>(a.values.data()), static_cast<std::streamsize>(a.values.size() * sizeof(double)));
   if (!in) throw InputError(file.string() + ": file is shorter than its header says");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/scene_builder.h"
 #include "addsim/terms/particle_terms.h"
@@ -249,16 +250,7 @@ void parse_springs(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& 
   }
 }
 
-std::string read_file(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) throw InputError(file.string() + ": no such file");
-  if (std::filesystem::is_directory(file, ec)) throw InputError(file.string() + ": is a directory, not a scene file");
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const std::filesystem::path& file) { return read_input_file(file, "scene file"); }
 
 }  // namespace
 
@@ -325,19 +317,34 @@ Scene build_scene(const json& doc, const std::string& source) {
   model.info.emplace_back("gravity", g.str());
   model.info.emplace_back("contact model", to_string(b.contact.model));
   model.finalize();
+  // A run stores q for every step plus a step report (about 512 bytes with its residual
+  // history): refuse a trajectory the machine cannot hold before the run starts.
+  const double trajectory_bytes = (steps + 1.0) * (8.0 * model.num_dofs() + 512.0);
+  check_memory(trajectory_bytes, source + ": steps",
+               "a trajectory of " + std::to_string(steps) + " steps of " + std::to_string(model.num_dofs()) +
+                   " coordinates");
   return scene;
 }
 
 Scene load_scene_text(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
   json doc = parse_json_text(text, source);
+  bool steps_set = false;
   for (const std::string& o : overrides) {
     try {
       apply_override(doc, o);
     } catch (const InputError& e) {
       throw InputError(source + ": " + e.what());
     }
+    steps_set = steps_set || o.rfind("steps=", 0) == 0;
   }
-  return build_scene(doc, source);
+  // "steps=N" shortens the per-step lists too, so that any scene can be run for a few steps.
+  std::vector<std::string> notices;
+  if (steps_set && doc.is_object() && doc["steps"].is_number_integer() && doc["steps"].get<long long>() >= 1 &&
+      doc["steps"].get<long long>() <= 1000000000LL)
+    notices = truncate_scene_steps(doc, doc["steps"].get<int>());
+  Scene scene = build_scene(doc, source);
+  scene.notices = std::move(notices);
+  return scene;
 }
 
 Scene load_scene_file(const std::filesystem::path& file, const std::vector<std::string>& overrides) {

@@ -33,6 +33,7 @@ struct Scene {
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);  ///< m/s²
   std::vector<SceneBody> bodies;    ///< parallel to model->bodies()
   std::vector<std::string> obstacle_names;
+  std::vector<std::string> notices;  ///< per-step lists cut by a "steps" override (truncate_scene_steps)
 };
 
 /// Reads, overrides ("PATH=JSON" each, applied in order) and builds a scene file.

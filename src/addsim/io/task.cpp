@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/json_reader.h"
 #include "addsim/objectives/objective_terms.h"
@@ -21,16 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& file, const std::string& what) {
-  std::error_code ec;
-  if (!fs::exists(file, ec)) throw InputError(file.string() + ": no such " + what);
-  if (fs::is_directory(file, ec)) throw InputError(file.string() + ": is a directory, not a " + what);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& file, const std::string& what) { return read_input_file(file, what); }
 
 // Everything a term parser needs.
 struct TaskContext {
@@ -607,7 +599,12 @@ Task load_task_file(const fs::path& file, const std::vector<std::string>& overri
     for (const auto& [path, value] : set.items()) scene_sets.push_back(path + "=" + value.dump());
   }
   scene_sets.insert(scene_sets.end(), scene_overrides.begin(), scene_overrides.end());
-  t.scene = load_scene_file(scene_file, scene_sets);
+  try {
+    t.scene = load_scene_file(scene_file, scene_sets);
+  } catch (const InputError& e) {
+    // Name the task too: the problem may come from its "set" or its "scene" path.
+    throw InputError(source + ": scene: " + e.what());
+  }
   const Model& model = *t.scene.model;
 
   std::vector<std::pair<bool, bool>> given;

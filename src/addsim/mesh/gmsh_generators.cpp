@@ -13,6 +13,7 @@
 #include <Eigen/Geometry>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 
 #ifdef ADDSIM_HAVE_GMSH
 #include <gmsh.h>
@@ -122,8 +123,7 @@ TetMesh mesh_to_target(const char* what, const std::function<void()>& build, dou
 // Triangles of a Wavefront .obj file: vertices (m) and 0-based corner ids. Polygons are
 // fanned; "f" entries may carry /texture/normal indices and negative (relative) ids.
 void read_obj(const std::string& path, std::vector<Vec3>& vertices, std::vector<std::array<int, 3>>& triangles) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open surface mesh");
+  std::istringstream in(read_input_file(path, "surface mesh"));
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -243,7 +243,7 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ext != ".obj" && ext != ".stl") throw InputError(path + ": expected a .obj or .stl surface mesh");
-  if (!std::filesystem::exists(path)) throw InputError(path + ": no such file");
+  check_input_file(path, "surface mesh");
 #ifdef ADDSIM_HAVE_GMSH
   std::vector<Vec3> vertices;
   std::vector<std::array<int, 3>> triangles;

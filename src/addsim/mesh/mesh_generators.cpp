@@ -2,15 +2,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 
 namespace addsim {
+
+namespace {
+
+// Refuses a box of nx·ny·nz cells (doubles, so that nothing overflows) that would have more
+// than kMaxBoxTets tets or not fit in memory.
+void check_box_size(double nx, double ny, double nz, int per_cell) {
+  const double tets = nx * ny * nz * per_cell;
+  char what[160];
+  std::snprintf(what, sizeof what, "%.3g x %.3g x %.3g cells (%.3g tetrahedra)", nx, ny, nz, tets);
+  if (!(tets <= kMaxBoxTets))
+    throw InputError("box mesh: " + std::string(what) + " are more than the limit of 1e8 tetrahedra");
+  check_memory(estimated_fem_bytes(tets), "box mesh", what);
+}
+
+}  // namespace
+
+double estimated_fem_bytes(double tets) { return 7.4e3 * tets * std::max(1.0, std::cbrt(tets / 1e5)); }
 
 TetMesh make_box_mesh(const Vec3& size, const Eigen::Vector3i& cells, BoxSplit split, const Vec3& center) {
   if (!size.allFinite() || (size.array() <= 0.0).any())
     throw InputError("box mesh: every size must be positive and finite");
   if ((cells.array() < 1).any()) throw InputError("box mesh: every cell count must be at least 1");
+  check_box_size(cells[0], cells[1], cells[2], split == BoxSplit::kSix ? 6 : 5);
   const int nx = cells[0], ny = cells[1], nz = cells[2];
   TetMesh mesh;
   auto node_id = [&](int i, int j, int k) { return i + (nx + 1) * (j + (ny + 1) * k); };
@@ -55,8 +75,10 @@ TetMesh make_box_mesh_target(const Vec3& size, int target_tets, BoxSplit split, 
   const int per_cell = split == BoxSplit::kSix ? 6 : 5;
   // Cube edge h such that (V / h³) · per_cell = target.
   const double h = std::cbrt(size.prod() * per_cell / target_tets);
-  Eigen::Vector3i cells;
-  for (int d = 0; d < 3; ++d) cells[d] = std::max(1, static_cast<int>(std::lround(size[d] / h)));
+  Vec3 n;
+  for (int d = 0; d < 3; ++d) n[d] = std::max(1.0, std::round(size[d] / h));
+  check_box_size(n[0], n[1], n[2], per_cell);
+  const Eigen::Vector3i cells = n.cast<int>();
   return make_box_mesh(size, cells, split, center);
 }
 

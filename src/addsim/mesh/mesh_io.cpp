@@ -6,15 +6,27 @@
 #include <unordered_map>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 
 namespace addsim {
 
 namespace {
 
-// Line reader that counts lines for error messages.
+// Bytes in a stream from its current position (-1 if it cannot seek).
+long long stream_bytes(std::istream& in) {
+  const auto start = in.tellg();
+  if (start < 0) return -1;
+  in.seekg(0, std::ios::end);
+  const auto end = in.tellg();
+  in.seekg(start);
+  return end < 0 ? -1 : static_cast<long long>(end - start);
+}
+
+// Line reader that counts lines for error messages and checks counts announced by headers
+// against the stream's size before anything is allocated for them.
 class Reader {
  public:
-  Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)) {}
+  Reader(std::istream& in, std::string name) : in_(in), name_(std::move(name)), bytes_(stream_bytes(in)) {}
   bool next(std::string& line) {
     if (!std::getline(in_, line)) return false;
     ++line_no_;
@@ -29,12 +41,29 @@ class Reader {
   [[noreturn]] void fail(const std::string& msg) const {
     throw InputError(name_ + ":" + std::to_string(line_no_) + ": " + msg);
   }
+  // Fails unless 0 <= n and n entries of at least `min_bytes` bytes each fit in the file,
+  // so that a header announcing 10^18 nodes or a negative count cannot cause an allocation.
+  void check_count(long long n, int min_bytes, const std::string& what, const std::string& plural) const {
+    if (n < 0) fail("negative " + what + " count " + std::to_string(n));
+    if (bytes_ >= 0 && n > bytes_ / min_bytes)
+      fail("the header announces " + std::to_string(n) + " " + plural + ", but the file (" + std::to_string(bytes_) +
+           " bytes) can hold at most " + std::to_string(bytes_ / min_bytes));
+  }
 
  private:
   std::istream& in_;
   std::string name_;
+  long long bytes_;
   int line_no_ = 0;
 };
+
+// Shortest line of a node ("1 0 0 0\n"), of any Gmsh element ("1 15 2 0 1 1\n" in format 2,
+// "1 1\n" in 4.1), of a 4.1 node tag and coordinate line, and of a TetGen tetrahedron.
+constexpr int kMinNodeBytes = 8;
+constexpr int kMinElementBytes = 4;
+constexpr int kMinNodeTagBytes = 2;
+constexpr int kMinCoordinateBytes = 6;
+constexpr int kMinTetBytes = 10;
 
 // Finishes a loaded mesh: drops unused nodes, orients tets, validates.
 TetMesh finish(TetMesh mesh, const std::string& name) {
@@ -57,7 +86,8 @@ int lookup(const TagMap& tags, long long tag, Reader& r) {
 void read_msh2_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
   std::istringstream head(r.require_line("$Nodes count"));
   long long n = -1;
-  if (!(head >> n) || n < 0) r.fail("bad node count");
+  if (!(head >> n)) r.fail("bad node count");
+  r.check_count(n, kMinNodeBytes, "node", "nodes");
   mesh.nodes.reserve(n);
   for (long long k = 0; k < n; ++k) {
     std::istringstream ls(r.require_line("a node"));
@@ -72,7 +102,8 @@ void read_msh2_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
 void read_msh2_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
   std::istringstream head(r.require_line("$Elements count"));
   long long n = -1;
-  if (!(head >> n) || n < 0) r.fail("bad element count");
+  if (!(head >> n)) r.fail("bad element count");
+  r.check_count(n, kMinElementBytes, "element", "elements");
   for (long long k = 0; k < n; ++k) {
     std::istringstream ls(r.require_line("an element"));
     long long tag;
@@ -97,12 +128,15 @@ void read_msh4_nodes(Reader& r, TetMesh& mesh, TagMap& tags) {
   std::istringstream head(r.require_line("$Nodes header"));
   long long blocks, total, min_tag, max_tag;
   if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Nodes header (format 4.1 expected)");
+  r.check_count(blocks, kMinElementBytes, "node block", "node blocks");
+  r.check_count(total, kMinNodeTagBytes + kMinCoordinateBytes, "node", "nodes");
   mesh.nodes.reserve(total);
   for (long long b = 0; b < blocks; ++b) {
     std::istringstream bh(r.require_line("a node block header"));
     int dim, entity, parametric;
     long long count;
     if (!(bh >> dim >> entity >> parametric >> count)) r.fail("bad node block header");
+    r.check_count(count, kMinNodeTagBytes + kMinCoordinateBytes, "node", "nodes");
     std::vector<long long> block_tags(count);
     for (long long k = 0; k < count; ++k) {
       std::istringstream ls(r.require_line("a node tag"));
@@ -122,11 +156,14 @@ void read_msh4_elements(Reader& r, TetMesh& mesh, const TagMap& tags) {
   std::istringstream head(r.require_line("$Elements header"));
   long long blocks, total, min_tag, max_tag;
   if (!(head >> blocks >> total >> min_tag >> max_tag)) r.fail("bad $Elements header (format 4.1 expected)");
+  r.check_count(blocks, kMinElementBytes, "element block", "element blocks");
+  r.check_count(total, kMinElementBytes, "element", "elements");
   for (long long b = 0; b < blocks; ++b) {
     std::istringstream bh(r.require_line("an element block header"));
     int dim, entity, type;
     long long count;
     if (!(bh >> dim >> entity >> type >> count)) r.fail("bad element block header");
+    r.check_count(count, kMinElementBytes, "element", "elements");
     for (long long k = 0; k < count; ++k) {
       const std::string line = r.require_line("an element");
       if (type != 4) continue;
@@ -213,8 +250,7 @@ TetMesh parse_gmsh_msh(std::istream& in, const std::string& name) {
 }
 
 TetMesh load_gmsh_msh(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot open mesh file '" + path + "'");
+  std::istringstream in(read_input_file(path, "mesh file"));
   return parse_gmsh_msh(in, path);
 }
 
@@ -226,8 +262,9 @@ TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::str
     std::istringstream head(tetgen_line(r, "the .node header"));
     long long n;
     int dim;
-    if (!(head >> n >> dim) || n < 0) r.fail("bad .node header");
+    if (!(head >> n >> dim)) r.fail("bad .node header");
     if (dim != 3) r.fail("dimension must be 3, got " + std::to_string(dim));
+    r.check_count(n, kMinNodeBytes, "node", "nodes");
     mesh.nodes.reserve(n);
     for (long long k = 0; k < n; ++k) {
       std::istringstream ls(tetgen_line(r, "a node"));
@@ -243,8 +280,9 @@ TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::str
     std::istringstream head(tetgen_line(r, "the .ele header"));
     long long n;
     int per;
-    if (!(head >> n >> per) || n < 0) r.fail("bad .ele header");
+    if (!(head >> n >> per)) r.fail("bad .ele header");
     if (per != 4 && per != 10) r.fail("nodes per tetrahedron must be 4 or 10, got " + std::to_string(per));
+    r.check_count(n, kMinTetBytes, "tetrahedron", "tetrahedra");
     mesh.tets.reserve(n);
     for (long long k = 0; k < n; ++k) {
       std::istringstream ls(tetgen_line(r, "a tetrahedron"));
@@ -267,10 +305,8 @@ TetMesh parse_tetgen(std::istream& node_in, std::istream& ele_in, const std::str
 
 TetMesh load_tetgen(const std::string& path) {
   const std::string base = base_of(path);
-  std::ifstream node(base + ".node");
-  if (!node) throw InputError("cannot open TetGen node file '" + base + ".node'");
-  std::ifstream ele(base + ".ele");
-  if (!ele) throw InputError("cannot open TetGen element file '" + base + ".ele'");
+  std::istringstream node(read_input_file(base + ".node", "TetGen node file"));
+  std::istringstream ele(read_input_file(base + ".ele", "TetGen element file"));
   return parse_tetgen(node, ele, base);
 }
 

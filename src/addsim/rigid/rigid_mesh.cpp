@@ -1,14 +1,18 @@
 #include "addsim/rigid/rigid_mesh.h"
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include <Eigen/Geometry>
 
 #include "addsim/core/error.h"
+#include "addsim/core/input_file.h"
 
 namespace addsim {
 
@@ -21,25 +25,44 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
+// One "f" entry ("i", "i/t", "i/t/n"; negative counts from the end) as a 0-based vertex id,
+// or -1 if it is not a usable integer (zero, overflowing, or counting back past the start).
+int obj_vertex_id(const std::string& tok, std::size_t vertices) {
+  const std::string head = tok.substr(0, tok.find('/'));
+  char* end = nullptr;
+  errno = 0;
+  const long long i = std::strtoll(head.c_str(), &end, 10);
+  if (head.empty() || *end != '\0' || errno == ERANGE || i == 0) return -1;
+  // Positive ids may refer to vertices defined further down (checked once all are read).
+  const long long k = i < 0 ? static_cast<long long>(vertices) + i : i - 1;
+  return k >= 0 && k < std::numeric_limits<int>::max() ? static_cast<int>(k) : -1;
+}
+
 SurfaceMesh read_obj(std::istream& in, const std::string& path) {
   SurfaceMesh m;
   std::string line;
+  int line_no = 0;
   while (std::getline(in, line)) {
+    ++line_no;
     std::istringstream ls(line);
     std::string tag;
     ls >> tag;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
     if (tag == "v") {
       Vec3 x;
-      if (!(ls >> x.x() >> x.y() >> x.z())) throw InputError(path + ": bad vertex line \"" + line + "\"");
+      if (!(ls >> x.x() >> x.y() >> x.z()) || !x.allFinite()) throw InputError(where + "bad vertex line \"" + line + "\"");
       m.vertices.push_back(x);
     } else if (tag == "f") {
-      // "f a b c ...", each entry "i", "i/t" or "i/t/n"; negative indices count from the end.
       std::vector<int> ids;
       std::string tok;
       while (ls >> tok) {
-        const int i = std::stoi(tok.substr(0, tok.find('/')));
-        ids.push_back(i < 0 ? static_cast<int>(m.vertices.size()) + i : i - 1);
+        const int id = obj_vertex_id(tok, m.vertices.size());
+        if (id < 0)
+          throw InputError(where + "face entry \"" + tok + "\" is not a vertex index (1, 2, ... or negative from the end; " +
+                           std::to_string(m.vertices.size()) + " vertices so far)");
+        ids.push_back(id);
       }
+      if (ids.size() < 3) throw InputError(where + "face with fewer than 3 vertices");
       for (std::size_t k = 2; k < ids.size(); ++k) m.triangles.push_back({ids[0], ids[k - 1], ids[k]});
     }
   }
@@ -97,18 +120,15 @@ SurfaceMesh read_stl(const std::string& bytes, const std::string& path) {
 }  // namespace
 
 SurfaceMesh load_surface_mesh(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open mesh file");
   const std::string ext = lower_extension(path);
+  if (ext != "obj" && ext != "stl") throw InputError(path + ": unknown mesh format (expected .obj or .stl)");
+  const std::string bytes = read_input_file(path, "mesh file");
   SurfaceMesh m;
   if (ext == "obj") {
+    std::istringstream in(bytes);
     m = read_obj(in, path);
-  } else if (ext == "stl") {
-    std::ostringstream s;
-    s << in.rdbuf();
-    m = read_stl(s.str(), path);
   } else {
-    throw InputError(path + ": unknown mesh format (expected .obj or .stl)");
+    m = read_stl(bytes, path);
   }
   if (m.triangles.empty()) throw InputError(path + ": mesh has no triangles");
   for (const auto& t : m.triangles)

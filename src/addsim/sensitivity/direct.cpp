@@ -34,6 +34,10 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   if (options.keep_sensitivities_of >= 0 && keep < 0)
     throw InputError("direct sensitivities: keep_sensitivities_of = " +
                      std::to_string(options.keep_sensitivities_of) + " is not among the listed parameters");
+  const bool directional = options.direction.size() > 0;
+  if (directional && options.direction.size() != m)
+    throw InputError("direct sensitivities: direction has " + std::to_string(options.direction.size()) +
+                     " weights for " + std::to_string(m) + " listed parameters");
 
   ObjectiveGradient og(nq, np, n);
   DirectResult out;
@@ -55,6 +59,10 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   if (keep >= 0) {
     out.sensitivities.reserve(n + 1);
     out.sensitivities.push_back(dq0[keep]);
+  }
+  if (directional) {
+    out.directional.assign(n + 1, VecX::Zero(nq));
+    for (int c = 0; c < m; ++c) out.directional[0] += options.direction[c] * dq0[c];
   }
 
   // One LU serves many steps and parameters as GMRES preconditioner (relative residual
@@ -95,6 +103,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       ring[c][i % R] = sol;
       if (g) out.dphi_dp[c] += g->dot(sol);
       if (c == keep) out.sensitivities.push_back(sol);
+      if (directional) out.directional[i] += options.direction[c] * sol;
     }
   };
 

@@ -19,6 +19,10 @@ struct DirectOptions {
   /// Index in p of a parameter (one of the listed ones) whose full sensitivities
   /// s^0 … s^n are returned in DirectResult::sensitivities; −1 = none.
   int keep_sensitivities_of = -1;
+  /// Weights w_c, one per listed parameter, of a direction in parameter space; when
+  /// non-empty DirectResult::directional holds Σ_c w_c s^i_c for i = 0 … n (a Jacobian–vector
+  /// product dq^i/dp · w, e.g. for the Python module's jvp). Empty = none.
+  VecX direction;
 };
 
 struct DirectResult {
@@ -27,6 +31,8 @@ struct DirectResult {
   VecX dphi_dp;
   /// s^0 … s^n (each |q|) of DirectOptions::keep_sensitivities_of, else empty.
   std::vector<VecX> sensitivities;
+  /// Σ_c w_c s^i_c (each |q|) for i = 0 … n with the weights of DirectOptions::direction, else empty.
+  std::vector<VecX> directional;
   double wall_seconds = 0.0;
   long factorizations = 0;     ///< LU factorisations of step Jacobians
   long krylov_iterations = 0;  ///< GMRES iterations on a reused LU

@@ -1,0 +1,27 @@
+#pragma once
+/// Running external programs without a shell: the arguments go to the program as they are
+/// (no quoting, no word splitting, no globbing), so task names and paths with quotes,
+/// spaces or `;` cannot inject commands.
+
+#include <string>
+#include <vector>
+
+namespace addsim::cli {
+
+/// Outcome of run_program.
+struct ProgramResult {
+  bool started = false;  ///< the program could be executed
+  int exit_code = -1;    ///< its exit status when it exited normally, else -1
+  int signal = 0;        ///< the signal that ended it, 0 if none
+  std::string error;     ///< why it could not be started (empty if started)
+  /// True if the program ran and exited with status 0.
+  bool ok() const { return started && exit_code == 0; }
+  /// "exited with status 1", "killed by signal 9", "could not be started: ..." for messages.
+  std::string describe() const;
+};
+
+/// Runs argv[0] (an absolute path, no PATH search) with arguments argv[1..] via posix_spawn,
+/// inheriting stdin, stdout, stderr and the environment, and waits for it to finish.
+ProgramResult run_program(const std::vector<std::string>& argv);
+
+}  // namespace addsim::cli
