@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "addsim/cli/commands.h"
+#include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 #include "addsim/io/json_path.h"
@@ -199,6 +200,7 @@ int run_optimize(const Options& opt) {
   }
 
   auto first = std::make_shared<Task>(load_task_file(task_file, sets));
+  print_notices(first->scene);
   // The output folder is created and probed after the task loaded and before anything is simulated.
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -285,8 +287,12 @@ int run_optimize(const Options& opt) {
   const StageFactory factory = [&](int stage, const NamedValues& carried) {
     std::vector<std::string> stage_sets = sets;
     for (const std::string& o : task_stages[stage].scene_overrides) stage_sets.push_back("scene." + o);
-    st.task = (stage == 0 && task_stages[stage].scene_overrides.empty()) ? first
-                                                                        : std::make_shared<Task>(load_task_file(task_file, stage_sets));
+    if (stage == 0 && task_stages[stage].scene_overrides.empty()) {
+      st.task = first;
+    } else {
+      st.task = std::make_shared<Task>(load_task_file(task_file, stage_sets));
+      print_notices(st.task->scene);
+    }
     const Model& model = *st.task->scene.model;
     ParameterSelection selection;
     try {
