@@ -9,6 +9,7 @@
 
 #include "addsim/batch/batch.h"
 #include "addsim/core/error.h"
+#include "addsim/io/scene.h"
 #include "addsim/io/task.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "../support/source_dir.h"
@@ -66,6 +67,29 @@ TEST(Batch, ResultsAreBitIdenticalForAnyThreadCountAndEqualALoneRollout) {
   }
   // Different throws give different objectives: the batch did not run one item five times.
   EXPECT_NE(r1[0].phi, r1[1].phi);
+}
+
+TEST(Batch, AReusedSimulatorGivesTheBitsOfAFreshOne) {
+  // Simulator::run starts afresh, so an evaluation's result does not depend on which runs
+  // the simulator made before (optimisers keep simulators alive across evaluations).
+  // The 451-tet ball (UMFPACK with a reused LU, the state that used to carry over).
+  const Scene scene = load_scene_file(test::source_dir() / "scenes" / "soft_ball_throw.json", {"steps=25"});
+  const Model& model = *scene.model;
+  const ParamRange v = model.params().require("bodies.ball.velocity");
+  std::vector<VecX> ps(3, model.params().defaults());
+  ps[0][v.offset] += 0.4;
+  ps[1][v.offset + 2] -= 0.7;
+  Simulator reused(model, 1);
+  ASSERT_STREQ(reused.linear_solver_name(), Simulator(model, 1).linear_solver_name());
+  reused.run(ps[0]);
+  reused.run(ps[1]);
+  const Trajectory again = reused.run(ps[2]);
+  Simulator fresh(model, 1);
+  const Trajectory once = fresh.run(ps[2]);
+  ASSERT_TRUE(again.completed());
+  ASSERT_EQ(again.q.size(), once.q.size());
+  for (std::size_t i = 0; i < once.q.size(); ++i)
+    ASSERT_TRUE((again.q[i].array() == once.q[i].array()).all()) << "step " << i;
 }
 
 TEST(Batch, ProgressCountsEveryItemOnce) {

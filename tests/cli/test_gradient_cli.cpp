@@ -237,6 +237,48 @@ TEST(GradientCli, BadInputIsAOneLineErrorWithExitCode2) {
   }
 }
 
+// Task values that used to wrap or mislead (issue 18, defect 9): integers beyond int, a marker
+// file without a visible row (Φ = 0 for every parameter), duplicate (step, marker) rows.
+TEST(GradientCli, TaskValuesThatWrapOrMisleadAreInputErrors) {
+  const fs::path dir = fresh_temp_dir();
+  const fs::path task = write_spring_task(dir);
+  std::string t = task.string();
+  t.insert(t.begin(), '\'');
+  t.push_back('\'');
+  struct Bad {
+    std::string args, fragment;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"gradient " + t + " --set objective.0.step=4294967296", "objective.0.step: integer 4294967296 is out of range"},
+           {"gradient " + t + " --set objective.0.body=4294967296", "objective.0.body: integer 4294967296 is out of range"},
+           {"gradient " + t + " --set objective.0.step=-9223372036854775808", "out of range"},
+       }) {
+    const CliRun r = run(b.args, dir);
+    EXPECT_EQ(r.code, 2) << b.args << "\n" << r.err;
+    expect_one_line_error(r, b.fragment);
+  }
+  // Marker data: the soft-material task with its CSV replaced.
+  const fs::path src = source_dir() / "tasks";
+  fs::create_directories(dir / "data");
+  fs::copy_file(src / "soft_material.json", dir / "material.json");
+  std::ofstream(dir / "data" / "soft_material_markers.csv") << "step,marker,x,y,z\n";
+  const std::string m = "gradient '" + (dir / "material.json").string() + "' --set scene=" + "'\"" +
+                        (src / "scenes" / "soft_ball_small.json").string() + "\"'";
+  CliRun r = run(m, dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_one_line_error(r, "has no visible marker row");
+  std::ofstream(dir / "data" / "soft_material_markers.csv")
+      << "step,marker,x,y,z,visible\n3,0,0.1,0,0.2,0\n";
+  r = run(m, dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_one_line_error(r, "has no visible marker row");
+  std::ofstream(dir / "data" / "soft_material_markers.csv")
+      << "step,marker,x,y,z\n3,0,0.1,0,0.2\n4,1,0.1,0,0.2\n3,0,0.2,0,0.2\n";
+  r = run(m, dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+  expect_one_line_error(r, "marker 0 at step 3 is already given on line 2");
+}
+
 TEST(GradientCli, FailedForwardRunIsAnErrorWithExitCode3) {
   const fs::path dir = fresh_temp_dir();
   const fs::path task = write_ball_task(dir);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <fstream>
 #include <limits>
@@ -31,8 +32,13 @@ struct TaskContext {
   VecX q0;       // initial state at the scene defaults (markers given by position embed here)
 };
 
+// An integer that fits in int: larger JSON integers (4294967296) would wrap in get<int>().
 int integer_value(const json& v, const std::string& source, const std::string& path) {
   if (!v.is_number_integer()) fail_at(source, path, "must be an integer, got " + describe(v));
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+                             : (v.get<std::int64_t>() < std::numeric_limits<int>::min() ||
+                                v.get<std::int64_t>() > std::numeric_limits<int>::max()))
+    fail_at(source, path, "integer " + describe(v) + " is out of range");
   return v.get<int>();
 }
 
@@ -41,7 +47,7 @@ int body_ref(ObjectReader& r, const Task& t, const std::string& key = "body") {
   const auto& bodies = t.scene.bodies;
   const json& v = r.has(key) ? r.raw(key) : json(0);
   if (v.is_number_integer()) {
-    const int i = v.get<int>();
+    const int i = integer_value(v, r.source(), join_path(r.path(), key));
     if (i < 0 || i >= static_cast<int>(bodies.size()))
       r.fail(key, "body " + std::to_string(i) + " does not exist (the scene has " + std::to_string(bodies.size()) +
                       ")");
@@ -59,7 +65,7 @@ int handle_ref(ObjectReader& r, const Task& t) {
   const auto& handles = t.scene.model->handles();
   const json& v = r.has("handle") ? r.raw("handle") : json(0);
   if (v.is_number_integer()) {
-    const int i = v.get<int>();
+    const int i = integer_value(v, r.source(), join_path(r.path(), "handle"));
     if (i < 0 || i >= static_cast<int>(handles.size())) r.fail("handle", "handle " + std::to_string(i) + " does not exist");
     return i;
   }
@@ -162,6 +168,8 @@ std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_mark
       (header.size() == 6 && header[5] != "visible") || header.size() > 6)
     r.fail("data", file.string() + ": header must be step,marker,x,y,z[,visible]");
   std::map<int, MarkerFrame> frames;
+  std::map<std::pair<int, int>, size_t> seen;  // (step, marker) → line of its row
+  int visible_rows = 0;
   for (size_t l = 0; l < rows.size(); ++l) {
     const auto& row = rows[l];
     const std::string where = file.string() + ":" + std::to_string(l + 2);
@@ -170,6 +178,12 @@ std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_mark
       throw InputError(where + ": step must be an integer in [0, " + std::to_string(n) + "]");
     if (marker != std::floor(marker) || marker < 0 || marker >= static_cast<double>(num_markers))
       throw InputError(where + ": marker must be an integer in [0, " + std::to_string(num_markers - 1) + "]");
+    // A second row for the same marker and step would silently replace the first.
+    const auto [it, fresh] = seen.emplace(std::make_pair(static_cast<int>(step), static_cast<int>(marker)), l + 2);
+    if (!fresh)
+      throw InputError(where + ": marker " + std::to_string(static_cast<int>(marker)) + " at step " +
+                       std::to_string(static_cast<int>(step)) + " is already given on line " +
+                       std::to_string(it->second));
     MarkerFrame& f = frames[static_cast<int>(step)];
     if (f.positions.empty()) {
       f.step = static_cast<int>(step);
@@ -181,7 +195,12 @@ std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_mark
     if (visible && !x.allFinite()) throw InputError(where + ": a visible marker needs finite x, y, z");
     f.positions[static_cast<int>(marker)] = visible ? x : Vec3::Zero();
     f.visible[static_cast<int>(marker)] = visible;
+    visible_rows += visible ? 1 : 0;
   }
+  // No visible observation: Φ would be 0 for every parameter and an optimiser would stop at
+  // once, "converged".
+  if (visible_rows == 0)
+    r.fail("data", file.string() + ": has no visible marker row (" + std::to_string(rows.size()) + " rows)");
   std::vector<MarkerFrame> out;
   for (auto& [s, f] : frames) out.push_back(std::move(f));
   return out;

@@ -89,12 +89,15 @@ void rigid_slip_correction_param_derivatives(const RigidContactTerm& term, const
   const ContactForce slip = friction_force(s.x, s.xdot, obstacle, c, FrictionMode::kCoulomb);
   // k_t = k_n h when derived: the penalty's ∂/∂k_t enters the k_n column.
   const Vec3 pen_dkn = settings.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + ctx.scheme.h * pen.df_dkt);
-  int idx[3];
-  Eigen::Matrix<double, 6, 3> block;
+  int idx[4];
+  Eigen::Matrix<double, 6, 4> block;
   int m = 0;
   idx[m] = settings.kn_param, block.col(m++) = s.Pv.transpose() * (pen_dkn - slip.df_dkn);
   idx[m] = obstacle.friction_param(), block.col(m++) = s.Pv.transpose() * (pen.df_dcf - slip.df_dcf);
   if (settings.kt_param >= 0) idx[m] = settings.kt_param, block.col(m++) = s.Pv.transpose() * pen.df_dkt;
+  // The smoothed normal force (contact.smoothing = w) scales both friction forces' limits.
+  if (settings.smoothing_param >= 0)
+    idx[m] = settings.smoothing_param, block.col(m++) = s.Pv.transpose() * (pen.df_dw - slip.df_dw);
   sink.add(term.stencil(), std::span<const int>(idx, m), block.leftCols(m));
 }
 

@@ -84,6 +84,21 @@ bool ReusedFactorization::factorize_in_background(const VecX& values, const VecX
   return true;
 }
 
+void ReusedFactorization::reset() {
+  if (background_ == Background::kRunning) {
+    background_ = Background::kFinished;  // wait() may rethrow the worker's exception
+    worker_->wait();
+  }
+  background_ = Background::kNone;
+  background_ok_ = false;
+  superseded_ = false;
+  background_work_ = 0.0;
+  have_lu_ = false;
+  refactor_next_ = false;
+  excess_iterations_ = 0.0;
+  rotated_ = false;
+}
+
 bool ReusedFactorization::background_running() {
   if (background_ == Background::kRunning && worker_->finished()) {
     background_ = Background::kFinished;

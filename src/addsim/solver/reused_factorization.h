@@ -58,6 +58,12 @@ class ReusedFactorization {
   /// Forgets the factorisation: the next solve factorises (e.g. after a discontinuous
   /// change of the system such as a new contact active set).
   void invalidate() { have_lu_ = false; }
+  /// Back to the state after construction, keeping the symbolic analysis and the
+  /// workspaces: no LU, no reuse bookkeeping, no background factorisation (a running one is
+  /// waited for and discarded). Simulator::run calls it first, so that a run's result does
+  /// not depend on the runs the same simulator made before (optimisers and batches reuse
+  /// simulators; their evaluations must depend only on the parameters).
+  void reset();
 
   /// Factorisation ahead, on a second core (two-thread forward runs). With a worker and a
   /// second solver on the same pattern (`spare`), factorize_in_background() hands a copy of

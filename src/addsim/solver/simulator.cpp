@@ -159,6 +159,12 @@ double Simulator::evaluate_trial(int step, const VecX& q, const VecX& v_hist, co
 Trajectory Simulator::run(const VecX& p, const std::function<void(const StepReport&)>& progress) {
   const auto t0 = Clock::now();
   model_.params().check(p);
+  // Every run starts from the simulator's initial state (the symbolic analysis is kept): no
+  // LU or inexact-Newton estimate of an earlier run carries over, so the trajectory depends
+  // only on p, whichever runs this simulator made before (optimisers reuse simulators).
+  lu_->reset();
+  newton_constant_ = 0.0;
+  last_step_iterations_ = 0;
   const TimeScheme& s = model_.scheme();
   Trajectory traj;
   traj.p = p;

@@ -71,7 +71,9 @@ class Simulator {
   /// simulators that already run one per core).
   explicit Simulator(const Model& model, int threads = 0);
 
-  /// Runs all steps of the model's scheme from parameters p (|p|, checked).
+  /// Runs all steps of the model's scheme from parameters p (|p|, checked). Each run starts
+  /// afresh (ReusedFactorization::reset): the result depends only on p, not on earlier runs
+  /// of this simulator, so a reused simulator gives the same bits as a new one.
   Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {});
 
   /// Sums all terms at one state into `out` (residual, and partials if asked). With two
