@@ -11,6 +11,7 @@
 
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
+#include "addsim/cli/optimize_command.h"
 #include "addsim/cli/sweep_command.h"
 #include "addsim/cli/notices.h"
 #include "addsim/io/output.h"
@@ -165,6 +166,7 @@ const std::vector<Command>& commands() {
       {"gradient", "Print the objective and its gradient of a task file as JSON (adjoint or direct)", setup_gradient},
       {"gradcheck", "Compare adjoint, direct and finite-difference gradients of a task file", setup_gradcheck},
       {"landscape", "Sample a task's objective and gradient on a 2-D parameter grid (CSV + PNG)", setup_landscape},
+      {"optimize", "Optimise a task (L-BFGS-B, Gauss-Newton, ADAM, CMA-ES; stages) into DIR", setup_optimize},
       {"sweep", "Objective and gradient of a task on a grid or random samples, as one batch over all cores (CSV)",
        setup_sweep},
   };

@@ -1,6 +1,8 @@
 #include "addsim/io/task.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -378,7 +380,7 @@ void parse_term(ObjectReader& r, TaskContext& c) {
   }
 }
 
-std::vector<ParameterSpec> parse_parameters(ObjectReader& top) {
+std::vector<ParameterSpec> parse_parameters(ObjectReader& top, std::vector<std::pair<bool, bool>>& given) {
   const json& list = top.list("parameters");
   if (list.empty()) top.fail("parameters", "needs at least one parameter path");
   std::vector<ParameterSpec> specs;
@@ -387,10 +389,12 @@ std::vector<ParameterSpec> parse_parameters(ObjectReader& top) {
     ParameterSpec s;
     if (list[k].is_string()) {
       s.path = list[k].get<std::string>();
+      given.emplace_back(false, false);
     } else {
       ObjectReader r(list[k], path, top.source());
       s.path = r.string("path", std::nullopt);
       s.log_scale = r.boolean("log", false);
+      given.emplace_back(r.has("lower"), r.has("upper"));
       s.lower = r.number("lower", -std::numeric_limits<double>::infinity());
       s.upper = r.number("upper", std::numeric_limits<double>::infinity());
       r.finish();
@@ -400,7 +404,137 @@ std::vector<ParameterSpec> parse_parameters(ObjectReader& top) {
   return specs;
 }
 
+// Bounds a task gives must lie inside the parameter's own valid range (ParamEntry bounds):
+// a bound outside it is a mistake, not something to intersect silently.
+void check_spec_bounds(const ParameterTable& table, const ParameterSpec& s, const std::string& source,
+                       const std::string& path, bool given_lower, bool given_upper) {
+  const std::optional<ParamRange> r = table.resolve(s.path);
+  if (!r) return;  // ParameterSelection names unknown paths
+  const ParamEntry& e = *r->entry;
+  auto range = [&] {
+    std::ostringstream o;
+    o << "[" << e.lower << ", " << e.upper << "]";
+    return o.str();
+  };
+  if (given_lower && (s.lower < e.lower || s.lower > e.upper))
+    fail_at(source, path + ".lower", "is outside the parameter's valid range " + range());
+  if (given_upper && (s.upper > e.upper || s.upper < e.lower))
+    fail_at(source, path + ".upper", "is outside the parameter's valid range " + range());
+}
+
+
+// Keys of an `optimize` object applied onto `o` (the task's section, or a stage's changes).
+void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
+  if (r.has("method")) o.method = parse_optimizer_method(r.choice("method", std::nullopt, {"lbfgsb", "gauss_newton", "adam", "cmaes"}), r.path());
+  if (r.has("max_sims")) {
+    const json& v = r.raw("max_sims");
+    if (!v.is_number_integer() || v.get<long long>() < 1)
+      r.fail("max_sims", "must be a positive integer (an empty budget cannot run), got " + describe(v));
+    o.max_simulations = static_cast<long>(v.get<long long>());
+  }
+  if (r.has("max_seconds")) o.max_seconds = r.number("max_seconds", std::nullopt, Bound::kPositive);
+  if (r.has("phi_ratio")) o.phi_ratio_tolerance = r.number("phi_ratio", std::nullopt, Bound::kNonNegative);
+  if (r.has("gradient_norm")) o.gradient_tolerance = r.number("gradient_norm", std::nullopt, Bound::kNonNegative);
+  if (r.has("lbfgsb")) {
+    ObjectReader m(r.raw("lbfgsb"), join_path(r.path(), "lbfgsb"), r.source());
+    o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);
+    o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
+    m.finish();
+  }
+  if (r.has("gauss_newton")) {
+    ObjectReader m(r.raw("gauss_newton"), join_path(r.path(), "gauss_newton"), r.source());
+    o.lm_damping = m.number("damping", o.lm_damping, Bound::kNonNegative);
+    m.finish();
+  }
+  if (r.has("adam")) {
+    ObjectReader m(r.raw("adam"), join_path(r.path(), "adam"), r.source());
+    o.adam_learning_rate = m.number("learning_rate", o.adam_learning_rate, Bound::kPositive);
+    o.adam_beta1 = m.number("beta1", o.adam_beta1, Bound::kNonNegative);
+    o.adam_beta2 = m.number("beta2", o.adam_beta2, Bound::kNonNegative);
+    if (o.adam_beta1 >= 1.0) m.fail("beta1", "must be in [0, 1)");
+    if (o.adam_beta2 >= 1.0) m.fail("beta2", "must be in [0, 1)");
+    o.adam_epsilon = m.number("epsilon", o.adam_epsilon, Bound::kPositive);
+    o.adam_decay = m.number("decay", o.adam_decay, Bound::kPositive);
+    if (o.adam_decay > 1.0) m.fail("decay", "must be in (0, 1] (the learning rate is multiplied by it every step)");
+    m.finish();
+  }
+  if (r.has("cmaes")) {
+    ObjectReader m(r.raw("cmaes"), join_path(r.path(), "cmaes"), r.source());
+    o.cmaes_population = m.integer("population", o.cmaes_population, 5);
+    o.cmaes_sigma = m.number("sigma", o.cmaes_sigma, Bound::kPositive);
+    o.cmaes_seed = static_cast<unsigned>(m.integer("seed", static_cast<int>(o.cmaes_seed), 0));
+    m.finish();
+  }
+  r.finish();
+}
+
+// `stages[k]`: name, parameters (paths of the task's parameters, optionally with their own
+// bounds/log), set (scene overrides), steps, optimize (changes to the task's section).
+std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std::vector<ParameterSpec>& task_specs) {
+  const json& list = top.list("stages");
+  if (top.has("stages") && list.empty()) top.fail("stages", "needs at least one stage (or leave it out)");
+  std::vector<TaskStage> stages;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const std::string path = "stages." + std::to_string(k);
+    ObjectReader r(list[k], path, top.source());
+    TaskStage st;
+    st.name = r.string("name", "stage " + std::to_string(k));
+    st.options = t.optimize;
+    if (r.has("parameters")) {
+      const json& ps = r.list("parameters");
+      if (ps.empty()) r.fail("parameters", "needs at least one parameter (or leave it out for all of the task's)");
+      for (size_t j = 0; j < ps.size(); ++j) {
+        const std::string ppath = join_path(path, "parameters." + std::to_string(j));
+        std::optional<ObjectReader> pr;
+        std::string name;
+        if (ps[j].is_string()) {
+          name = ps[j].get<std::string>();
+        } else {
+          pr.emplace(ps[j], ppath, top.source());
+          name = pr->string("path", std::nullopt);
+        }
+        auto it = std::find_if(task_specs.begin(), task_specs.end(), [&](const ParameterSpec& s) { return s.path == name; });
+        if (it == task_specs.end())
+          fail_at(top.source(), ppath, "\"" + name + "\" is not one of the task's parameters");
+        ParameterSpec s = *it;
+        if (pr) {
+          s.log_scale = pr->boolean("log", s.log_scale);
+          const bool gl = pr->has("lower"), gu = pr->has("upper");
+          s.lower = pr->number("lower", s.lower);
+          s.upper = pr->number("upper", s.upper);
+          pr->finish();
+          check_spec_bounds(t.scene.model->params(), s, top.source(), ppath, gl, gu);
+        }
+        st.specs.push_back(std::move(s));
+      }
+    } else {
+      st.specs = task_specs;
+    }
+    if (r.has("set")) {
+      const json& set = r.raw("set");
+      if (!set.is_object()) r.fail("set", "must be an object of PATH: value overrides, got " + describe(set));
+      for (const auto& [p, value] : set.items()) st.scene_overrides.push_back(p + "=" + value.dump());
+    }
+    if (r.has("steps")) st.scene_overrides.push_back("steps=" + std::to_string(r.integer("steps", std::nullopt, 1)));
+    if (r.has("optimize")) {
+      ObjectReader o(r.raw("optimize"), join_path(path, "optimize"), top.source());
+      parse_optimize(o, st.options);
+    }
+    r.finish();
+    stages.push_back(std::move(st));
+  }
+  return stages;
+}
+
 }  // namespace
+
+OptimizerMethod parse_optimizer_method(const std::string& name, const std::string& what) {
+  if (name == "lbfgsb") return OptimizerMethod::kLbfgsb;
+  if (name == "gauss_newton") return OptimizerMethod::kGaussNewton;
+  if (name == "adam") return OptimizerMethod::kAdam;
+  if (name == "cmaes") return OptimizerMethod::kCmaes;
+  throw InputError(what + ": unknown method \"" + name + "\" (expected lbfgsb, gauss_newton, adam or cmaes)");
+}
 
 std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(const fs::path& file) {
   std::istringstream in(read_text(file, "data file"));
@@ -493,7 +627,11 @@ Task load_task_file(const fs::path& file, const std::vector<std::string>& overri
   }
   const Model& model = *t.scene.model;
 
-  t.specs = parse_parameters(top);
+  std::vector<std::pair<bool, bool>> given;
+  t.specs = parse_parameters(top, given);
+  for (size_t k = 0; k < t.specs.size(); ++k)
+    check_spec_bounds(model.params(), t.specs[k], source, "parameters." + std::to_string(k), given[k].first,
+                      given[k].second);
   try {
     t.selection = ParameterSelection(model.params(), t.specs);
     t.selection.check_bounds(model.params().defaults());
@@ -512,6 +650,12 @@ Task load_task_file(const fs::path& file, const std::vector<std::string>& overri
     ObjectReader r(terms[k], "objective." + std::to_string(k), source);
     parse_term(r, c);
   }
+  if (top.has("optimize")) {
+    t.has_optimize = true;
+    ObjectReader o(top.raw("optimize"), "optimize", source);
+    parse_optimize(o, t.optimize);
+  }
+  t.stages = parse_stages(top, t, t.specs);
   top.finish();
   return t;
 }

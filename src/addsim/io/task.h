@@ -12,9 +12,21 @@
 
 #include "addsim/io/scene.h"
 #include "addsim/objectives/objective.h"
+#include "addsim/optim/optimizer.h"
 #include "addsim/sensitivity/parameter_selection.h"
 
 namespace addsim {
+
+/// One stage of a continuation (task key `stages[k]`): its parameter subset (specs of the
+/// task's own parameters, bounds and log scale inherited unless the stage gives its own),
+/// scene overrides ("PATH=JSON", from the stage's `set` and `steps`) and optimiser options
+/// (the task's `optimize` section with the stage's `optimize` keys applied).
+struct TaskStage {
+  std::string name;
+  std::vector<ParameterSpec> specs;
+  std::vector<std::string> scene_overrides;
+  OptimizerOptions options;
+};
 
 /// A loaded task: the scene's model, the selected parameters and the objective.
 struct Task {
@@ -27,6 +39,11 @@ struct Task {
   ParameterSelection selection;
   Objective objective;
   std::vector<std::string> term_types;  ///< "type" of every objective term, in order
+  /// The `optimize` section (defaults when absent; addsim optimize reads it).
+  OptimizerOptions optimize;
+  bool has_optimize = false;  ///< the task has an `optimize` section
+  /// The `stages` list; empty when absent (one stage: the task itself).
+  std::vector<TaskStage> stages;
   /// Parameters the task runs at: the scene defaults.
   const VecX& p() const { return scene.model->params().defaults(); }
 };
@@ -35,6 +52,10 @@ struct Task {
 /// for the scene, applied after the task's own `set`) and builds it. Throws InputError
 /// naming the file and key path for anything invalid (including the scene's own errors).
 Task load_task_file(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+
+/// The optimiser method named `name` ("lbfgsb", "gauss_newton", "adam", "cmaes"); throws
+/// InputError naming `what` otherwise.
+OptimizerMethod parse_optimizer_method(const std::string& name, const std::string& what);
 
 /// Rows of a CSV file of numbers with a header line; returns the header columns and the
 /// rows (each as many numbers as columns; empty fields and "nan" are NaN). Throws

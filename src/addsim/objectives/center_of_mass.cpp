@@ -39,3 +39,21 @@ void center_of_mass_vjp(const Body& body, const VecX& q, const VecX& p, const Ve
 }
 
 }  // namespace addsim
+
+namespace addsim {
+
+Vec3 center_of_mass_jvp(const Body& body, const VecX& q, const VecX& p, const VecX& dq, const VecX& dp) {
+  // One vjp per unit vector e_k gives row k of [∂c/∂q ∂c/∂p]; c is linear in few DOFs, so
+  // three sparse rows are cheap next to a simulation.
+  Vec3 out;
+  VecX gq(q.size()), gp(p.size());
+  for (int k = 0; k < 3; ++k) {
+    gq.setZero();
+    gp.setZero();
+    center_of_mass_vjp(body, q, p, Vec3::Unit(k), gq, gp);
+    out[k] = gq.dot(dq) + gp.dot(dp);
+  }
+  return out;
+}
+
+}  // namespace addsim

@@ -15,4 +15,8 @@ namespace addsim {
 void center_of_mass_vjp(const Body& body, const VecX& q, const VecX& p, const Vec3& g, VecX& dphi_dq,
                         VecX& dphi_dp);
 
+/// The directional derivative ∂c/∂q dq + ∂c/∂p dp (3 × 1, m per unit of the direction) of
+/// the centre of mass of `body` at (q, p), for dq (|q|) and dp (|p|).
+Vec3 center_of_mass_jvp(const Body& body, const VecX& q, const VecX& p, const VecX& dq, const VecX& dp);
+
 }  // namespace addsim

@@ -136,3 +136,23 @@ Marker embed_marker(const Model& model, int body, const VecX& q, const Vec3& x) 
 }
 
 }  // namespace addsim
+
+namespace addsim {
+
+Vec3 Marker::jvp(const VecX& q, const VecX& dq) const {
+  // Embedded markers are linear in their points; rigid ones go through the vjp rows.
+  Vec3 out = Vec3::Zero();
+  if (count > 0) {
+    for (int a = 0; a < count; ++a) out += weights[a] * dq.segment<3>(dofs[a]);
+    return out;
+  }
+  VecX g(q.size());
+  for (int k = 0; k < 3; ++k) {
+    g.setZero();
+    vjp(q, Vec3::Unit(k), g);
+    out[k] = g.dot(dq);
+  }
+  return out;
+}
+
+}  // namespace addsim

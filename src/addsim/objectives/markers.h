@@ -25,6 +25,8 @@ struct Marker {
   Vec3 position(const VecX& q) const;
   /// dphi_dq (|q|) += (∂x/∂q)ᵀ g for g (3 × 1).
   void vjp(const VecX& q, const Vec3& g, VecX& dphi_dq) const;
+  /// The directional derivative (∂x/∂q) dq (3 × 1) for dq (|q|).
+  Vec3 jvp(const VecX& q, const VecX& dq) const;
 };
 
 /// The marker of `body` at world point x (m) in configuration q (|q|): FEM bodies embed

@@ -1,5 +1,6 @@
 #include "addsim/objectives/objective.h"
 
+#include <cmath>
 #include <string>
 
 #include "addsim/core/error.h"
@@ -24,6 +25,36 @@ double Objective::evaluate(const Model& model, const Trajectory& traj, Objective
   double phi = 0.0;
   for (const auto& [w, t] : terms_) phi += w * t->evaluate(model, traj, w, grad);
   return phi;
+}
+
+void ObjectiveTerm::residuals(const Model&, const Trajectory&, VecX&, const TrajectoryTangent*, VecX*) const {
+  throw InternalError(std::string(name()) + ": not a sum-of-squares term (no residual form)");
+}
+
+int Objective::first_non_least_squares_term() const {
+  for (size_t t = 0; t < terms_.size(); ++t)
+    if (!terms_[t].second->has_residuals()) return static_cast<int>(t);
+  return -1;
+}
+
+void Objective::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                          VecX* drho) const {
+  // Φ = Σ_t w_t ½‖ρ_t‖² = ½ ‖[√w_t ρ_t]‖².
+  std::vector<VecX> parts(terms_.size()), dparts(terms_.size());
+  Eigen::Index total = 0;
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    terms_[t].second->residuals(model, traj, parts[t], tangent, tangent ? &dparts[t] : nullptr);
+    total += parts[t].size();
+  }
+  rho.resize(total);
+  if (tangent) drho->resize(total);
+  Eigen::Index at = 0;
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    const double s = std::sqrt(terms_[t].first);
+    rho.segment(at, parts[t].size()) = s * parts[t];
+    if (tangent) drho->segment(at, parts[t].size()) = s * dparts[t];
+    at += parts[t].size();
+  }
 }
 
 std::vector<double> Objective::term_values(const Model& model, const Trajectory& traj) const {

@@ -26,6 +26,13 @@ struct StepWindow {
   std::pair<int, int> resolve(int n, std::string_view who) const;
 };
 
+/// A tangent of a recorded trajectory along one direction in parameter space: dq^i (|q| each,
+/// one per stored step, e.g. the direct sensitivities s^i_j of sensitivity/direct.h) and dp (|p|).
+struct TrajectoryTangent {
+  const std::vector<VecX>* dq = nullptr;
+  const VecX* dp = nullptr;
+};
+
 /// One objective term φ(q̃, p).
 class ObjectiveTerm {
  public:
@@ -34,6 +41,14 @@ class ObjectiveTerm {
   virtual std::string_view name() const = 0;
   /// Returns φ; if grad is non-null adds scale·∂φ/∂q^i and scale·∂φ/∂p into it.
   virtual double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const = 0;
+  /// True if the term is a sum of squares φ = ½ ‖ρ(q̃, p)‖² with residuals() implemented
+  /// (Gauss–Newton needs it).
+  virtual bool has_residuals() const { return false; }
+  /// Least-squares form (only if has_residuals()): writes the residual vector ρ into `rho`
+  /// (resized; units of √φ) and, when `tangent` is non-null, its directional derivative
+  /// dρ = Σ_i ∂ρ/∂q^i dq^i + ∂ρ/∂p dp into `drho` (same size). Throws InternalError otherwise.
+  virtual void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                         VecX* drho) const;
 };
 
 /// Φ = Σ_t w_t φ_t.
@@ -43,6 +58,12 @@ class Objective final : public ObjectiveFunction {
   void add(double weight, std::unique_ptr<ObjectiveTerm> term);
   /// Φ; adds ∂Φ/∂q^i and ∂Φ/∂p into grad when non-null.
   double evaluate(const Model& model, const Trajectory& traj, ObjectiveGradient* grad) const override;
+  /// Index of the first term that is not a sum of squares, or −1 if all are.
+  int first_non_least_squares_term() const;
+  /// Stacked residuals ρ = [√w_t ρ_t] with Φ = ½ ‖ρ‖² (requires every term to be a sum of
+  /// squares, else InternalError); the tangent's dρ into `drho` when `tangent` is non-null.
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const;
   /// Unweighted value of every term, in the order added (for reports).
   std::vector<double> term_values(const Model& model, const Trajectory& traj) const;
   int size() const { return static_cast<int>(terms_.size()); }

@@ -1,5 +1,6 @@
 #include "addsim/objectives/objective_terms.h"
 
+#include <cmath>
 #include <string>
 
 #include "addsim/core/error.h"
@@ -37,6 +38,22 @@ double CenterOfMassTarget::evaluate(const Model& model, const Trajectory& traj, 
   return phi;
 }
 
+void CenterOfMassTarget::residuals(const Model& model, const Trajectory& traj, VecX& rho,
+                                   const TrajectoryTangent* tangent, VecX* drho) const {
+  if (body_ < 0 || body_ >= static_cast<int>(model.bodies().size()))
+    throw InputError("com_target: body " + std::to_string(body_) + " does not exist");
+  const Body& body = *model.bodies()[body_];
+  const auto [a, b] = stored_steps(window_, model, traj, "com_target");
+  // ρ = [c(q^i) − target]_{i∈W}.
+  rho.resize(3 * (b - a + 1));
+  if (tangent) drho->resize(rho.size());
+  for (int i = a; i <= b; ++i) {
+    rho.segment<3>(3 * (i - a)) = body.center_of_mass(traj.q[i], traj.p) - target_;
+    if (tangent)
+      drho->segment<3>(3 * (i - a)) = center_of_mass_jvp(body, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp);
+  }
+}
+
 PointTargets::PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window)
     : dofs_(std::move(dofs)), targets_(std::move(targets)), window_(window) {
   if (dofs_.size() != targets_.size())
@@ -60,6 +77,25 @@ double PointTargets::evaluate(const Model& model, const Trajectory& traj, double
     }
   }
   return phi;
+}
+
+void PointTargets::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                             VecX* drho) const {
+  for (DofIndex d : dofs_)
+    if (d < 0 || d + 3 > model.num_dofs())
+      throw InputError("point_targets: DOF " + std::to_string(d) + " is outside the model's " +
+                       std::to_string(model.num_dofs()) + " DOFs");
+  const auto [a, b] = stored_steps(window_, model, traj, "point_targets");
+  // ρ = [x_k(q^i) − target_k]_{i∈W, k}.
+  const int np = static_cast<int>(dofs_.size());
+  rho.resize(3 * np * (b - a + 1));
+  if (tangent) drho->resize(rho.size());
+  for (int i = a; i <= b; ++i)
+    for (int k = 0; k < np; ++k) {
+      const int at = 3 * (np * (i - a) + k);
+      rho.segment<3>(at) = traj.q[i].segment<3>(dofs_[k]) - targets_[k];
+      if (tangent) drho->segment<3>(at) = (*tangent->dq)[i].segment<3>(dofs_[k]);
+    }
 }
 
 ControlSmoothness::ControlSmoothness(int handle, StepWindow rows) : handle_(handle), rows_(rows) {}
@@ -98,6 +134,24 @@ double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, d
     }
   }
   return phi;
+}
+
+void ControlSmoothness::residuals(const Model& model, const Trajectory& traj, VecX& rho,
+                                  const TrajectoryTangent* tangent, VecX* drho) const {
+  if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
+    throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
+  const int base = model.handles()[handle_].positions_param;
+  const auto [a, b] = rows_.resolve(model.scheme().steps, "control_smoothness");
+  // φ = Σ ‖Δc‖² = ½ Σ ‖√2 Δc‖²: ρ = [√2 (c^{r+1} − c^r)]_r.
+  const double s = std::sqrt(2.0);
+  rho.resize(3 * (b - a));
+  if (tangent) drho->resize(rho.size());
+  for (int r = a; r < b; ++r) {
+    rho.segment<3>(3 * (r - a)) = s * (traj.p.segment<3>(base + 3 * (r + 1)) - traj.p.segment<3>(base + 3 * r));
+    if (tangent)
+      drho->segment<3>(3 * (r - a)) =
+          s * (tangent->dp->segment<3>(base + 3 * (r + 1)) - tangent->dp->segment<3>(base + 3 * r));
+  }
 }
 
 LinearState::LinearState(VecX weights, int step) : weights_(std::move(weights)), step_(step) {}

@@ -16,6 +16,9 @@ class CenterOfMassTarget final : public ObjectiveTerm {
   CenterOfMassTarget(int body, const Vec3& target, StepWindow window = StepWindow::final_step());
   std::string_view name() const override { return "com_target"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   int body_;
@@ -31,6 +34,9 @@ class PointTargets final : public ObjectiveTerm {
   PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window = StepWindow::final_step());
   std::string_view name() const override { return "point_targets"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   std::vector<DofIndex> dofs_;
@@ -61,6 +67,9 @@ class ControlSmoothness final : public ObjectiveTerm {
   ControlSmoothness(std::vector<ControlRows> controls, StepWindow rows = StepWindow::range(0, -1));
   std::string_view name() const override { return "control_smoothness"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   int handle_ = -1;

@@ -64,6 +64,22 @@ double CenterOfMassLine::evaluate(const Model& model, const Trajectory& traj, do
   return phi;
 }
 
+void CenterOfMassLine::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                                 VecX* drho) const {
+  const Body& body = body_at(model, body_, name());
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
+  // ρ = [(I − uuᵀ)(c(q^i) − a)]_{i∈W}.
+  rho.resize(3 * (b - a + 1));
+  if (tangent) drho->resize(rho.size());
+  for (int i = a; i <= b; ++i) {
+    rho.segment<3>(3 * (i - a)) = P * (body.center_of_mass(traj.q[i], traj.p) - point_);
+    if (tangent)
+      drho->segment<3>(3 * (i - a)) =
+          P * center_of_mass_jvp(body, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp);
+  }
+}
+
 CenterOfMassCoordinate::CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window)
     : body_(body), window_(window) {
   if (!(axis.norm() > 0.0)) throw InputError("com_coordinate: axis must be non-zero");
@@ -106,6 +122,29 @@ double MarkerTrajectories::evaluate(const Model& model, const Trajectory& traj, 
     }
   }
   return phi;
+}
+
+void MarkerTrajectories::residuals(const Model& model, const Trajectory& traj, VecX& rho,
+                                   const TrajectoryTangent* tangent, VecX* drho) const {
+  for (const Marker& m : markers_) check_marker(m, model, name());
+  // ρ = [x_m(q^{step_f}) − d_{f,m}] over the visible (frame, marker) pairs, in order.
+  Eigen::Index count = 0;
+  for (const MarkerFrame& f : frames_) {
+    check_step(f.step, model, traj, name());
+    count += std::count(f.visible.begin(), f.visible.end(), true);
+  }
+  rho.resize(3 * count);
+  if (tangent) drho->resize(rho.size());
+  Eigen::Index at = 0;
+  for (const MarkerFrame& f : frames_) {
+    const VecX& q = traj.q[f.step];
+    for (size_t m = 0; m < markers_.size(); ++m) {
+      if (!f.visible[m]) continue;
+      rho.segment<3>(at) = markers_[m].position(q) - f.positions[m];
+      if (tangent) drho->segment<3>(at) = markers_[m].jvp(q, (*tangent->dq)[f.step]);
+      at += 3;
+    }
+  }
 }
 
 Vec3 closest_point_on_triangle(const Vec3& y, const Vec3& a, const Vec3& b, const Vec3& c) {
@@ -180,6 +219,60 @@ double PointCloudDistance::evaluate(const Model& model, const Trajectory& traj, 
   return phi;
 }
 
+void PointCloudDistance::residuals(const Model& model, const Trajectory& traj, VecX& rho,
+                                   const TrajectoryTangent* tangent, VecX* drho) const {
+  const Body& b = body_at(model, body_, name());
+  if (b.kind() != BodyKind::kFem) throw InputError("point_cloud: body '" + b.name() + "' is not an FEM body");
+  const auto& fb = static_cast<const FemBody&>(b);
+  // One residual per point: ρ_j = dist(y_j, surface) = ‖c_j − y_j‖. By the envelope theorem
+  // (the closest point minimises the distance) dρ_j = nᵀ Σ_a β_a dx_a with n = (c − y)/‖c − y‖;
+  // at ρ_j = 0 the distance has no derivative and dρ_j = 0 is used.
+  Eigen::Index count = 0;
+  for (const PointCloudFrame& f : frames_) {
+    check_step(f.step, model, traj, name());
+    count += static_cast<Eigen::Index>(f.points.size());
+  }
+  rho.resize(count);
+  if (tangent) drho->resize(count);
+  Eigen::Index at = 0;
+  for (const PointCloudFrame& f : frames_) {
+    const VecX& q = traj.q[f.step];
+    for (const Vec3& y : f.points) {
+      double best = std::numeric_limits<double>::infinity();
+      Vec3 best_beta = Vec3::Zero();
+      const std::array<int, 3>* best_face = nullptr;
+      for (const auto& face : fb.surface_faces()) {
+        const Vec3 xa = q.segment<3>(fb.dof(face[0])), xb = q.segment<3>(fb.dof(face[1])),
+                   xc = q.segment<3>(fb.dof(face[2]));
+        const Vec3 beta = closest_point_on_triangle(y, xa, xb, xc);
+        const double d = (beta[0] * xa + beta[1] * xb + beta[2] * xc - y).squaredNorm();
+        if (d < best) {
+          best = d;
+          best_beta = beta;
+          best_face = &face;
+        }
+      }
+      if (!best_face) throw InputError("point_cloud: body '" + b.name() + "' has no boundary triangles");
+      const double dist = std::sqrt(best);
+      rho[at] = dist;
+      if (tangent) {
+        double d_rho = 0.0;
+        if (dist > 0.0) {
+          Vec3 c = Vec3::Zero(), dc = Vec3::Zero();
+          for (int a = 0; a < 3; ++a) {
+            const DofIndex k = fb.dof((*best_face)[a]);
+            c += best_beta[a] * q.segment<3>(k);
+            dc += best_beta[a] * (*tangent->dq)[f.step].segment<3>(k);
+          }
+          d_rho = (c - y).dot(dc) / dist;
+        }
+        (*drho)[at] = d_rho;
+      }
+      ++at;
+    }
+  }
+}
+
 UprightAxis::UprightAxis(Marker bottom, Marker top, const Vec3& up, StepWindow window)
     : bottom_(bottom), top_(top), window_(window) {
   if (!(up.norm() > 0.0)) throw InputError("upright: direction must be non-zero");
@@ -207,6 +300,28 @@ double UprightAxis::evaluate(const Model& model, const Trajectory& traj, double 
     }
   }
   return phi;
+}
+
+void UprightAxis::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                            VecX* drho) const {
+  check_marker(bottom_, model, name());
+  check_marker(top_, model, name());
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  // ρ = [d/‖d‖ − u]_{i∈W}, dρ = (I − n nᵀ) dd / ‖d‖.
+  rho.resize(3 * (b - a + 1));
+  if (tangent) drho->resize(rho.size());
+  for (int i = a; i <= b; ++i) {
+    const VecX& q = traj.q[i];
+    const Vec3 d = top_.position(q) - bottom_.position(q);
+    const double len = d.norm();
+    if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+    const Vec3 n = d / len;
+    rho.segment<3>(3 * (i - a)) = n - up_;
+    if (tangent) {
+      const Vec3 dd = top_.jvp(q, (*tangent->dq)[i]) - bottom_.jvp(q, (*tangent->dq)[i]);
+      drho->segment<3>(3 * (i - a)) = (dd - n * n.dot(dd)) / len;
+    }
+  }
 }
 
 SoftMinDistance::SoftMinDistance(int body, const Vec3& target, double alpha, StepWindow window)

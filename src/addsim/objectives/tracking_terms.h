@@ -18,6 +18,9 @@ class CenterOfMassLine final : public ObjectiveTerm {
   CenterOfMassLine(int body, const Vec3& point, const Vec3& direction, StepWindow window);
   std::string_view name() const override { return "com_line"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   int body_;
@@ -54,6 +57,9 @@ class MarkerTrajectories final : public ObjectiveTerm {
   MarkerTrajectories(std::vector<Marker> markers, std::vector<MarkerFrame> frames);
   std::string_view name() const override { return "markers"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
   const std::vector<Marker>& markers() const { return markers_; }
 
  private:
@@ -75,6 +81,9 @@ class PointCloudDistance final : public ObjectiveTerm {
   PointCloudDistance(int body, std::vector<PointCloudFrame> frames);
   std::string_view name() const override { return "point_cloud"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   int body_;
@@ -91,6 +100,9 @@ class UprightAxis final : public ObjectiveTerm {
   UprightAxis(Marker bottom, Marker top, const Vec3& up, StepWindow window);
   std::string_view name() const override { return "upright"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
+  bool has_residuals() const override { return true; }
+  void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
+                 VecX* drho) const override;
 
  private:
   Marker bottom_, top_;

@@ -1,0 +1,505 @@
+#include "addsim/cli/optimize_command.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "addsim/cli/commands.h"
+#include "addsim/cli/process.h"
+#include "addsim/core/error.h"
+#include "addsim/io/json_path.h"
+#include "addsim/io/task.h"
+#include "addsim/optim/continuation.h"
+
+namespace addsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+constexpr const char* kCheckpoint = "checkpoint.json";
+constexpr const char* kIterations = "iterations.csv";
+constexpr const char* kResult = "result.json";
+constexpr const char* kScene = "optimized_scene.json";
+constexpr const char* kPlot = "convergence.png";
+
+// Set by SIGINT: the run stops after the current iteration (a second Ctrl-C kills it).
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open for reading");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Writes `text` to DIR/.NAME.tmp and renames it over DIR/NAME, so that a reader (or a
+// killed run) never sees a half-written file under the final name.
+void write_atomic(const fs::path& file, const std::string& text) {
+  const fs::path tmp = file.parent_path() / ("." + file.filename().string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw InputError(tmp.string() + ": cannot write");
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) throw InputError(file.string() + ": cannot write (" + ec.message() + ")");
+}
+
+// A number for JSON: non-finite values become null.
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+std::string fmt(double v, const char* f = "%.6e") {
+  if (std::isnan(v)) return "nan";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The value at a dotted key path (numeric segments index lists, other segments select keys
+// or the list element with that "name"), or null if there is none.
+const nlohmann::json* find_json_path(const nlohmann::json& root, const std::string& path) {
+  const nlohmann::json* at = &root;
+  std::istringstream segments(path);
+  std::string seg;
+  while (std::getline(segments, seg, '.')) {
+    if (at->is_object()) {
+      if (!at->contains(seg)) return nullptr;
+      at = &(*at)[seg];
+    } else if (at->is_array()) {
+      const bool digits = !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos;
+      const nlohmann::json* next = nullptr;
+      if (digits && std::stoul(seg) < at->size()) next = &(*at)[std::stoul(seg)];
+      for (const auto& e : *at)
+        if (!next && e.is_object() && e.contains("name") && e["name"] == seg) next = &e;
+      if (!next) return nullptr;
+      at = next;
+    } else {
+      return nullptr;
+    }
+  }
+  return at;
+}
+
+// Relative mesh files of the scene become absolute (the optimised scene lives elsewhere).
+void absolutize_files(json& scene, const fs::path& scene_dir) {
+  auto fix = [&](json& v) {
+    if (!v.is_string()) return;
+    fs::path p(v.get<std::string>());
+    if (p.is_relative()) v = fs::absolute(scene_dir / p).lexically_normal().string();
+  };
+  if (!scene.contains("bodies") || !scene["bodies"].is_array()) return;
+  for (json& b : scene["bodies"]) {
+    if (!b.is_object()) continue;
+    if (b.contains("mesh")) {
+      if (b["mesh"].is_string()) fix(b["mesh"]);
+      if (b["mesh"].is_object() && b["mesh"].contains("file")) fix(b["mesh"]["file"]);
+    }
+    if (b.contains("shape") && b["shape"].is_object() && b["shape"].contains("file")) fix(b["shape"]["file"]);
+  }
+}
+
+// The Python that draws convergence.png from iterations.csv (argv: csv, png, title).
+constexpr const char* kPlotScript = R"PY(
+import csv, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = list(csv.DictReader(open(sys.argv[1])))
+fig, ax = plt.subplots(figsize=(6, 4))
+stages = sorted(set(int(r["stage"]) for r in rows))
+for s in stages:
+    pts = [(int(r["sims"]), float(r["phi_ratio"])) for r in rows
+           if int(r["stage"]) == s and r["phi_ratio"] not in ("", "nan", "inf") and float(r["phi_ratio"]) > 0]
+    best, xs, ys = float("inf"), [], []
+    for x, y in pts:
+        best = min(best, y)
+        xs.append(x)
+        ys.append(best)
+    if xs:
+        line, = ax.step(xs, ys, where="post", label="stage %d (best)" % (s + 1))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], ".", ms=3, alpha=0.4, color=line.get_color())
+ax.set_yscale("log")
+ax.set_xlabel("simulations")
+ax.set_ylabel("Phi / Phi0")
+ax.set_title(sys.argv[3])
+ax.grid(True, which="both", alpha=0.3)
+if len(stages) > 1:
+    ax.legend()
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=120)
+)PY";
+
+struct Options {
+  std::string task;
+  std::string out;
+  std::string method;
+  long max_sims = 0;
+  bool resume = false;
+  bool quiet = false;
+  std::vector<std::string> sets;
+};
+
+// Everything one stage needs while it runs.
+struct StageState {
+  std::shared_ptr<Task> task;
+  SimulationProblem* problem = nullptr;
+  std::vector<int> column_offsets;  // index in the stage's p of every CSV parameter column
+};
+
+int run_optimize(const Options& opt) {
+  const fs::path out(opt.out);
+  const fs::path task_file = fs::absolute(opt.task).lexically_normal();
+  // The checkpoint of an interrupted run, or a fresh start.
+  json checkpoint;
+  std::vector<std::string> sets = opt.sets;
+  std::string method = opt.method;
+  long max_sims = opt.max_sims;
+  if (opt.resume) {
+    if (!fs::exists(out / kCheckpoint))
+      throw InputError((out / kCheckpoint).string() + ": no checkpoint to resume (was the run started with this --out?)");
+    try {
+      checkpoint = json::parse(read_text(out / kCheckpoint));
+    } catch (const json::exception& e) {
+      throw InputError((out / kCheckpoint).string() + ": unreadable checkpoint (" + e.what() + ")");
+    }
+    if (checkpoint.value("complete", false))
+      throw InputError((out / kCheckpoint).string() + ": the run is complete (result.json); nothing to resume");
+    if (checkpoint.at("task").get<std::string>() != task_file.string())
+      throw InputError(opt.task + ": the run in " + out.string() + " optimised " +
+                       checkpoint.at("task").get<std::string>());
+    // The run continues with the options it was started with.
+    sets = checkpoint.at("sets").get<std::vector<std::string>>();
+    method = checkpoint.at("method").get<std::string>();
+    max_sims = checkpoint.at("max_sims").get<long>();
+  } else {
+    for (const char* f : {kCheckpoint, kResult, kIterations})
+      if (fs::exists(out / f))
+        throw InputError((out / f).string() + ": the folder holds an earlier run (use --resume, or another --out)");
+  }
+
+  auto first = std::make_shared<Task>(load_task_file(task_file, sets));
+  // The output folder is created and probed after the task loaded and before anything is simulated.
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) throw InputError(out.string() + ": cannot create the output folder");
+  {
+    const fs::path probe = out / ".addsim_probe";
+    std::ofstream p(probe);
+    p << "probe";
+    if (!p) throw InputError(out.string() + ": the output folder is not writable");
+    p.close();
+    fs::remove(probe, ec);
+  }
+
+  // Stages: the task's list, or the task itself as the one stage.
+  std::vector<TaskStage> task_stages = first->stages;
+  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize});
+  std::vector<StageSpec> stages;
+  for (TaskStage& s : task_stages) {
+    if (!method.empty()) s.options.method = parse_optimizer_method(method, "--method");
+    if (max_sims > 0) s.options.max_simulations = max_sims;
+    stages.push_back({s.name, s.options});
+  }
+  const std::vector<std::string> columns = first->selection.names();
+  const int num_stages = static_cast<int>(stages.size());
+
+  // iterations.csv: a fresh file, or on resume the rows up to the checkpoint.
+  ContinuationStart start;
+  if (opt.resume) {
+    start.stage = checkpoint.at("stage").get<int>();
+    start.simulations = checkpoint.at("simulations").get<long>();
+    start.seconds = checkpoint.at("seconds").get<double>();
+    start.iteration = checkpoint.at("iteration").get<int>();
+    start.stage_start_simulations = checkpoint.at("stage_start_simulations").get<long>();
+    start.stage_start_seconds = checkpoint.at("stage_start_seconds").get<double>();
+    start.phi0 = checkpoint.at("phi0").is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                                 : checkpoint.at("phi0").get<double>();
+    for (const auto& [name, value] : checkpoint.at("carried").items()) start.carried.emplace_back(name, value.get<double>());
+    if (start.stage < 0 || start.stage >= num_stages) throw InputError((out / kCheckpoint).string() + ": bad stage");
+    std::istringstream old(fs::exists(out / kIterations) ? read_text(out / kIterations) : std::string());
+    std::string line, kept;
+    bool header = true;
+    while (std::getline(old, line)) {
+      if (header) {
+        kept += line + "\n";
+        header = false;
+        continue;
+      }
+      const auto c1 = line.find(','), c2 = line.find(',', c1 + 1), c3 = line.find(',', c2 + 1);
+      if (c3 == std::string::npos) continue;  // a torn last line
+      if (std::stol(line.substr(c2 + 1, c3 - c2 - 1)) <= start.simulations) kept += line + "\n";
+    }
+    write_atomic(out / kIterations, kept);
+  } else {
+    std::string header = "stage,iteration,sims,phi,phi_ratio,grad_norm,failed,elapsed";
+    for (const std::string& c : columns) header += "," + c;
+    write_atomic(out / kIterations, header + "\n");
+  }
+  std::FILE* csv = std::fopen((out / kIterations).c_str(), "a");
+  if (!csv) throw InputError((out / kIterations).string() + ": cannot append");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv_guard(csv, std::fclose);
+
+  StageState st;
+  NamedValues carried_before_stage = start.carried;
+  // Totals when the running stage started (its budget counts from there).
+  long stage_start_sims = opt.resume ? start.stage_start_simulations : 0;
+  // Failed simulations over the whole run (continued from the checkpoint when resumed).
+  long failed_total = opt.resume ? checkpoint.value("failed_simulations", 0L) : 0L;
+  double stage_start_seconds = opt.resume ? start.stage_start_seconds : 0.0;
+  double stage_phi0 = start.phi0;
+  auto write_checkpoint = [&](int stage, long sims, double seconds, int iteration, double phi0, const NamedValues& carried,
+                              bool complete) {
+    json c = {{"task", task_file.string()}, {"sets", sets},          {"method", method},
+              {"max_sims", max_sims},       {"stage", stage},        {"simulations", sims},
+              {"seconds", seconds},         {"iteration", iteration}, {"phi0", number(phi0)},
+              {"stage_start_simulations", stage_start_sims}, {"stage_start_seconds", stage_start_seconds},
+              {"failed_simulations", failed_total},
+              {"complete", complete}};
+    json cv = json::object();
+    for (const auto& [name, value] : carried) cv[name] = value;
+    c["carried"] = cv;
+    write_atomic(out / kCheckpoint, c.dump(2) + "\n");
+  };
+
+  const StageFactory factory = [&](int stage, const NamedValues& carried) {
+    std::vector<std::string> stage_sets = sets;
+    for (const std::string& o : task_stages[stage].scene_overrides) stage_sets.push_back("scene." + o);
+    st.task = (stage == 0 && task_stages[stage].scene_overrides.empty()) ? first
+                                                                        : std::make_shared<Task>(load_task_file(task_file, stage_sets));
+    const Model& model = *st.task->scene.model;
+    ParameterSelection selection;
+    try {
+      selection = ParameterSelection(model.params(), task_stages[stage].specs);
+    } catch (const InputError& e) {
+      throw InputError(task_file.string() + ": stages." + std::to_string(stage) + ".parameters: " + e.what());
+    }
+    VecX p = apply_named_values(model.params(), model.params().defaults(), carried);
+    // Carried values are clamped into this stage's bounds (a stage may bound tighter).
+    for (int k = 0; k < selection.size(); ++k) {
+      double& v = p[selection.indices()[k]];
+      v = std::min(std::max(v, selection.lower(k)), selection.upper(k));
+    }
+    st.column_offsets.clear();
+    for (const std::string& c : columns) {
+      const std::optional<ParamRange> r = model.params().resolve(c);
+      st.column_offsets.push_back(r && r->size == 1 ? r->offset : -1);
+    }
+    // CMA-ES simulates a generation on both cores (two single-threaded simulators); the
+    // gradient methods run one simulator with the scene's solver.threads.
+    const bool cmaes = stages[stage].options.method == OptimizerMethod::kCmaes;
+    auto problem = std::make_unique<SimulationProblem>(model, st.task->objective, selection, p, cmaes ? 2 : 1,
+                                                       cmaes ? 1 : 0, st.task);
+    st.problem = problem.get();
+    carried_before_stage = carried;
+    return problem;
+  };
+
+  std::signal(SIGINT, on_sigint);
+  const bool tty = isatty(STDERR_FILENO);
+  ContinuationCallbacks cb;
+  cb.on_evaluation = [&](int stage, const EvaluationRecord& r) {
+    failed_total += r.failed ? 1 : 0;
+    // Φ₀ of the stage: its first evaluation (or the checkpoint's, when resumed).
+    if (std::isnan(stage_phi0)) stage_phi0 = r.phi;
+    const VecX p = st.problem->parameters(r.x);
+    std::string row = std::to_string(stage) + "," + std::to_string(r.iteration) + "," + std::to_string(r.simulations) +
+                      "," + fmt(r.phi, "%.17g") + "," + fmt(r.phi / stage_phi0, "%.17g") + "," +
+                      fmt(r.gradient_norm, "%.17g") + "," + (r.failed ? "1" : "0") + "," + fmt(r.elapsed, "%.3f");
+    for (int off : st.column_offsets) row += "," + (off >= 0 ? fmt(p[off], "%.17g") : std::string("nan"));
+    row += "\n";
+    std::fputs(row.c_str(), csv);
+    std::fflush(csv);
+  };
+  cb.on_iteration = [&](int stage, const IterationRecord& r) {
+    NamedValues carried = carried_before_stage;
+    merge_named_values(carried, named_values(st.problem->selection(), st.problem->values(r.x_best)));
+    write_checkpoint(stage, r.simulations, r.elapsed, r.iteration, r.phi0, carried, false);
+    if (!opt.quiet) {
+      std::string line = "iter " + std::to_string(r.iteration) + "  sims " + std::to_string(r.simulations) + "  phi " +
+                         fmt(r.phi, "%.4e") + "  phi/phi0 " + fmt(r.phi / r.phi0, "%.3e") + "  |grad| " +
+                         fmt(r.gradient_norm, "%.3e") + "  " + fmt(r.elapsed, "%.1f") + " s  stage " +
+                         std::to_string(stage + 1) + "/" + std::to_string(num_stages) + " (" + stages[stage].name + ")";
+      // On a terminal the line is bold; elsewhere plain text without escape codes.
+      std::fprintf(stderr, tty ? "\033[1m%s\033[0m\n" : "%s\n", line.c_str());
+    }
+    return !g_interrupted.load();
+  };
+  std::vector<json> stage_reports;
+  cb.on_stage_end = [&](int stage, const StageResult& sr) {
+    const OptimizationResult& r = sr.result;
+    stage_reports.push_back({{"stage", stage},
+                             {"name", sr.name},
+                             {"method", to_string(stages[stage].options.method)},
+                             {"phi0", number(r.phi0)},
+                             {"phi", number(r.phi_best)},
+                             {"phi_ratio", number(r.phi_best / r.phi0)},
+                             {"simulations", r.simulations},
+                             {"failed_simulations", r.failed_simulations},
+                             {"iterations", r.iterations},
+                             {"seconds", r.seconds},
+                             {"stop_reason", to_string(r.reason)},
+                             {"message", r.message}});
+    // The next stage starts from this stage's best point with the counters continued.
+    NamedValues carried = carried_before_stage;
+    merge_named_values(carried, sr.best);
+    stage_start_sims = r.simulations;
+    stage_start_seconds = r.seconds;
+    if (stage + 1 < num_stages && r.reason != StopReason::kInterrupted && r.reason != StopReason::kInitialFailure)
+      write_checkpoint(stage + 1, r.simulations, r.seconds, r.iterations, std::numeric_limits<double>::quiet_NaN(),
+                       carried, false);
+    stage_phi0 = std::numeric_limits<double>::quiet_NaN();
+  };
+  if (!opt.resume)
+    write_checkpoint(0, 0, 0.0, 0, std::numeric_limits<double>::quiet_NaN(), {}, false);
+  const ContinuationResult result = run_continuation(stages, factory, cb, start);
+  std::signal(SIGINT, SIG_DFL);
+  csv_guard.reset();
+
+  const StageResult& last = result.stages.back();
+  const OptimizationResult& lr = last.result;
+  const bool interrupted = result.reason == StopReason::kInterrupted;
+
+  // optimized_scene.json: the last stage's scene with the best parameters written back to
+  // their scene keys, verified by loading it again.
+  const Task& final_task = *st.task;
+  const Model& model = *final_task.scene.model;
+  const VecX best_p = apply_named_values(model.params(), st.problem->p_base(), result.best);
+  json scene = final_task.scene.json;
+  std::string scene_note;
+  {
+    absolutize_files(scene, fs::absolute(fs::path(final_task.scene.source)).parent_path());
+    std::vector<const ParamEntry*> entries;
+    for (const auto& [name, value] : result.best) {
+      const std::optional<ParamRange> r = model.params().resolve(name);
+      if (r && std::find(entries.begin(), entries.end(), r->entry) == entries.end()) entries.push_back(r->entry);
+    }
+    // Each entry goes back to its scene key in the shape the scene uses there (a number, a
+    // 3-vector, or a list of 3-vectors); a key the scene left out is tried flat, then nested.
+    // The result counts only if reloading it gives exactly the optimised values.
+    auto attempt = [&](bool nested_when_absent) -> std::optional<std::string> {
+      nlohmann::json plain = nlohmann::json::parse(scene.dump());
+      for (const ParamEntry* e : entries) {
+        const nlohmann::json* existing = find_json_path(plain, e->path);
+        const bool nested = existing ? (existing->is_array() && !existing->empty() && (*existing)[0].is_array())
+                                     : (e->rows > 1 || nested_when_absent);
+        nlohmann::json v;
+        if (e->size() == 1 && !(existing && existing->is_array())) {
+          v = best_p[e->offset];
+        } else if (!nested) {
+          v = nlohmann::json::array();
+          for (int k = 0; k < e->size(); ++k) v.push_back(best_p[e->offset + k]);
+        } else {
+          v = nlohmann::json::array();
+          for (int r = 0; r < e->rows; ++r) {
+            nlohmann::json row = nlohmann::json::array();
+            for (int c = 0; c < e->cols; ++c) row.push_back(best_p[e->offset + r * e->cols + c]);
+            v.push_back(row);
+          }
+        }
+        set_json_path(plain, e->path, v);
+      }
+      const std::string text = plain.dump(2) + "\n";
+      const Scene check = load_scene_text(text, (out / kScene).string());
+      const VecX& q = check.model->params().defaults();
+      for (const auto& [name, value] : result.best) {
+        const std::optional<ParamRange> r = check.model->params().resolve(name);
+        if (!r || q[r->offset] != value) return std::nullopt;
+      }
+      return text;
+    };
+    for (bool nested : {false, true}) {
+      try {
+        if (const std::optional<std::string> text = attempt(nested)) {
+          write_atomic(out / kScene, *text);
+          scene_note.clear();
+          break;
+        }
+        scene_note = "a parameter has no scene key that reproduces it";
+      } catch (const InputError& e) {
+        scene_note = e.what();
+      }
+    }
+    if (!scene_note.empty())
+      std::fprintf(stderr, "addsim: warning: %s not written: %s\n", kScene, scene_note.c_str());
+  }
+
+  json parameters = json::object();
+  for (const std::string& c : columns) {
+    const std::optional<ParamRange> r = model.params().resolve(c);
+    parameters[c] = r ? number(best_p[r->offset]) : json(nullptr);
+  }
+  json res = {{"task", first->name},
+              {"task_file", task_file.string()},
+              {"parameters", parameters},
+              {"phi", number(lr.phi_best)},
+              {"phi0", number(lr.phi0)},
+              {"phi_ratio", number(lr.phi_best / lr.phi0)},
+              {"simulations", result.simulations},
+              {"failed_simulations", 0},
+              {"iterations", result.iterations},
+              {"seconds", result.seconds},
+              {"stop_reason", to_string(result.reason)},
+              {"message", result.message},
+              {"resumed", opt.resume},
+              {"optimized_scene", scene_note.empty() ? json(kScene) : json(nullptr)},
+              {"stages", stage_reports}};
+  res["failed_simulations"] = failed_total;
+  write_atomic(out / kResult, res.dump(2) + "\n");
+  if (!interrupted)
+    write_checkpoint(num_stages - 1, result.simulations, result.seconds, result.iterations, lr.phi0, result.best, true);
+
+  // convergence.png by /usr/bin/python3 with matplotlib, without a shell.
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      !run_program({"/usr/bin/python3", "-c", kPlotScript, (out / kIterations).string(),
+                    (out / ".convergence.tmp.png").string(), first->name})
+           .ok()) {
+    std::fprintf(stderr, "addsim: warning: %s not drawn (needs /usr/bin/python3 with matplotlib)\n", kPlot);
+  } else {
+    fs::rename(out / ".convergence.tmp.png", out / kPlot, ec);
+  }
+  std::printf("%s: phi %.6e  phi/phi0 %.3e  %ld simulations  %.2f s  stop: %s\n", first->name.c_str(), lr.phi_best,
+              lr.phi_best / lr.phi0, result.simulations, result.seconds, to_string(result.reason));
+  return kOk;
+}
+
+}  // namespace
+
+std::function<int()> setup_optimize(CLI::App& app) {
+  auto opt = std::make_shared<Options>();
+  app.add_option("task", opt->task, "Task file (JSON with an optional optimize section and stages)")->required();
+  app.add_option("--out,-o", opt->out, "Output folder (iterations.csv, result.json, optimized_scene.json, convergence.png)")
+      ->required();
+  app.add_option("--method", opt->method, "Override every stage's method: lbfgsb, gauss_newton, adam or cmaes")
+      ->check(CLI::IsMember({"lbfgsb", "gauss_newton", "adam", "cmaes"}));
+  app.add_option("--max-sims", opt->max_sims, "Override every stage's simulation budget")->check(CLI::PositiveNumber);
+  app.add_flag("--resume", opt->resume, "Continue the interrupted run in --out from its last completed iteration");
+  app.add_flag("--quiet,-q", opt->quiet, "No progress lines");
+  app.add_option("--set", opt->sets, "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return [opt]() { return run_optimize(*opt); };
+}
+
+}  // namespace addsim::cli

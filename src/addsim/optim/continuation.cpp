@@ -1,0 +1,78 @@
+#include "addsim/optim/continuation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+NamedValues named_values(const ParameterSelection& selection, const VecX& values) {
+  NamedValues out;
+  for (int k = 0; k < selection.size(); ++k) out.emplace_back(selection.names()[k], values[k]);
+  return out;
+}
+
+VecX apply_named_values(const ParameterTable& table, VecX p, const NamedValues& values) {
+  for (const auto& [name, value] : values) {
+    const std::optional<ParamRange> r = table.resolve(name);
+    if (!r || r->size != 1) continue;
+    p[r->offset] = value;
+  }
+  return p;
+}
+
+void merge_named_values(NamedValues& into, const NamedValues& from) {
+  for (const auto& [name, value] : from) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const auto& e) { return e.first == name; });
+    if (it != into.end())
+      it->second = value;
+    else
+      into.emplace_back(name, value);
+  }
+}
+
+ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
+                                    const ContinuationCallbacks& callbacks, const ContinuationStart& start) {
+  if (stages.empty()) throw InputError("continuation: no stages");
+  if (start.stage < 0 || start.stage >= static_cast<int>(stages.size()))
+    throw InputError("continuation: start stage " + std::to_string(start.stage) + " does not exist");
+  ContinuationResult out;
+  out.best = start.carried;
+  out.simulations = start.simulations;
+  out.seconds = start.seconds;
+  out.iterations = start.iteration;
+  for (int s = start.stage; s < static_cast<int>(stages.size()); ++s) {
+    std::unique_ptr<SimulationProblem> problem = factory(s, out.best);
+    // The stage's budget counts from its own start; the tracker counts totals.
+    OptimizerOptions options = stages[s].options;
+    const bool resumed = s == start.stage && start.stage_start_simulations >= 0;
+    options.max_simulations += resumed ? start.stage_start_simulations : out.simulations;
+    options.max_seconds += resumed && start.stage_start_seconds >= 0.0 ? start.stage_start_seconds : out.seconds;
+    OptimizerStart os;
+    os.simulations = out.simulations;
+    os.seconds = out.seconds;
+    os.iteration = out.iterations;
+    if (s == start.stage) os.phi0 = start.phi0;
+    OptimizerCallbacks cb;
+    if (callbacks.on_evaluation) cb.on_evaluation = [&](const EvaluationRecord& r) { callbacks.on_evaluation(s, r); };
+    if (callbacks.on_iteration) cb.on_iteration = [&](const IterationRecord& r) { return callbacks.on_iteration(s, r); };
+    StageResult sr;
+    sr.name = stages[s].name;
+    sr.result = minimize(*problem, problem->x0(), options, cb, os);
+    if (sr.result.x_best.size() > 0 && std::isfinite(sr.result.phi_best))
+      sr.best = named_values(problem->selection(), sr.result.values_best);
+    merge_named_values(out.best, sr.best);
+    out.simulations = sr.result.simulations;
+    out.seconds = sr.result.seconds;
+    out.iterations = sr.result.iterations;
+    out.reason = sr.result.reason;
+    out.message = sr.result.message;
+    if (callbacks.on_stage_end) callbacks.on_stage_end(s, sr);
+    out.stages.push_back(std::move(sr));
+    if (out.reason == StopReason::kInterrupted || out.reason == StopReason::kInitialFailure) break;
+  }
+  return out;
+}
+
+}  // namespace addsim

@@ -1,0 +1,84 @@
+#pragma once
+/// Continuation as data (paper §6, the three-phase parameter estimation and the k_n
+/// continuation): a list of stages, each optimising its own parameter subset on its own
+/// model (scene overrides, time horizon) with its own method and budget. Each stage starts
+/// from the best point of the stages before it: the values of every scalar optimised so
+/// far are carried over by name, everything else comes from the stage's own model. The
+/// caller builds each stage's problem (io rebuilds the scene; this module stays free of
+/// files and JSON).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "addsim/optim/optimizer.h"
+
+namespace addsim {
+
+/// Selected scalars by name (ParameterTable::name_of, e.g. "bodies.0.velocity.0.2") with
+/// their values in p's units, in selection order.
+using NamedValues = std::vector<std::pair<std::string, double>>;
+
+/// The names and values (|selection|, p's units) of a selection.
+NamedValues named_values(const ParameterSelection& selection, const VecX& values);
+/// `p` (|p|) with every named value whose name resolves in `table` set; names the table
+/// does not know are skipped (a later stage may drop a parameter).
+VecX apply_named_values(const ParameterTable& table, VecX p, const NamedValues& values);
+/// `into` updated with `from` (same names overwritten, new names appended).
+void merge_named_values(NamedValues& into, const NamedValues& from);
+
+struct StageSpec {
+  std::string name;          ///< for logs ("ballistic", "stage 1")
+  OptimizerOptions options;  ///< method, budget (per stage) and tolerances
+};
+
+/// Builds the problem of stage `stage` with the carried values applied to its start
+/// (apply_named_values on the stage model's defaults). Called once per stage.
+using StageFactory = std::function<std::unique_ptr<SimulationProblem>(int stage, const NamedValues& carried)>;
+
+struct StageResult {
+  std::string name;
+  OptimizationResult result;  ///< counts are totals over the whole continuation
+  NamedValues best;           ///< this stage's best point
+};
+
+struct ContinuationCallbacks {
+  std::function<void(int stage, const EvaluationRecord&)> on_evaluation;
+  /// Returning false stops the whole continuation.
+  std::function<bool(int stage, const IterationRecord&)> on_iteration;
+  std::function<void(int stage, const StageResult&)> on_stage_end;
+};
+
+/// Where a continuation starts: stage index, counters and carried values of an earlier,
+/// interrupted run (resume restarts the stage's method from the best point so far).
+struct ContinuationStart {
+  int stage = 0;
+  long simulations = 0;
+  double seconds = 0.0;
+  int iteration = 0;
+  double phi0 = std::numeric_limits<double>::quiet_NaN();  ///< Φ₀ of the resumed stage
+  /// Totals when the resumed stage first started (its budget counts from there); −1: now.
+  long stage_start_simulations = -1;
+  double stage_start_seconds = -1.0;
+  NamedValues carried;
+};
+
+struct ContinuationResult {
+  std::vector<StageResult> stages;  ///< the stages run now (from start.stage on)
+  NamedValues best;                 ///< carried values after the last stage: the best point
+  long simulations = 0;
+  double seconds = 0.0;
+  int iterations = 0;
+  StopReason reason = StopReason::kNoProgress;  ///< of the last stage run
+  std::string message;
+};
+
+/// Runs stages start.stage … end in order. Each stage's budget counts from the stage's own
+/// start; the counters are totals. Stops early when a stage is interrupted or its start
+/// fails to simulate.
+ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
+                                    const ContinuationCallbacks& callbacks = {}, const ContinuationStart& start = {});
+
+}  // namespace addsim

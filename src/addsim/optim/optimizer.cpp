@@ -1,0 +1,530 @@
+#include "addsim/optim/optimizer.h"
+
+#include <LBFGSB.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <optional>
+#include <random>
+#include <stdexcept>
+
+#include <pagmo/algorithms/cmaes.hpp>
+#include <pagmo/population.hpp>
+#include <pagmo/problem.hpp>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+const char* to_string(OptimizerMethod method) {
+  switch (method) {
+    case OptimizerMethod::kLbfgsb: return "lbfgsb";
+    case OptimizerMethod::kGaussNewton: return "gauss_newton";
+    case OptimizerMethod::kAdam: return "adam";
+    case OptimizerMethod::kCmaes: return "cmaes";
+  }
+  return "?";
+}
+
+const char* to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kPhiRatio: return "phi_ratio";
+    case StopReason::kGradient: return "gradient";
+    case StopReason::kSimulationBudget: return "simulation_budget";
+    case StopReason::kTimeBudget: return "time_budget";
+    case StopReason::kLineSearch: return "line_search";
+    case StopReason::kNoProgress: return "no_progress";
+    case StopReason::kInitialFailure: return "initial_failure";
+    case StopReason::kInterrupted: return "interrupted";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Thrown inside a method to end the run; the tracker's best point is the result.
+struct Stop {
+  StopReason reason;
+  std::string message;
+};
+
+// ‖P(x − g) − x‖₂: the gradient with the components that point out of an active bound removed.
+double projected_gradient_norm(const VecX& x, const VecX& g, const VecX& lo, const VecX& hi) {
+  return ((x - g).cwiseMax(lo).cwiseMin(hi) - x).norm();
+}
+
+// Wraps the problem for the methods: budgets, counters, the best point, callbacks.
+class Tracker {
+ public:
+  Tracker(SimulationProblem& problem, const OptimizerOptions& options, const OptimizerCallbacks& callbacks,
+          const OptimizerStart& start)
+      : problem_(problem), options_(options), callbacks_(callbacks), start_(start),
+        sims_at_start_(problem.simulations()), failures_at_start_(problem.failures()),
+        t0_(std::chrono::steady_clock::now()), iteration_(start.iteration), phi0_(start.phi0) {}
+
+  double elapsed() const {
+    return start_.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  long simulations() const { return start_.simulations + problem_.simulations() - sims_at_start_; }
+  int iteration() const { return iteration_; }
+  double phi0() const { return phi0_; }
+  const VecX& x_best() const { return x_best_; }
+  double phi_best() const { return phi_best_; }
+
+  // Throws Stop when a budget is spent (checked before every simulation).
+  void check_budget() const {
+    if (simulations() >= options_.max_simulations)
+      throw Stop{StopReason::kSimulationBudget, "spent " + std::to_string(simulations()) + " simulations"};
+    if (elapsed() >= options_.max_seconds) throw Stop{StopReason::kTimeBudget, "spent the time budget"};
+  }
+
+  Evaluation evaluate(const VecX& x, bool gradient) {
+    // Simulations are deterministic: a point evaluated last time (L-BFGS-B evaluates its
+    // start again; a line search whose step fell below the round-off of x asks for the same
+    // point) is answered from the cache instead of a new simulation.
+    if (cached_ && cached_->x.size() == x.size() && cached_->x == x && (!gradient || cached_->gradient.size() > 0 ||
+                                                                          cached_->failed))
+      return *cached_;
+    check_budget();
+    Evaluation e = problem_.evaluate(x, gradient);
+    record(e.x, e.phi, e.gradient, e.failed, e.failure);
+    cached_ = e;
+    return e;
+  }
+
+  LeastSquaresEvaluation residuals(const VecX& x, bool jacobian) {
+    check_budget();
+    LeastSquaresEvaluation e = problem_.evaluate_residuals(x, jacobian);
+    VecX g;
+    if (!e.failed && jacobian) g = e.jacobian.transpose() * e.residuals;
+    record(e.x, e.phi, g, e.failed, e.failure);
+    return e;
+  }
+
+  // Evaluates a batch of points (values only) concurrently, one thread per simulator slot,
+  // then records them in order as if evaluated one after another. The batch is cut to the
+  // remaining simulation budget (Stop if none is left).
+  std::vector<Evaluation> evaluate_batch(const std::vector<VecX>& xs) {
+    check_budget();
+    const size_t n = std::min<size_t>(xs.size(), static_cast<size_t>(options_.max_simulations - simulations()));
+    std::vector<Evaluation> out(n);
+    const int threads = std::max(1, std::min(problem_.slots(), static_cast<int>(n)));
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&](int slot) {
+      for (size_t k = next++; k < n; k = next++) {
+        try {
+          out[k] = problem_.evaluate(xs[k], false, slot);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int s = 1; s < threads; ++s) helpers.emplace_back(work, s);
+    work(0);
+    for (std::thread& h : helpers) h.join();
+    if (error) std::rethrow_exception(error);
+    for (const Evaluation& e : out) record(e.x, e.phi, e.gradient, e.failed, e.failure);
+    return out;
+  }
+
+  // Ends an iteration: reports it, then checks the tolerances and the callback's answer.
+  void end_iteration() {
+    ++iteration_;
+    IterationRecord r;
+    r.iteration = iteration_;
+    r.simulations = simulations();
+    r.phi = phi_best_;
+    r.phi0 = phi0_;
+    if (g_best_.size() > 0) r.gradient_norm = g_best_.norm();
+    r.x_best = x_best_;
+    r.elapsed = elapsed();
+    if (callbacks_.on_iteration && !callbacks_.on_iteration(r))
+      throw Stop{StopReason::kInterrupted, "stopped by the caller"};
+    check_tolerances();
+  }
+
+  // Φ/Φ₀ and the projected gradient at the best point.
+  void check_tolerances() const {
+    if (options_.phi_ratio_tolerance > 0.0 && phi_best_ <= options_.phi_ratio_tolerance * phi0_)
+      throw Stop{StopReason::kPhiRatio, "reached the Phi/Phi0 tolerance"};
+    if (options_.gradient_tolerance > 0.0 && g_best_.size() > 0 &&
+        projected_gradient_norm(x_best_, g_best_, problem_.lower(), problem_.upper()) <= options_.gradient_tolerance)
+      throw Stop{StopReason::kGradient, "reached the gradient tolerance"};
+  }
+
+  OptimizationResult result(StopReason reason, std::string message) const {
+    OptimizationResult r;
+    r.x_best = x_best_;
+    r.values_best = x_best_.size() > 0 ? problem_.values(x_best_) : VecX();
+    r.phi_best = phi_best_;
+    r.phi0 = phi0_;
+    r.gradient_best = g_best_;
+    r.simulations = simulations();
+    r.failed_simulations = problem_.failures() - failures_at_start_;
+    r.iterations = iteration_;
+    r.seconds = elapsed();
+    r.reason = reason;
+    r.message = std::move(message);
+    return r;
+  }
+
+ private:
+  void record(const VecX& x, double phi, const VecX& g, bool failed, const std::string& failure) {
+    if (std::isnan(phi0_)) phi0_ = phi;
+    if (!failed && (phi < phi_best_ || x_best_.size() == 0 || (phi == phi_best_ && g.size() > 0))) {
+      phi_best_ = phi;
+      x_best_ = x;
+      g_best_ = g;
+    }
+    if (x_best_.size() == 0) x_best_ = x;
+    if (callbacks_.on_evaluation) {
+      EvaluationRecord r;
+      r.iteration = iteration_;
+      r.simulations = simulations();
+      r.phi = phi;
+      if (g.size() > 0) r.gradient_norm = g.norm();
+      r.x = x;
+      r.values = problem_.values(x);
+      r.failed = failed;
+      r.failure = failure;
+      r.elapsed = elapsed();
+      callbacks_.on_evaluation(r);
+    }
+  }
+
+  SimulationProblem& problem_;
+  const OptimizerOptions& options_;
+  const OptimizerCallbacks& callbacks_;
+  OptimizerStart start_;
+  long sims_at_start_, failures_at_start_;
+  std::chrono::steady_clock::time_point t0_;
+  int iteration_;
+  double phi0_;
+  VecX x_best_, g_best_;
+  double phi_best_ = kInf;
+  std::optional<Evaluation> cached_;
+};
+
+// ---------------------------------------------------------------------------------------
+// L-BFGS-B (LBFGS++): the objective functor and a line search that treats Φ = +∞ as a
+// failed trial. LBFGS++'s Moré–Thuente search interpolates with the trial values, which is
+// meaningless for +∞; on the first failed trial this search backtracks instead (halving the
+// step from the failed one, Armijo condition), and after every accepted step it ends one
+// iteration of the tracker (LBFGS++ has no iteration hook of its own).
+
+struct FailedTrial {
+  double step;
+};
+
+struct LbfgsObjective {
+  Tracker* tracker;
+  double operator()(const VecX& x, VecX& grad) {
+    const Evaluation e = tracker->evaluate(x, true);
+    if (e.failed) {
+      grad.setZero();
+      return kInf;
+    }
+    grad = e.gradient;
+    return e.phi;
+  }
+};
+
+template <typename Scalar>
+class GuardedLineSearch {
+ public:
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+
+  template <typename Param>
+  static void LineSearch(LbfgsObjective& f, Scalar& fx, Vector& x, Vector& grad, Scalar& step, Scalar step_max,
+                         const Vector& drt, const Vector& xp, const Param& param) {
+    const Scalar fx_init = fx;
+    const Scalar dg_init = grad.dot(drt);
+    const Vector grad_init = grad;
+    // Moré–Thuente on a functor that throws at the first failed simulation.
+    auto guarded = [&](const Vector& xt, Vector& g) {
+      const Scalar v = f(xt, g);
+      if (!std::isfinite(v)) throw FailedTrial{(xt - xp).dot(drt) / drt.squaredNorm()};
+      return v;
+    };
+    try {
+      LBFGSpp::LineSearchMoreThuente<Scalar>::LineSearch(guarded, fx, x, grad, step, step_max, drt, xp, param);
+      f.tracker->end_iteration();
+      return;
+    } catch (const FailedTrial& failed) {
+      step = failed.step;
+    } catch (const std::runtime_error&) {
+      // Moré–Thuente ran out of trials (typically still extrapolating along a direction
+      // whose quasi-Newton length is far too short); its last trial is kept when it
+      // satisfies the sufficient-decrease condition, as any backtracking search would.
+      if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
+        f.tracker->end_iteration();
+        return;
+      }
+      throw;
+    }
+    // Backtracking from the failed step: Armijo decrease with a finite Φ.
+    for (int k = 0; k < param.max_linesearch; ++k) {
+      step *= 0.5;
+      if (step < param.min_step) break;
+      x.noalias() = xp + step * drt;
+      fx = f(x, grad);
+      if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
+        f.tracker->end_iteration();
+        return;
+      }
+    }
+    x = xp;
+    fx = fx_init;
+    grad = grad_init;
+    throw std::runtime_error("no step along the search direction gives a completed simulation with a decrease");
+  }
+};
+
+void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
+  LBFGSpp::LBFGSBParam<double> param;
+  param.m = o.lbfgs_memory;
+  param.epsilon = o.gradient_tolerance;
+  param.epsilon_rel = 0.0;
+  param.past = 0;
+  param.max_iterations = 0;
+  param.max_linesearch = o.lbfgs_max_linesearch;
+  LBFGSpp::LBFGSBSolver<double, GuardedLineSearch> solver(param);
+  LbfgsObjective f{&t};
+  VecX x = x0;
+  double fx = 0.0;
+  try {
+    solver.minimize(f, x, fx, problem.lower(), problem.upper());
+  } catch (const std::logic_error& e) {
+    throw Stop{StopReason::kLineSearch, e.what()};
+  } catch (const std::runtime_error& e) {
+    throw Stop{StopReason::kLineSearch, e.what()};
+  }
+  // LBFGS++ returns when its projected-gradient test passes.
+  throw Stop{StopReason::kGradient, "LBFGS++ converged (projected gradient)"};
+}
+
+// ---------------------------------------------------------------------------------------
+// Gauss–Newton / Levenberg–Marquardt with bounds by projection: (JᵀJ + λ D) δ = −Jᵀρ with
+// D = diag(JᵀJ) (Marquardt's scaling); a step that lowers Φ is taken and λ shrinks by 3,
+// otherwise (also for a failed simulation) λ grows by 4 from the same point.
+
+void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
+  LeastSquaresEvaluation cur = t.residuals(x0, true);
+  if (cur.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + cur.failure};
+  double lambda = o.lm_damping;
+  // λ beyond this makes the step smaller than round-off of x: nothing left to try.
+  constexpr double kMaxDamping = 1e16;
+  for (;;) {
+    const VecX g = cur.jacobian.transpose() * cur.residuals;
+    const MatX A = cur.jacobian.transpose() * cur.jacobian;
+    // Columns without influence keep a unit scale so that the damped system stays regular.
+    VecX D = A.diagonal();
+    const double dmax = D.maxCoeff();
+    for (Eigen::Index k = 0; k < D.size(); ++k)
+      if (!(D[k] > 1e-14 * dmax)) D[k] = dmax > 0.0 ? 1e-14 * dmax : 1.0;
+    for (;;) {
+      MatX M = A;
+      M.diagonal() += lambda * D;
+      // A regulariser so that plain Gauss–Newton (λ = 0) still solves a rank-deficient JᵀJ.
+      M.diagonal() += 1e-14 * D;
+      const VecX delta = M.ldlt().solve(-g);
+      const VecX x_new = problem.project(cur.x + delta);
+      if ((x_new - cur.x).norm() <= 1e-15 * (1.0 + cur.x.norm()))
+        throw Stop{StopReason::kNoProgress, "the Gauss-Newton step is below round-off"};
+      // Decrease the linear model predicts for the projected step: below the round-off of Φ
+      // the point is stationary (a minimum, possibly a local one).
+      const VecX step = x_new - cur.x;
+      const double predicted = -(g.dot(step) + 0.5 * step.dot(A * step));
+      if (predicted <= 1e-15 * cur.phi)
+        throw Stop{StopReason::kNoProgress, "Gauss-Newton reached a stationary point (predicted decrease below round-off)"};
+      LeastSquaresEvaluation next = t.residuals(x_new, true);
+      if (!next.failed && next.phi < cur.phi) {
+        cur = std::move(next);
+        lambda = lambda / 3.0;
+        if (lambda < 1e-12) lambda = 0.0;
+        t.end_iteration();
+        break;
+      }
+      lambda = lambda > 0.0 ? 4.0 * lambda : 1e-6;
+      if (lambda > kMaxDamping) throw Stop{StopReason::kNoProgress, "Levenberg-Marquardt damping overflow"};
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// ADAM [Kingma and Ba 2015] with bounds by projection; a failed simulation returns to the
+// last completed point with half the learning rate.
+
+void run_adam(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
+  const Eigen::Index n = x0.size();
+  VecX m = VecX::Zero(n), v = VecX::Zero(n);
+  VecX x = x0, x_good = x0;
+  double lr = o.adam_learning_rate;
+  int k = 0;
+  bool first = true;
+  for (;;) {
+    const Evaluation e = t.evaluate(x, true);
+    if (e.failed) {
+      if (first) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + e.failure};
+      x = x_good;
+      lr *= 0.5;
+      continue;
+    }
+    if (!first) t.end_iteration();
+    first = false;
+    ++k;
+    m = o.adam_beta1 * m + (1.0 - o.adam_beta1) * e.gradient;
+    v = o.adam_beta2 * v + (1.0 - o.adam_beta2) * e.gradient.cwiseAbs2();
+    const VecX m_hat = m / (1.0 - std::pow(o.adam_beta1, k));
+    const VecX v_hat = v / (1.0 - std::pow(o.adam_beta2, k));
+    x_good = x;
+    x = problem.project(x - lr * (m_hat.array() / (v_hat.array().sqrt() + o.adam_epsilon)).matrix());
+    lr *= o.adam_decay;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// CMA-ES (pagmo::cmaes), one generation per evolve() call with its memory kept.
+
+// pagmo's CMA-ES starts with per-coordinate standard deviations σ₀·(box width) and needs
+// finite bounds. It therefore works on z = (x − x0)/σ in the uniform box [−R, R] (σ₀ = 1/2R:
+// a unit standard deviation in z, σ in x, for every coordinate), and each sample is
+// projected onto the problem's bounds before it is simulated (repair by projection), so
+// every simulated point is feasible and the best point is one of them.
+//
+// pagmo 2.18's cmaes evaluates its population one individual after another and has no
+// batch evaluator. Its samples of a generation are drawn before any of them is evaluated,
+// from its random engine and its memory only, so a copy of the algorithm replaying the
+// generation on a recording problem (fitness 0) yields exactly the points the real
+// generation will ask for. Those are simulated in parallel, one Simulator per thread,
+// and the real generation then reads their values from the cache.
+constexpr double kCmaesBox = 1e3;
+
+struct CmaesShared {
+  bool recording = false;
+  std::vector<pagmo::vector_double> requested;   // recording: the generation's samples
+  std::map<pagmo::vector_double, double> cache;  // their Φ, filled between the two passes
+};
+
+struct PagmoProblem {
+  Tracker* tracker = nullptr;
+  const SimulationProblem* problem = nullptr;
+  CmaesShared* shared = nullptr;
+  VecX x0;
+  double sigma = 1.0;
+  int n = 0;
+  VecX to_x(const pagmo::vector_double& z) const {
+    return problem->project(x0 + sigma * Eigen::Map<const VecX>(z.data(), n));
+  }
+  pagmo::vector_double fitness(const pagmo::vector_double& z) const {
+    if (shared->recording) {
+      shared->requested.push_back(z);
+      return {0.0};
+    }
+    if (auto it = shared->cache.find(z); it != shared->cache.end()) return {it->second};
+    // pagmo ranks by value; +∞ is a valid "worst" fitness.
+    return {tracker->evaluate(to_x(z), false).phi};
+  }
+  std::pair<pagmo::vector_double, pagmo::vector_double> get_bounds() const {
+    return {pagmo::vector_double(n, -kCmaesBox), pagmo::vector_double(n, kCmaesBox)};
+  }
+};
+
+void run_cmaes(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
+  if (!(o.cmaes_sigma > 0.0)) throw InputError("optimizer: cmaes sigma must be positive");
+  const Evaluation e0 = t.evaluate(x0, false);
+  if (e0.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + e0.failure};
+  CmaesShared shared;
+  PagmoProblem udp;
+  udp.tracker = &t;
+  udp.problem = &problem;
+  udp.shared = &shared;
+  udp.x0 = x0;
+  udp.sigma = o.cmaes_sigma;
+  udp.n = static_cast<int>(x0.size());
+  pagmo::problem prob(udp);
+  const int lambda = o.cmaes_population > 0 ? o.cmaes_population
+                                            : std::max(5, 4 + static_cast<int>(std::floor(3.0 * std::log(udp.n))));
+  // The initial population: λ copies of the start (z = 0) with its known Φ (no extra
+  // simulations); the first generation then samples N(x0, σ² I).
+  pagmo::population pop(prob, 0u, o.cmaes_seed);
+  for (int k = 0; k < lambda; ++k) pop.push_back(pagmo::vector_double(udp.n, 0.0), {e0.phi});
+  // One generation per call with memory; pagmo's own ftol/xtol exits are disabled (0), the
+  // tracker's budgets and tolerances end the run.
+  pagmo::cmaes algo(1u, -1, -1, -1, -1, 0.5 / kCmaesBox, 0.0, 0.0, true, true, o.cmaes_seed);
+  for (;;) {
+    t.check_budget();
+    const long before = t.simulations();
+    if (problem.slots() > 1) {
+      // Replay the generation on copies to learn its samples, then simulate them in parallel.
+      shared.requested.clear();
+      shared.cache.clear();
+      shared.recording = true;
+      pagmo::cmaes replay = algo;
+      pagmo::population dry = pop;
+      try {
+        replay.evolve(dry);
+      } catch (...) {
+        shared.recording = false;
+        throw;
+      }
+      shared.recording = false;
+      std::vector<VecX> xs;
+      for (const auto& z : shared.requested) xs.push_back(udp.to_x(z));
+      const std::vector<Evaluation> es = t.evaluate_batch(xs);
+      for (size_t k = 0; k < es.size(); ++k) shared.cache[shared.requested[k]] = es[k].phi;
+    }
+    pop = algo.evolve(pop);
+    if (t.simulations() == before) throw Stop{StopReason::kNoProgress, "CMA-ES converged (its step size vanished)"};
+    t.end_iteration();
+  }
+}
+
+}  // namespace
+
+OptimizationResult minimize(SimulationProblem& problem, const VecX& x0_in, const OptimizerOptions& options,
+                            const OptimizerCallbacks& callbacks, const OptimizerStart& start) {
+  if (options.max_simulations <= 0) throw InputError("optimizer: the simulation budget must be positive");
+  if (!(options.max_seconds > 0.0)) throw InputError("optimizer: the time budget must be positive");
+  if (x0_in.size() != problem.size())
+    throw InputError("optimizer: x0 has " + std::to_string(x0_in.size()) + " entries for " +
+                     std::to_string(problem.size()) + " parameters");
+  if (options.method == OptimizerMethod::kGaussNewton && !problem.least_squares()) {
+    const int bad = problem.objective().first_non_least_squares_term();
+    throw InputError("optimizer: gauss_newton needs a sum-of-squares objective; term " + std::to_string(bad) + " (" +
+                     std::string(problem.objective().term(bad).name()) + ") is not one");
+  }
+  const VecX x0 = problem.project(x0_in);
+  Tracker t(problem, options, callbacks, start);
+  try {
+    switch (options.method) {
+      case OptimizerMethod::kLbfgsb: {
+        const Evaluation e0 = t.evaluate(x0, true);
+        if (e0.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + e0.failure};
+        t.check_tolerances();
+        run_lbfgsb(problem, t, x0, options);
+        break;
+      }
+      case OptimizerMethod::kGaussNewton: run_gauss_newton(problem, t, x0, options); break;
+      case OptimizerMethod::kAdam: run_adam(problem, t, x0, options); break;
+      case OptimizerMethod::kCmaes: run_cmaes(problem, t, x0, options); break;
+    }
+  } catch (const Stop& s) {
+    return t.result(s.reason, s.message);
+  }
+  return t.result(StopReason::kNoProgress, "the method returned");
+}
+
+}  // namespace addsim

@@ -1,0 +1,122 @@
+#pragma once
+/// Optimisation methods over a SimulationProblem, behind one entry point (paper §6):
+/// L-BFGS-B with bounds (LBFGS++), Gauss–Newton / Levenberg–Marquardt on the residuals with
+/// the Jacobian from direct sensitivities (bounds by projection), ADAM (bounds by
+/// projection), and CMA-ES (pagmo2) as the gradient-free baseline. Every forward
+/// simulation counts as one "simulation run" as the paper counts them; a failed simulation
+/// is Φ = +∞ to the method (line searches back off, LM raises its damping, ADAM halves its
+/// learning rate, CMA-ES ranks it last). CMA-ES simulates each generation on as many
+/// threads as the problem has simulator slots. Stopping: a budget in simulations and seconds,
+/// Φ/Φ₀, and the norm of the projected gradient.
+
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "addsim/optim/problem.h"
+
+namespace addsim {
+
+enum class OptimizerMethod { kLbfgsb, kGaussNewton, kAdam, kCmaes };
+
+/// "lbfgsb", "gauss_newton", "adam", "cmaes".
+const char* to_string(OptimizerMethod method);
+
+enum class StopReason {
+  kPhiRatio,          ///< Φ/Φ₀ ≤ phi_ratio_tolerance
+  kGradient,          ///< ‖projected ∇Φ‖ ≤ gradient_tolerance
+  kSimulationBudget,  ///< max_simulations reached
+  kTimeBudget,        ///< max_seconds reached
+  kLineSearch,        ///< L-BFGS-B's line search found no decrease (message says why)
+  kNoProgress,        ///< the method cannot move any more (LM damping overflow, step below round-off, CMA-ES converged)
+  kInitialFailure,    ///< the simulation at the starting point failed
+  kInterrupted,       ///< the iteration callback asked to stop
+};
+
+/// "phi_ratio", "gradient", "simulation_budget", "time_budget", "line_search", "no_progress",
+/// "initial_failure", "interrupted".
+const char* to_string(StopReason reason);
+
+struct OptimizerOptions {
+  OptimizerMethod method = OptimizerMethod::kLbfgsb;
+  long max_simulations = 100;  ///< budget of forward simulations (> 0)
+  double max_seconds = std::numeric_limits<double>::infinity();  ///< wall-time budget (> 0)
+  double phi_ratio_tolerance = 0.0;  ///< stop when Φ/Φ₀ ≤ this (0: never)
+  double gradient_tolerance = 0.0;   ///< stop when ‖projected dΦ/dx‖₂ ≤ this (0: never)
+  // L-BFGS-B
+  int lbfgs_memory = 6;          ///< correction pairs kept
+  int lbfgs_max_linesearch = 20;  ///< trials per line search
+  // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
+  double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
+  // ADAM [Kingma and Ba 2015]: learning rate η_k = η₀ · decay^k
+  double adam_learning_rate = 1e-2;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  double adam_decay = 1.0;
+  // CMA-ES [Hansen 2016] (pagmo::cmaes)
+  int cmaes_population = 0;      ///< λ (0: pagmo's default 4 + ⌊3 ln n⌋, at least 5)
+  double cmaes_sigma = 0.5;      ///< initial step size σ₀ in x units
+  unsigned cmaes_seed = 1;
+};
+
+/// One evaluation as the methods see it, for logs.
+struct EvaluationRecord {
+  int iteration = 0;           ///< the iteration this evaluation belongs to (0: the start)
+  long simulations = 0;        ///< simulations so far including this one (with the start's offset)
+  double phi = 0.0;            ///< +∞ if failed
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();  ///< ‖dΦ/dx‖₂, NaN if not computed
+  VecX x;                      ///< optimiser variable
+  VecX values;                 ///< selected parameters in p's units
+  bool failed = false;
+  std::string failure;
+  double elapsed = 0.0;        ///< seconds since the start (with the start's offset)
+};
+
+/// The state after a completed iteration (an accepted step; for CMA-ES a generation).
+struct IterationRecord {
+  int iteration = 0;
+  long simulations = 0;
+  double phi = 0.0;            ///< best Φ so far
+  double phi0 = 0.0;           ///< Φ at the start
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();  ///< at the best point, if known
+  VecX x_best;
+  double elapsed = 0.0;
+};
+
+struct OptimizerCallbacks {
+  /// After every evaluation (also failed ones).
+  std::function<void(const EvaluationRecord&)> on_evaluation;
+  /// After every iteration; returning false stops the run (StopReason::kInterrupted).
+  std::function<bool(const IterationRecord&)> on_iteration;
+};
+
+/// Where a run starts: counters continued from an earlier run (resume, continuation).
+struct OptimizerStart {
+  long simulations = 0;   ///< simulations already spent (count towards max_simulations)
+  double seconds = 0.0;   ///< seconds already spent (count towards max_seconds)
+  int iteration = 0;      ///< iterations already done
+  double phi0 = std::numeric_limits<double>::quiet_NaN();  ///< Φ₀ of the original start (NaN: Φ at x0)
+};
+
+struct OptimizationResult {
+  VecX x_best;              ///< best point (optimiser variable)
+  VecX values_best;         ///< best point, selected parameters in p's units
+  double phi_best = std::numeric_limits<double>::infinity();
+  double phi0 = std::numeric_limits<double>::quiet_NaN();
+  VecX gradient_best;       ///< dΦ/dx at the best point when computed, else empty
+  long simulations = 0;     ///< total including the start's offset
+  long failed_simulations = 0;  ///< in this run
+  int iterations = 0;       ///< total including the start's offset
+  double seconds = 0.0;     ///< total including the start's offset
+  StopReason reason = StopReason::kSimulationBudget;
+  std::string message;      ///< details of the stop (e.g. LBFGS++'s exception text)
+};
+
+/// Minimises Φ over the problem's selection from x0 (|x|, projected onto the bounds) with
+/// `options.method`. Never throws for a failed simulation; throws InputError for invalid
+/// options (non-positive budget, Gauss–Newton on an objective that is not a sum of squares).
+OptimizationResult minimize(SimulationProblem& problem, const VecX& x0, const OptimizerOptions& options,
+                            const OptimizerCallbacks& callbacks = {}, const OptimizerStart& start = {});
+
+}  // namespace addsim

@@ -1,0 +1,158 @@
+#include "addsim/optim/problem.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "addsim/core/error.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
+
+namespace addsim {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+SimulationProblem::SimulationProblem(const Model& model, const Objective& objective, ParameterSelection selection,
+                                     VecX p_base, int slots, int threads_per_slot, ProblemOwner owner)
+    : owner_(std::move(owner)),
+      model_(model),
+      objective_(objective),
+      selection_(std::move(selection)),
+      p_base_(std::move(p_base)) {
+  if (p_base_.size() != model_.params().size())
+    throw InputError("optimisation problem: " + std::to_string(p_base_.size()) + " parameters for a model with " +
+                     std::to_string(model_.params().size()));
+  if (selection_.size() == 0) throw InputError("optimisation problem: no parameters selected");
+  if (slots < 1) throw InternalError("optimisation problem: needs at least one simulator slot");
+  selection_.check_bounds(p_base_);
+  // Bounds in x: ln of the bounds for log-scaled scalars (a lower bound of 0 becomes −∞).
+  const int n = selection_.size();
+  lower_.resize(n);
+  upper_.resize(n);
+  for (int k = 0; k < n; ++k) {
+    double lo = selection_.lower(k), hi = selection_.upper(k);
+    if (selection_.log_scale(k)) {
+      lo = lo > 0.0 ? std::log(lo) : -kInf;
+      hi = hi < kInf ? std::log(hi) : kInf;
+    }
+    lower_[k] = lo;
+    upper_[k] = hi;
+  }
+  for (int s = 0; s < slots; ++s) simulators_.push_back(std::make_unique<Simulator>(model_, threads_per_slot));
+}
+
+VecX SimulationProblem::project(const VecX& x) const { return x.cwiseMax(lower_).cwiseMin(upper_); }
+
+bool SimulationProblem::simulate(const VecX& x, int slot, Trajectory& traj, std::string& why) {
+  if (slot < 0 || slot >= static_cast<int>(simulators_.size()))
+    throw InternalError("optimisation problem: simulator slot " + std::to_string(slot) + " does not exist");
+  if (x.size() != size())
+    throw InternalError("optimisation problem: x has " + std::to_string(x.size()) + " entries, expected " +
+                        std::to_string(size()));
+  ++simulations_;
+  const VecX p = parameters(x);
+  if (!p.allFinite()) {
+    why = "non-finite parameters (x overflowed its scaling)";
+    return false;
+  }
+  traj = simulators_[slot]->run(p);
+  if (!traj.completed()) {
+    why = "step " + std::to_string(traj.failed_step) + ": " + traj.failure;
+    return false;
+  }
+  return true;
+}
+
+Evaluation SimulationProblem::evaluate(const VecX& x, bool gradient, int slot) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Evaluation e;
+  e.x = x;
+  Trajectory traj;
+  bool ok = simulate(x, slot, traj, e.failure);
+  if (ok) {
+    try {
+      if (gradient) {
+        const GradientResult g = gradient_adjoint(model_, traj, objective_);
+        e.phi = g.phi;
+        e.gradient = selection_.scaled_gradient(traj.p, g.dphi_dp);
+      } else {
+        e.phi = objective_.evaluate(model_, traj, nullptr);
+      }
+      if (!std::isfinite(e.phi) || (gradient && !e.gradient.allFinite())) {
+        ok = false;
+        e.failure = "non-finite objective or gradient";
+      }
+    } catch (const SimulationError& err) {
+      ok = false;
+      e.failure = err.what();
+    }
+  }
+  if (!ok) {
+    ++failures_;
+    e.failed = true;
+    e.phi = kInf;
+    e.gradient.resize(0);
+  }
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool jacobian, int slot) {
+  const int bad = objective_.first_non_least_squares_term();
+  if (bad >= 0)
+    throw InputError("objective term " + std::to_string(bad) + " (" + std::string(objective_.term(bad).name()) +
+                     ") is not a sum of squares; Gauss-Newton needs every term to be one");
+  const auto t0 = std::chrono::steady_clock::now();
+  LeastSquaresEvaluation e;
+  e.x = x;
+  Trajectory traj;
+  bool ok = simulate(x, slot, traj, e.failure);
+  if (ok) {
+    try {
+      objective_.residuals(model_, traj, e.residuals, nullptr, nullptr);
+      e.phi = 0.5 * e.residuals.squaredNorm();
+      if (jacobian) {
+        // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with the
+        // direct sensitivities s^i_k = dq^i/dp_k of that one parameter kept over the whole run.
+        e.jacobian.resize(e.residuals.size(), size());
+        VecX dp = VecX::Zero(traj.p.size());
+        VecX rho, drho;
+        for (int k = 0; k < size(); ++k) {
+          const int j = selection_.indices()[k];
+          DirectOptions options;
+          options.keep_sensitivities_of = j;
+          const int params[] = {j};
+          const DirectResult d = gradient_direct(model_, traj, objective_, params, options);
+          dp.setZero();
+          dp[j] = 1.0;
+          const TrajectoryTangent tangent{&d.sensitivities, &dp};
+          objective_.residuals(model_, traj, rho, &tangent, &drho);
+          e.jacobian.col(k) = selection_.log_scale(k) ? (traj.p[j] * drho).eval() : drho;
+        }
+      }
+      if (!std::isfinite(e.phi) || (jacobian && !e.jacobian.allFinite())) {
+        ok = false;
+        e.failure = "non-finite residuals or Jacobian";
+      }
+    } catch (const SimulationError& err) {
+      ok = false;
+      e.failure = err.what();
+    }
+  }
+  if (!ok) {
+    ++failures_;
+    e.failed = true;
+    e.phi = kInf;
+    e.jacobian.resize(0, 0);
+  }
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+}  // namespace addsim

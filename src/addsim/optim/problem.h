@@ -1,0 +1,105 @@
+#pragma once
+/// The optimisation problem over a simulation (paper §6): x ↦ Φ(x) and ∇Φ(x) by the adjoint,
+/// and for sum-of-squares objectives x ↦ ρ(x) and its Jacobian dρ/dx by direct
+/// sensitivities, where x is the optimiser variable of a ParameterSelection (x = p or
+/// x = ln p per scalar, bounds from the task). One Simulator per evaluation slot is kept
+/// alive across evaluations, so an evaluation costs one forward run plus one gradient pass
+/// and nothing else (no re-parsing, no re-meshing; the linear solver's symbolic analysis is
+/// reused). A failed simulation (a step that does not converge, an inverted element, a
+/// SimulationError in the gradient pass) is an evaluation with Φ = +∞, counted, never an
+/// exception.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/model/model.h"
+#include "addsim/objectives/objective.h"
+#include "addsim/sensitivity/parameter_selection.h"
+#include "addsim/solver/simulator.h"
+
+namespace addsim {
+
+/// One evaluation of the problem at x.
+struct Evaluation {
+  VecX x;                 ///< optimiser variable (|x|)
+  double phi = 0.0;       ///< Φ(x), +∞ if the simulation failed
+  VecX gradient;          ///< dΦ/dx (|x|) when asked for and the run completed, else empty
+  bool failed = false;    ///< the simulation or its gradient pass failed
+  std::string failure;    ///< what failed (step and reason), empty otherwise
+  double seconds = 0.0;   ///< wall time of the forward run + gradient pass
+};
+
+/// Residuals ρ(x) with Φ = ½ ‖ρ‖² and, when asked for, the Jacobian dρ/dx (|ρ| × |x|).
+struct LeastSquaresEvaluation {
+  VecX x;
+  double phi = 0.0;  ///< ½ ‖ρ‖², +∞ if failed
+  VecX residuals;
+  MatX jacobian;     ///< empty unless asked for and the run completed
+  bool failed = false;
+  std::string failure;
+  double seconds = 0.0;
+};
+
+/// Keeps the caller's model and objective alive (e.g. a loaded task); may be null.
+using ProblemOwner = std::shared_ptr<const void>;
+
+class SimulationProblem {
+ public:
+  /// `model` and `objective` must outlive the problem (or be kept alive by `owner`); p_base
+  /// (|p|) holds the values of the unselected parameters and the starting point of the
+  /// selected ones. `slots` simulators are created (one per thread that evaluates
+  /// concurrently); each runs with `threads_per_slot` threads (1 or 2; 0 = the model's
+  /// solver.threads). Throws InputError if p_base is outside the selection's bounds.
+  SimulationProblem(const Model& model, const Objective& objective, ParameterSelection selection, VecX p_base,
+                    int slots = 1, int threads_per_slot = 0, ProblemOwner owner = {});
+
+  int size() const { return selection_.size(); }
+  /// Number of simulators (evaluations that may run concurrently, one per slot).
+  int slots() const { return static_cast<int>(simulators_.size()); }
+  const ParameterSelection& selection() const { return selection_; }
+  const Model& model() const { return model_; }
+  const Objective& objective() const { return objective_; }
+  /// Parameters of the problem's start (|p|).
+  const VecX& p_base() const { return p_base_; }
+  /// The optimiser variable at p_base.
+  VecX x0() const { return selection_.to_scaled(p_base_); }
+  /// Bounds on x (|x|): the selection's bounds, as ln for log-scaled scalars (ln 0 = −∞).
+  const VecX& lower() const { return lower_; }
+  const VecX& upper() const { return upper_; }
+  /// x projected onto [lower, upper].
+  VecX project(const VecX& x) const;
+  /// Full parameters p (|p|) at x.
+  VecX parameters(const VecX& x) const { return selection_.from_scaled(p_base_, x); }
+  /// The selected parameters in p's units (|x|) at x.
+  VecX values(const VecX& x) const { return selection_.gather(parameters(x)); }
+  /// True if every term of the objective is a sum of squares (Gauss–Newton applies).
+  bool least_squares() const { return objective_.first_non_least_squares_term() < 0; }
+
+  /// Φ(x) and, if `gradient`, dΦ/dx by the adjoint (one forward run + one backward pass).
+  /// Uses simulator `slot`; evaluations on different slots may run concurrently.
+  Evaluation evaluate(const VecX& x, bool gradient, int slot = 0);
+  /// ρ(x) and, if `jacobian`, dρ/dx column by column from direct sensitivities (one forward
+  /// run + one direct pass per selected scalar). Throws InputError if !least_squares().
+  LeastSquaresEvaluation evaluate_residuals(const VecX& x, bool jacobian, int slot = 0);
+
+  /// Forward simulations run so far (the paper's "simulation runs").
+  long simulations() const { return simulations_.load(); }
+  /// Of these, the failed ones (Φ = +∞).
+  long failures() const { return failures_.load(); }
+
+ private:
+  // Runs the forward simulation at x on `slot`; false (with `why`) if it failed.
+  bool simulate(const VecX& x, int slot, Trajectory& traj, std::string& why);
+
+  ProblemOwner owner_;
+  const Model& model_;
+  const Objective& objective_;
+  ParameterSelection selection_;
+  VecX p_base_, lower_, upper_;
+  std::vector<std::unique_ptr<Simulator>> simulators_;
+  std::atomic<long> simulations_{0}, failures_{0};
+};
+
+}  // namespace addsim

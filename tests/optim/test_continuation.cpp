@@ -1,0 +1,75 @@
+// Continuation stages: each stage rebuilt with its own overrides and parameter subset,
+// started from the previous stage's best point, counters continued.
+
+#include <gtest/gtest.h>
+
+#include "addsim/optim/continuation.h"
+#include "optim_scenes.h"
+
+namespace addsim {
+namespace {
+
+TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
+  const Vec3 target(1.0, 0.5, 0.2);
+  // Stage 0 optimises v_x only with 40 steps; stage 1 all of v with the scene's 50 steps.
+  const std::vector<std::vector<ParameterSpec>> specs = {{{"bodies.0.velocities.0.0"}},
+                                                         {{"bodies.0.velocities"}}};
+  const std::vector<std::vector<std::string>> overrides = {{"steps=40"}, {}};
+  std::vector<StageSpec> stages(2);
+  for (StageSpec& s : stages) {
+    s.options.method = OptimizerMethod::kLbfgsb;
+    s.options.max_simulations = 30;
+    s.options.phi_ratio_tolerance = 1e-20;
+  }
+  stages[0].name = "x only";
+  stages[0].options.max_simulations = 4;
+  stages[1].name = "all";
+  std::vector<VecX> starts;
+  std::vector<int> steps;
+  const StageFactory factory = [&](int stage, const NamedValues& carried) {
+    auto t = test::scene_task(test::kParticleThrow, specs[stage], overrides[stage]);
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    starts.push_back(t->selection.gather(p));
+    steps.push_back(t->scene.model->scheme().steps);
+    return test::make_problem(t, p);
+  };
+  std::vector<int> stage_of_evaluation;
+  ContinuationCallbacks cb;
+  cb.on_evaluation = [&](int stage, const EvaluationRecord&) { stage_of_evaluation.push_back(stage); };
+  const ContinuationResult r = run_continuation(stages, factory, cb);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(steps, (std::vector<int>{40, 50}));
+  // Stage 0 spent its own budget; stage 1 started from its best v_x.
+  EXPECT_EQ(r.stages[0].result.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(r.stages[0].result.simulations, 4);
+  ASSERT_EQ(r.stages[0].best.size(), 1u);
+  EXPECT_NE(r.stages[0].best[0].second, 0.0);
+  EXPECT_EQ(starts[1][0], r.stages[0].best[0].second);
+  EXPECT_EQ(starts[1][1], 0.0);
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio) << r.stages[1].result.message;
+  EXPECT_EQ(r.simulations, static_cast<long>(stage_of_evaluation.size()));
+  EXPECT_EQ(std::count(stage_of_evaluation.begin(), stage_of_evaluation.end(), 0), 4);
+  EXPECT_EQ(r.best.size(), 3u);
+  Vec3 v;
+  for (int k = 0; k < 3; ++k) v[k] = r.best[k].second;
+  EXPECT_NEAR((test::particle_throw_end(v) - target).norm(), 0.0, 1e-9);
+
+  // A resumed continuation starts at the given stage with the carried values and counters.
+  ContinuationStart start;
+  start.stage = 1;
+  start.simulations = 50;
+  start.iteration = 7;
+  start.carried = r.best;
+  starts.clear();
+  steps.clear();
+  const ContinuationResult resumed = run_continuation(stages, factory, {}, start);
+  ASSERT_EQ(resumed.stages.size(), 1u);
+  EXPECT_EQ(steps, (std::vector<int>{50}));
+  EXPECT_EQ(starts[0], v);
+  EXPECT_GE(resumed.simulations, 51);
+  EXPECT_GE(resumed.iterations, 7);
+}
+
+}  // namespace
+}  // namespace addsim

@@ -1,0 +1,302 @@
+// The optimisation methods on small simulations that converge in well under a second:
+// a particle thrown to a target (quadratic Φ), a rigid sphere thrown with a bounce, friction
+// recovered on an incline from a synthetic trajectory; bounds, budgets, failed simulations.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "addsim/core/error.h"
+#include "addsim/objectives/markers.h"
+#include "addsim/optim/optimizer.h"
+#include "optim_scenes.h"
+
+namespace addsim {
+namespace {
+
+using test::kParticleIncline;
+using test::kParticleThrow;
+using test::kRigidSphereThrow;
+
+const Vec3 kTarget(1.0, 0.5, 0.2);
+
+std::shared_ptr<test::SceneTask> particle_throw_task(double lower_vx = -std::numeric_limits<double>::infinity(),
+                                                     double upper_vx = std::numeric_limits<double>::infinity()) {
+  auto t = test::scene_task(kParticleThrow, {{"bodies.0.velocities.0.0", false, lower_vx, upper_vx},
+                                             {"bodies.0.velocities.0.1"},
+                                             {"bodies.0.velocities.0.2"}});
+  t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, kTarget));
+  return t;
+}
+
+OptimizerOptions options(OptimizerMethod method, long sims) {
+  OptimizerOptions o;
+  o.method = method;
+  o.max_simulations = sims;
+  return o;
+}
+
+TEST(Optimizer, LbfgsbThrowsAParticleToItsTarget) {
+  auto problem = test::make_problem(particle_throw_task());
+  OptimizerOptions o = options(OptimizerMethod::kLbfgsb, 40);
+  o.phi_ratio_tolerance = 1e-20;
+  long evaluations = 0;
+  int last_iteration = 0;
+  OptimizerCallbacks cb;
+  cb.on_evaluation = [&](const EvaluationRecord& r) {
+    ++evaluations;
+    EXPECT_EQ(r.simulations, evaluations);
+    EXPECT_TRUE(std::isfinite(r.gradient_norm));
+  };
+  cb.on_iteration = [&](const IterationRecord& r) {
+    EXPECT_EQ(r.iteration, last_iteration + 1);
+    last_iteration = r.iteration;
+    return true;
+  };
+  const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio) << r.message;
+  EXPECT_LE(r.phi_best, 1e-20 * r.phi0);
+  EXPECT_GT(r.phi0, 0.1);
+  EXPECT_LE(r.simulations, 15);
+  EXPECT_EQ(r.simulations, evaluations);
+  EXPECT_EQ(r.iterations, last_iteration);
+  EXPECT_GE(r.iterations, 1);
+  EXPECT_NEAR((test::particle_throw_end(r.values_best) - kTarget).norm(), 0.0, 1e-9);
+}
+
+TEST(Optimizer, GaussNewtonSolvesTheAffineThrowInOneStep) {
+  auto problem = test::make_problem(particle_throw_task());
+  OptimizerOptions o = options(OptimizerMethod::kGaussNewton, 20);
+  o.phi_ratio_tolerance = 1e-20;
+  o.lm_damping = 0.0;
+  const OptimizationResult r = minimize(*problem, problem->x0(), o);
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio) << r.message;
+  // Affine residuals: one Gauss–Newton step from the start lands on the solution.
+  EXPECT_EQ(r.simulations, 2);
+  EXPECT_NEAR((test::particle_throw_end(r.values_best) - kTarget).norm(), 0.0, 1e-9);
+}
+
+TEST(Optimizer, GaussNewtonJacobianMatchesTheAdjointGradient) {
+  // Jᵀρ from direct sensitivities equals dΦ/dx from the adjoint, on a run with contact and
+  // a log-scaled parameter.
+  auto t = test::scene_task(kRigidSphereThrow, {{"bodies.0.velocity"}, {"contact.kn", true, 0.0}});
+  t->objective.add(2.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0.6, 0.1, 0.1), StepWindow::range(-50, -1)));
+  auto problem = test::make_problem(t);
+  const VecX x = problem->x0();
+  const Evaluation e = problem->evaluate(x, true);
+  const LeastSquaresEvaluation ls = problem->evaluate_residuals(x, true);
+  ASSERT_FALSE(e.failed);
+  ASSERT_FALSE(ls.failed);
+  EXPECT_NEAR(ls.phi, e.phi, 1e-12 * e.phi);
+  const VecX g = ls.jacobian.transpose() * ls.residuals;
+  EXPECT_GT(g.norm(), 0.0);
+  for (int k = 0; k < g.size(); ++k) EXPECT_NEAR(g[k], e.gradient[k], 1e-7 * e.gradient.norm()) << k;
+  EXPECT_EQ(problem->simulations(), 2);
+}
+
+TEST(Optimizer, RigidSphereThrowWithSpinByLbfgsbAndGaussNewton) {
+  // Targets: where two surface markers are at the end when thrown at v* and ω*; the start is
+  // the scene's v, ω. The markers' end positions depend on ω through the rotation.
+  const Vec3 v_star(1.3, 0.1, 1.2), w_star(2.0, -9.0, 1.0);
+  const std::vector<Vec3> locals = {Vec3(0.1, 0, 0), Vec3(0, 0.05, 0.08)};
+  std::vector<MarkerFrame> frames(1);
+  {
+    Scene s = load_scene_text(kRigidSphereThrow, "test.json");
+    VecX p = s.model->params().defaults();
+    p.segment<3>(s.model->params().require("bodies.0.velocity").offset) = v_star;
+    p.segment<3>(s.model->params().require("bodies.0.angular_velocity").offset) = w_star;
+    Simulator sim(*s.model, 1);
+    const Trajectory traj = sim.run(p);
+    ASSERT_TRUE(traj.completed());
+    frames[0].step = 100;
+    for (const Vec3& l : locals) {
+      frames[0].positions.push_back(rigid_marker(*s.model, 0, l).position(traj.q.back()));
+      frames[0].visible.push_back(true);
+    }
+  }
+  for (OptimizerMethod m : {OptimizerMethod::kLbfgsb, OptimizerMethod::kGaussNewton}) {
+    auto t = test::scene_task(kRigidSphereThrow, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
+    std::vector<Marker> markers;
+    for (const Vec3& l : locals) markers.push_back(rigid_marker(*t->scene.model, 0, l));
+    t->objective.add(1.0, std::make_unique<MarkerTrajectories>(markers, frames));
+    auto problem = test::make_problem(t);
+    OptimizerOptions o = options(m, 60);
+    o.phi_ratio_tolerance = 1e-20;
+    const OptimizationResult r = minimize(*problem, problem->x0(), o);
+    EXPECT_EQ(r.reason, StopReason::kPhiRatio) << to_string(m) << ": " << r.message;
+    EXPECT_LE(r.phi_best, 1e-20 * r.phi0) << to_string(m);
+    EXPECT_LE(r.simulations, m == OptimizerMethod::kGaussNewton ? 15 : 60) << to_string(m);
+  }
+}
+
+TEST(Optimizer, FrictionCoefficientRecoveredOnAnInclineFromATrajectory) {
+  // Synthetic data: the particle's positions at four steps with μ = 0.3; start at μ = 0.15.
+  // The bounds keep the block sliding (it sticks for μ ≥ tan 20° = 0.364, where Φ is flat).
+  std::vector<MarkerFrame> frames;
+  {
+    Scene s = load_scene_text(kParticleIncline, "test.json");
+    Simulator sim(*s.model, 1);
+    const Trajectory traj = sim.run(s.model->params().defaults());
+    ASSERT_TRUE(traj.completed());
+    for (int step : {25, 50, 75, 100}) frames.push_back({step, {traj.q[step].head<3>()}, {true}});
+  }
+  for (OptimizerMethod m : {OptimizerMethod::kLbfgsb, OptimizerMethod::kGaussNewton}) {
+    auto t = test::scene_task(kParticleIncline, {{"obstacles.0.friction", false, 0.05, 0.35}});
+    t->objective.add(1.0, std::make_unique<MarkerTrajectories>(
+                              std::vector<Marker>{node_marker(*t->scene.model, 0, 0)}, frames));
+    VecX p = t->scene.model->params().defaults();
+    p[t->selection.indices()[0]] = 0.15;
+    auto problem = test::make_problem(t, p);
+    OptimizerOptions o = options(m, 30);
+    o.phi_ratio_tolerance = 1e-20;
+    const OptimizationResult r = minimize(*problem, problem->x0(), o);
+    EXPECT_NEAR(r.values_best[0], 0.3, 1e-6) << to_string(m) << ": " << r.message;
+    EXPECT_LE(r.simulations, 20) << to_string(m);
+  }
+}
+
+TEST(Optimizer, BoundsAreRespectedByEveryMethod) {
+  // v_x ≤ 0.5 m/s keeps the target out of reach: the optimum lies on the bound.
+  for (OptimizerMethod m : {OptimizerMethod::kLbfgsb, OptimizerMethod::kGaussNewton, OptimizerMethod::kAdam,
+                            OptimizerMethod::kCmaes}) {
+    auto problem = test::make_problem(particle_throw_task(-1.0, 0.5));
+    OptimizerOptions o = options(m, m == OptimizerMethod::kCmaes || m == OptimizerMethod::kAdam ? 300 : 40);
+    o.adam_learning_rate = 0.2;
+    o.cmaes_sigma = 0.5;
+    OptimizerCallbacks cb;
+    int outside = 0;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { outside += r.values[0] > 0.5 || r.values[0] < -1.0; };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(outside, 0) << to_string(m);
+    EXPECT_NEAR(r.values_best[0], 0.5, m == OptimizerMethod::kCmaes ? 1e-3 : 1e-6) << to_string(m) << ": " << r.message;
+  }
+}
+
+TEST(Optimizer, AdamConvergesOnASmoothProblem) {
+  auto problem = test::make_problem(particle_throw_task());
+  OptimizerOptions o = options(OptimizerMethod::kAdam, 400);
+  o.adam_learning_rate = 0.1;
+  o.adam_decay = 0.99;
+  o.phi_ratio_tolerance = 1e-8;
+  const OptimizationResult r = minimize(*problem, problem->x0(), o);
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio) << r.message;
+  EXPECT_LE(r.phi_best, 1e-8 * r.phi0);
+  EXPECT_EQ(r.iterations + 1, r.simulations);  // one simulation per step plus the start
+}
+
+TEST(Optimizer, CmaesConvergesOnATinyProblem) {
+  auto problem = test::make_problem(particle_throw_task());
+  OptimizerOptions o = options(OptimizerMethod::kCmaes, 1000);
+  o.cmaes_sigma = 1.0;
+  o.phi_ratio_tolerance = 1e-8;
+  int generations = 0;
+  OptimizerCallbacks cb;
+  cb.on_iteration = [&](const IterationRecord&) { return ++generations > 0; };
+  const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio) << r.message;
+  EXPECT_LE(r.phi_best, 1e-8 * r.phi0);
+  EXPECT_GT(r.simulations, 30);  // many more than a gradient method needs
+  EXPECT_GE(generations, 5);
+  EXPECT_TRUE(r.gradient_best.size() == 0);  // gradient-free
+}
+
+TEST(Optimizer, FailedSimulationsAreInfiniteForTheMethodsAndCounted) {
+  // Φ pulls the box down over its first 8 steps (monotone in v_z); v_z ≲ −3.5 m/s inverts an element.
+  auto make = [] {
+    auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0, 0, -0.5), StepWindow::range(1, 8)));
+    return test::make_problem(t);
+  };
+  {
+    auto problem = make();
+    const Evaluation bad = problem->evaluate(VecX::Constant(1, -10.0), true);
+    EXPECT_TRUE(bad.failed);
+    EXPECT_TRUE(std::isinf(bad.phi));
+    EXPECT_NE(bad.failure.find("inverted"), std::string::npos) << bad.failure;
+    EXPECT_EQ(problem->failures(), 1);
+    EXPECT_EQ(problem->simulations(), 1);
+    const LeastSquaresEvaluation bad_ls = problem->evaluate_residuals(VecX::Constant(1, -10.0), true);
+    EXPECT_TRUE(bad_ls.failed);
+    EXPECT_EQ(problem->failures(), 2);
+  }
+  for (OptimizerMethod m : {OptimizerMethod::kLbfgsb, OptimizerMethod::kGaussNewton, OptimizerMethod::kAdam,
+                            OptimizerMethod::kCmaes}) {
+    auto problem = make();
+    OptimizerOptions o = options(m, 25);
+    o.adam_learning_rate = 2.0;
+    o.cmaes_sigma = 3.0;
+    long failed_records = 0;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) {
+      if (r.failed) {
+        ++failed_records;
+        EXPECT_TRUE(std::isinf(r.phi));
+        EXPECT_FALSE(r.failure.empty());
+      }
+    };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_GE(r.failed_simulations, 1) << to_string(m);
+    EXPECT_EQ(r.failed_simulations, failed_records) << to_string(m);
+    EXPECT_TRUE(std::isfinite(r.phi_best)) << to_string(m);
+    EXPECT_LT(r.phi_best, r.phi0) << to_string(m);
+    EXPECT_GT(r.values_best[0], -4.5) << to_string(m);  // a completed run
+    EXPECT_LT(r.values_best[0], -1.5) << to_string(m);  // that went downhill
+  }
+}
+
+TEST(Optimizer, CmaesOnTwoThreadsFollowsTheSameSearch) {
+  // Each generation is simulated on two simulators at once; the search is the same as on one.
+  OptimizerOptions o = options(OptimizerMethod::kCmaes, 200);
+  o.cmaes_sigma = 1.0;
+  std::vector<std::vector<double>> phis(2);
+  std::vector<OptimizationResult> results;
+  for (int slots : {1, 2}) {
+    auto problem = test::make_problem(particle_throw_task(), VecX(), slots);
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { phis[slots - 1].push_back(r.phi); };
+    results.push_back(minimize(*problem, problem->x0(), o, cb));
+    EXPECT_EQ(problem->simulations(), 200);
+  }
+  EXPECT_EQ(results[0].phi_best, results[1].phi_best);
+  EXPECT_EQ(results[0].iterations, results[1].iterations);
+  EXPECT_EQ(phis[0], phis[1]);
+  EXPECT_LT(results[1].phi_best, 1e-3 * results[1].phi0);
+}
+
+TEST(Optimizer, BudgetsAndCallbackStopTheRun) {
+  auto problem = test::make_problem(particle_throw_task());
+  OptimizationResult r = minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 7));
+  EXPECT_EQ(r.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(r.simulations, 7);
+  OptimizerOptions o = options(OptimizerMethod::kLbfgsb, 100);
+  OptimizerCallbacks cb;
+  cb.on_iteration = [](const IterationRecord& it) { return it.iteration < 2; };
+  r = minimize(*problem, problem->x0(), o, cb);
+  EXPECT_EQ(r.reason, StopReason::kInterrupted);
+  EXPECT_EQ(r.iterations, 2);
+  // Counters continue from an earlier run.
+  OptimizerStart start;
+  start.simulations = 95;
+  start.iteration = 10;
+  start.phi0 = 123.0;
+  r = minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 100), {}, start);
+  EXPECT_EQ(r.simulations, 100);
+  EXPECT_EQ(r.iterations, 10 + 4);
+  EXPECT_EQ(r.phi0, 123.0);
+  EXPECT_THROW(minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 0)), InputError);
+}
+
+TEST(Optimizer, GaussNewtonRejectsAnObjectiveThatIsNotASumOfSquares) {
+  auto t = particle_throw_task();
+  t->objective.add(1.0, std::make_unique<CenterOfMassCoordinate>(0, Vec3(1, 0, 0), StepWindow::final_step()));
+  auto problem = test::make_problem(t);
+  try {
+    minimize(*problem, problem->x0(), options(OptimizerMethod::kGaussNewton, 10));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("com_coordinate"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace addsim
