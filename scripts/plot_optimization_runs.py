@@ -3,9 +3,10 @@
 
 Usage: /usr/bin/python3 scripts/plot_optimization_runs.py OUT.png "TITLE" LABEL=RUN_DIR [LABEL=RUN_DIR ...]
 
-Each RUN_DIR is an `addsim optimize --out` folder; its iterations.csv (one row per
-simulation: stage, iteration, sims, phi, ...) gives the curve: the best Phi so far over the
-first row's Phi (Phi0), failed simulations (phi = inf) included in the count.
+The last "=" of each argument separates LABEL (which may contain "=") from RUN_DIR, an
+`addsim optimize --out` folder; its iterations.csv (one row per simulation: stage,
+iteration, sims, phi, ...) gives the curve: the best Phi so far over the first row's Phi
+(Phi0), failed simulations (phi = inf) included in the count.
 """
 import csv
 import math
@@ -37,7 +38,7 @@ def main(argv):
     out, title = argv[1], argv[2]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for spec in argv[3:]:
-        label, _, run_dir = spec.partition("=")
+        label, _, run_dir = spec.rpartition("=")
         sims, best = best_ratio_curve(run_dir)
         ax.semilogy(sims, best, drawstyle="steps-post", label=f"{label} ({sims[-1]} sims, {best[-1]:.2g})")
     ax.set_xlabel("simulations")
