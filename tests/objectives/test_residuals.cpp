@@ -132,6 +132,23 @@ TEST(Residuals, PointCloudPoseUprightAndControlSmoothness) {
   check_residuals(f.model, f.traj, obj);
 }
 
+// The list form (robot motor targets, kinematic poses: any per-step controls, each with its own
+// column count) has the same residual form as the handle form; rows [1, 4] only.
+TEST(Residuals, ControlSmoothnessOverAListOfControls) {
+  Fixture f;
+  const int base = f.model.handles()[0].positions_param;
+  std::vector<ControlRows> controls{{base, kSteps + 1, 3, "handles.0.positions"}, {base, 3, 7, "a 3 x 7 view"}};
+  Objective obj;
+  obj.add(0.7, std::make_unique<ControlSmoothness>(controls, StepWindow::range(0, -1)));
+  check_residuals(f.model, f.traj, obj);
+  Objective rows;
+  rows.add(1.0, std::make_unique<ControlSmoothness>(controls, StepWindow::range(1, 2)));
+  check_residuals(f.model, f.traj, rows);
+  VecX rho;
+  obj.residuals(f.model, f.traj, rho, nullptr, nullptr);
+  EXPECT_EQ(rho.size(), 3 * kSteps + 7 * 2);
+}
+
 TEST(Residuals, TermsWithoutLeastSquaresFormAreNamed) {
   Fixture f;
   Objective obj;

@@ -109,19 +109,30 @@ ControlSmoothness::ControlSmoothness(std::vector<ControlRows> controls, StepWind
                        " × " + std::to_string(c.cols) + ")");
 }
 
-double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, double scale,
-                                   ObjectiveGradient* grad) const {
-  std::vector<ControlRows> controls = controls_;
-  if (controls.empty()) {
-    if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
-      throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
-    controls.push_back({model.handles()[handle_].positions_param, model.scheme().steps + 1, 3,
-                        "handles." + std::to_string(handle_) + ".positions"});
+namespace {
+
+// The controls a ControlSmoothness term covers: its list, or handle `handle`'s positions.
+std::vector<ControlRows> smoothness_controls(const Model& model, const std::vector<ControlRows>& controls, int handle,
+                                             const Trajectory& traj) {
+  std::vector<ControlRows> out = controls;
+  if (out.empty()) {
+    if (handle < 0 || handle >= static_cast<int>(model.handles().size()))
+      throw InputError("control_smoothness: handle " + std::to_string(handle) + " does not exist");
+    out.push_back({model.handles()[handle].positions_param, model.scheme().steps + 1, 3,
+                   "handles." + std::to_string(handle) + ".positions"});
   }
-  double phi = 0.0;
-  for (const ControlRows& c : controls) {
+  for (const ControlRows& c : out)
     if (c.offset + c.rows * c.cols > traj.p.size())
       throw InputError("control_smoothness: " + c.label + " lies outside the parameter vector");
+  return out;
+}
+
+}  // namespace
+
+double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, double scale,
+                                   ObjectiveGradient* grad) const {
+  double phi = 0.0;
+  for (const ControlRows& c : smoothness_controls(model, controls_, handle_, traj)) {
     const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
     for (int r = a; r < b; ++r) {
       const int i0 = c.offset + c.cols * r, i1 = i0 + c.cols;
@@ -138,19 +149,24 @@ double ControlSmoothness::evaluate(const Model& model, const Trajectory& traj, d
 
 void ControlSmoothness::residuals(const Model& model, const Trajectory& traj, VecX& rho,
                                   const TrajectoryTangent* tangent, VecX* drho) const {
-  if (handle_ < 0 || handle_ >= static_cast<int>(model.handles().size()))
-    throw InputError("control_smoothness: handle " + std::to_string(handle_) + " does not exist");
-  const int base = model.handles()[handle_].positions_param;
-  const auto [a, b] = rows_.resolve(model.scheme().steps, "control_smoothness");
-  // φ = Σ ‖Δc‖² = ½ Σ ‖√2 Δc‖²: ρ = [√2 (c^{r+1} − c^r)]_r.
+  const std::vector<ControlRows> controls = smoothness_controls(model, controls_, handle_, traj);
+  // φ = Σ_c Σ_r ‖Δc‖² = ½ Σ ‖√2 Δc‖²: ρ = [√2 (c^{r+1} − c^r)]_{c, r}.
   const double s = std::sqrt(2.0);
-  rho.resize(3 * (b - a));
-  if (tangent) drho->resize(rho.size());
-  for (int r = a; r < b; ++r) {
-    rho.segment<3>(3 * (r - a)) = s * (traj.p.segment<3>(base + 3 * (r + 1)) - traj.p.segment<3>(base + 3 * r));
-    if (tangent)
-      drho->segment<3>(3 * (r - a)) =
-          s * (tangent->dp->segment<3>(base + 3 * (r + 1)) - tangent->dp->segment<3>(base + 3 * r));
+  Eigen::Index size = 0;
+  for (const ControlRows& c : controls) {
+    const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
+    size += static_cast<Eigen::Index>(c.cols) * (b - a);
+  }
+  rho.resize(size);
+  if (tangent) drho->resize(size);
+  Eigen::Index at = 0;
+  for (const ControlRows& c : controls) {
+    const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
+    for (int r = a; r < b; ++r, at += c.cols) {
+      const int i0 = c.offset + c.cols * r, i1 = i0 + c.cols;
+      rho.segment(at, c.cols) = s * (traj.p.segment(i1, c.cols) - traj.p.segment(i0, c.cols));
+      if (tangent) drho->segment(at, c.cols) = s * (tangent->dp->segment(i1, c.cols) - tangent->dp->segment(i0, c.cols));
+    }
   }
 }
 
