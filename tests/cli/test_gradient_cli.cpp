@@ -295,8 +295,9 @@ TEST(GradientCli, SoftMaterialTaskFromGeneratedData) {
   const bool write_source = std::getenv("ADDSIM_WRITE_TASK_DATA") != nullptr;
   const fs::path data = write_source ? source_dir() / "tasks" / "data" / "soft_material_markers.csv"
                                      : dir / "soft_material_markers.csv";
-  // The task needs some data file to load: point it at an empty-but-valid one first.
-  std::ofstream(dir / "seed.csv") << "step,marker,x,y,z,visible\n0,0,0,0,0,0\n";
+  // The task needs some data file to load: point it at a one-row one first (a file with no
+  // visible row is an input error).
+  std::ofstream(dir / "seed.csv") << "step,marker,x,y,z\n0,0,0,0,0\n";
   const std::vector<std::string> truth = {"objective.0.data=" + (dir / "seed.csv").string(),
                                           "scene.bodies.ball.material.youngs_modulus=3e4",
                                           "scene.bodies.ball.material.viscosity=0.02",
