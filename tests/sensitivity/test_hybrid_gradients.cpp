@@ -169,40 +169,35 @@ TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
 // Just inside the cone (μ = 0.4 > tan 20° = 0.364), sent down the slope: the corners are
 // released onto the Coulomb sliding force (rigid/rigid_slip.h), the cube decelerates and
 // sticks. Checks the sliding force's exact derivatives on a rigid body.
-TEST(HybridGradients, RigidCubeDeceleratesOnCoulombReleaseAndSticks) {
-  const Scene scene =
-      load_scene_file(test::scene_path("rigid_cube_incline.json"),
-                      {"contact.model=hybrid", "dt=0.005", "steps=80", "contact.kn=1e4", "contact.kd=20",
-                       "obstacles.0.friction=0.4", "bodies.0.velocity=[0.094,0.02,-0.0342]"});
+// A rigid cube thrown down the incline with c_f = 0.4 (hybrid): its corners are released to
+// the Coulomb sliding force, decelerate, and (without smoothing) stick. `extra` adds scene
+// overrides. Adjoint vs direct over all parameters, then central differences for all.
+void check_released_cube(const std::vector<std::string>& extra, const char* label, bool expect_stick) {
+  std::vector<std::string> overrides = {"contact.model=hybrid", "dt=0.005", "steps=80", "contact.kn=1e4",
+                                        "contact.kd=20", "obstacles.0.friction=0.4",
+                                        "bodies.0.velocity=[0.094,0.02,-0.0342]"};
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  const Scene scene = load_scene_file(test::scene_path("rigid_cube_incline.json"), overrides);
   const Model& m = *scene.model;
   Simulator sim(m);
   const Trajectory traj = sim.run(m.params().defaults());
   ASSERT_TRUE(traj.completed()) << traj.failure;
-  EXPECT_GT(count_regimes(traj).released_steps, 0) << "no Coulomb-released rigid points";
+  EXPECT_GT(count_regimes(traj).released_steps, 0) << label << ": no Coulomb-released rigid points";
   std::vector<int> fd;
   for (int j = 0; j < m.params().size(); ++j) fd.push_back(j);
-  check_gradients(m, fd, "rigid cube mu=0.4");
+  check_gradients(m, fd, label, expect_stick);
+}
+
+TEST(HybridGradients, RigidCubeDeceleratesOnCoulombReleaseAndSticks) {
+  check_released_cube({}, "rigid cube mu=0.4", true);
 }
 
 // The same with the C¹ smoothed normal penalty (contact.smoothing): the released corners'
 // Coulomb force and its derivatives follow the smoothed normal force, including ∂/∂w (the
-// column rigid_slip_correction_param_derivatives adds for contact.smoothing).
+// column rigid_slip_correction_param_derivatives adds for contact.smoothing). Within these 80
+// steps the corners slide throughout (no step ends sticking).
 TEST(HybridGradients, RigidCubeReleasedCornersWithSmoothedNormalPenalty) {
-  const Scene scene =
-      load_scene_file(test::scene_path("rigid_cube_incline.json"),
-                      {"contact.model=hybrid", "dt=0.005", "steps=80", "contact.kn=1e4", "contact.kd=20",
-                       "contact.smoothing=0.002", "obstacles.0.friction=0.4",
-                       "bodies.0.velocity=[0.094,0.02,-0.0342]"});
-  const Model& m = *scene.model;
-  Simulator sim(m);
-  const Trajectory traj = sim.run(m.params().defaults());
-  ASSERT_TRUE(traj.completed()) << traj.failure;
-  EXPECT_GT(count_regimes(traj).released_steps, 0) << "no Coulomb-released rigid points";
-  std::vector<int> fd;
-  for (int j = 0; j < m.params().size(); ++j) fd.push_back(j);
-  EXPECT_GE(m.params().require("contact.smoothing").offset, 0);
-  // Within these 80 steps the released corners slide throughout (no step ends sticking).
-  check_gradients(m, fd, "rigid cube mu=0.4, w=2mm", /*expect_stick=*/false);
+  check_released_cube({"contact.smoothing=0.002"}, "rigid cube mu=0.4, w=2mm", false);
 }
 
 }  // namespace

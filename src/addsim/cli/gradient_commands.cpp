@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "addsim/batch/batch.h"
+#include "addsim/cli/arguments.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
@@ -397,30 +398,6 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       std::printf("gradcheck passed\n");
     return static_cast<int>(kOk);
   };
-}
-
-// "a:b" → (a, b); InputError naming `what` otherwise.
-std::pair<double, double> parse_range(const std::string& text, const std::string& what) {
-  const auto colon = text.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    std::size_t u1 = 0, u2 = 0;
-    const std::string sa = text.substr(0, colon), sb = text.substr(colon + 1);
-    const double a = std::stod(sa, &u1), b = std::stod(sb, &u2);
-    if (u1 != sa.size() || u2 != sb.size() || !std::isfinite(a) || !std::isfinite(b)) throw std::invalid_argument("");
-    return {a, b};
-  } catch (const std::exception&) {
-    throw InputError("--range: " + what + " must be a:b with finite numbers, got \"" + text + "\"");
-  }
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(s);
-  while (std::getline(in, cell, sep)) out.push_back(cell);
-  if (!s.empty() && s.back() == sep) out.push_back("");
-  return out;
 }
 
 std::function<int()> make_landscape(CLI::App& app) {

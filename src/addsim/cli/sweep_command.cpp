@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "addsim/batch/batch.h"
+#include "addsim/cli/arguments.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/process.h"
 #include "addsim/core/error.h"
@@ -34,15 +35,6 @@ constexpr long kMaxPoints = 10'000'000;
 // Piped progress: a line at most this often, s.
 constexpr double kPipedProgressSeconds = 5.0;
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(s);
-  while (std::getline(in, cell, sep)) out.push_back(cell);
-  if (!s.empty() && s.back() == sep) out.push_back("");
-  return out;
-}
-
 // A whole integer in [lo, hi]; InputError naming `what` otherwise.
 long parse_count(const std::string& text, long lo, long hi, const std::string& what) {
   try {
@@ -53,20 +45,6 @@ long parse_count(const std::string& text, long lo, long hi, const std::string& w
   }
   throw InputError(what + ": must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got \"" +
                    text + "\"");
-}
-
-// "a:b" with finite numbers; InputError naming `what` otherwise.
-std::pair<double, double> parse_range(const std::string& text, const std::string& what) {
-  const auto colon = text.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    std::size_t u1 = 0, u2 = 0;
-    const std::string sa = text.substr(0, colon), sb = text.substr(colon + 1);
-    const double a = std::stod(sa, &u1), b = std::stod(sb, &u2);
-    if (u1 == sa.size() && u2 == sb.size() && std::isfinite(a) && std::isfinite(b)) return {a, b};
-  } catch (const std::exception&) {
-  }
-  throw InputError("--range: " + what + " must be a:b with finite numbers, got \"" + text + "\"");
 }
 
 // Progress of a batch on stderr: a self-overwriting line on a terminal, otherwise a plain
