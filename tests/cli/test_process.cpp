@@ -30,5 +30,24 @@ TEST(RunProgram, ReportsSignalsAndStartFailures) {
   EXPECT_FALSE(run_program({}).started);
 }
 
+TEST(RunProgram, SearchesPathOnlyWhenAskedAndSilencesOutput) {
+  // A bare name is not looked up in PATH by default (the plotters are absolute paths).
+  EXPECT_FALSE(run_program({"test", "a", "=", "a"}).started);
+  ProgramOptions search;
+  search.search_path = true;
+  EXPECT_TRUE(run_program({"test", "a", "=", "a"}, search).ok());
+  // With `silent` the program's stdout and stderr go to /dev/null: nothing reaches ours.
+  ProgramOptions quiet = search;
+  quiet.silent = true;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const ProgramResult r = run_program({"sh", "-c", "echo out; echo err >&2"}, quiet);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(err, "");
+}
+
 }  // namespace
 }  // namespace addsim::cli

@@ -1,6 +1,8 @@
 #include "addsim/cli/process.h"
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cerrno>
@@ -17,7 +19,7 @@ std::string ProgramResult::describe() const {
   return "exited with status " + std::to_string(exit_code);
 }
 
-ProgramResult run_program(const std::vector<std::string>& argv) {
+ProgramResult run_program(const std::vector<std::string>& argv, const ProgramOptions& options) {
   ProgramResult r;
   if (argv.empty()) {
     r.error = "no program given";
@@ -27,8 +29,16 @@ ProgramResult run_program(const std::vector<std::string>& argv) {
   args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (options.silent) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  const int rc = options.search_path ? posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ)
+                                     : posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     r.error = argv[0] + ": " + std::strerror(rc);
     return r;

@@ -20,8 +20,15 @@ struct ProgramResult {
   std::string describe() const;
 };
 
-/// Runs argv[0] (an absolute path, no PATH search) with arguments argv[1..] via posix_spawn,
-/// inheriting stdin, stdout, stderr and the environment, and waits for it to finish.
-ProgramResult run_program(const std::vector<std::string>& argv);
+/// How run_program starts the program.
+struct ProgramOptions {
+  bool search_path = false;  ///< argv[0] may be a bare name looked up in PATH (posix_spawnp)
+  bool silent = false;       ///< stdout and stderr go to /dev/null (a chatty browser)
+};
+
+/// Runs argv[0] (an absolute path unless options.search_path) with arguments argv[1..] via
+/// posix_spawn, inheriting stdin, the environment and (unless options.silent) stdout and
+/// stderr, and waits for it to finish.
+ProgramResult run_program(const std::vector<std::string>& argv, const ProgramOptions& options = {});
 
 }  // namespace addsim::cli

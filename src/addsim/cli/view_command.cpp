@@ -1,8 +1,5 @@
 #include "addsim/cli/view_command.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,9 +10,9 @@
 #include <vector>
 
 #include "addsim/cli/commands.h"
+#include "addsim/cli/process.h"
 #include "addsim/core/error.h"
 
-extern char** environ;
 
 namespace addsim::cli {
 
@@ -51,26 +48,17 @@ std::string write_still(const fs::path& page, const fs::path& png, int frame) {
                                          "--disable-component-update", "--disable-sync", "--no-first-run",
                                          "--hide-scrollbars", "--user-data-dir=" + profile.string(),
                                          "--screenshot=" + fs::absolute(png).string(), kStillWindowSize, url};
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::error_code ec;
   fs::remove(png, ec);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  ProgramOptions quiet_browser;
+  quiet_browser.search_path = true;
+  quiet_browser.silent = true;
+  const ProgramResult run = run_program(args, quiet_browser);
   std::string failure;
-  if (spawned != 0) {
+  if (!run.started)
     failure = args[0] + " not found (install it with `bash scripts/install-deps.sh`)";
-  } else {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fs::exists(png)) failure = args[0] + " did not write " + png.string();
-  }
+  else if (!run.ok() || !fs::exists(png))
+    failure = args[0] + " did not write " + png.string();
   fs::remove_all(profile, ec);
   return failure;
 }

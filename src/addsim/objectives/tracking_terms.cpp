@@ -178,6 +178,31 @@ Vec3 closest_point_on_triangle(const Vec3& y, const Vec3& a, const Vec3& b, cons
   return Vec3(1.0 - v - w, v, w);
 }
 
+namespace {
+
+// The point of `fb`'s boundary nearest to y at configuration q (brute force over all boundary
+// triangles: O(faces)): squared distance, barycentric weights and the triangle. Throws
+// InputError if the body has no boundary triangles.
+struct SurfacePoint {
+  double distance_sq = std::numeric_limits<double>::infinity();
+  Vec3 beta = Vec3::Zero();
+  const std::array<int, 3>* face = nullptr;
+};
+SurfacePoint nearest_surface_point(const FemBody& fb, const VecX& q, const Vec3& y) {
+  SurfacePoint best;
+  for (const auto& face : fb.surface_faces()) {
+    const Vec3 xa = q.segment<3>(fb.dof(face[0])), xb = q.segment<3>(fb.dof(face[1])),
+               xc = q.segment<3>(fb.dof(face[2]));
+    const Vec3 beta = closest_point_on_triangle(y, xa, xb, xc);
+    const double d = (beta[0] * xa + beta[1] * xb + beta[2] * xc - y).squaredNorm();
+    if (d < best.distance_sq) best = {d, beta, &face};
+  }
+  if (!best.face) throw InputError("point_cloud: body '" + fb.name() + "' has no boundary triangles");
+  return best;
+}
+
+}  // namespace
+
 PointCloudDistance::PointCloudDistance(int body, std::vector<PointCloudFrame> frames)
     : body_(body), frames_(std::move(frames)) {}
 
@@ -191,22 +216,10 @@ double PointCloudDistance::evaluate(const Model& model, const Trajectory& traj, 
     check_step(f.step, model, traj, name());
     const VecX& q = traj.q[f.step];
     for (const Vec3& y : f.points) {
-      // Nearest point over all boundary triangles (brute force: O(points × faces)).
-      double best = std::numeric_limits<double>::infinity();
-      Vec3 best_beta = Vec3::Zero();
-      const std::array<int, 3>* best_face = nullptr;
-      for (const auto& face : fb.surface_faces()) {
-        const Vec3 xa = q.segment<3>(fb.dof(face[0])), xb = q.segment<3>(fb.dof(face[1])),
-                   xc = q.segment<3>(fb.dof(face[2]));
-        const Vec3 beta = closest_point_on_triangle(y, xa, xb, xc);
-        const double d = (beta[0] * xa + beta[1] * xb + beta[2] * xc - y).squaredNorm();
-        if (d < best) {
-          best = d;
-          best_beta = beta;
-          best_face = &face;
-        }
-      }
-      if (!best_face) throw InputError("point_cloud: body '" + b.name() + "' has no boundary triangles");
+      const SurfacePoint nearest = nearest_surface_point(fb, q, y);
+      const double best = nearest.distance_sq;
+      const Vec3& best_beta = nearest.beta;
+      const std::array<int, 3>* best_face = nearest.face;
       phi += 0.5 * best;
       if (grad) {
         Vec3 c = Vec3::Zero();
@@ -238,21 +251,10 @@ void PointCloudDistance::residuals(const Model& model, const Trajectory& traj, V
   for (const PointCloudFrame& f : frames_) {
     const VecX& q = traj.q[f.step];
     for (const Vec3& y : f.points) {
-      double best = std::numeric_limits<double>::infinity();
-      Vec3 best_beta = Vec3::Zero();
-      const std::array<int, 3>* best_face = nullptr;
-      for (const auto& face : fb.surface_faces()) {
-        const Vec3 xa = q.segment<3>(fb.dof(face[0])), xb = q.segment<3>(fb.dof(face[1])),
-                   xc = q.segment<3>(fb.dof(face[2]));
-        const Vec3 beta = closest_point_on_triangle(y, xa, xb, xc);
-        const double d = (beta[0] * xa + beta[1] * xb + beta[2] * xc - y).squaredNorm();
-        if (d < best) {
-          best = d;
-          best_beta = beta;
-          best_face = &face;
-        }
-      }
-      if (!best_face) throw InputError("point_cloud: body '" + b.name() + "' has no boundary triangles");
+      const SurfacePoint nearest = nearest_surface_point(fb, q, y);
+      const double best = nearest.distance_sq;
+      const Vec3& best_beta = nearest.beta;
+      const std::array<int, 3>* best_face = nearest.face;
       const double dist = std::sqrt(best);
       rho[at] = dist;
       if (tangent) {

@@ -293,20 +293,21 @@ HingeAngle<N> hinge_angle(const RigidJoint& jt, const BodyFrame& fa, const BodyF
   return out;
 }
 
+// How far a coordinate x lies outside [lower, upper]: (g, sign) with g = x − upper, sign = +1
+// above; g = lower − x, sign = −1 below; (0, 0) inside (∂g/∂x = sign).
+std::pair<double, double> limit_violation(double x, double lower, double upper) {
+  if (x > upper) return {x - upper, 1.0};
+  if (x < lower) return {lower - x, -1.0};
+  return {0.0, 0.0};
+}
+
 // Unilateral limit E = (k/2) g², g = α − α_max > 0 or α_min − α > 0 (else nothing).
 template <int N>
 void add_angle_limit(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, double k, bool jacobians,
                      JointLocal<N>& L) {
   const HingeAngle<N> h = hinge_angle<N>(jt, fa, fb, jacobians);
   if (!h.defined) return;
-  double g = 0.0, sign = 0.0;
-  if (h.alpha > jt.upper) {
-    g = h.alpha - jt.upper;
-    sign = 1.0;
-  } else if (h.alpha < jt.lower) {
-    g = jt.lower - h.alpha;
-    sign = -1.0;
-  }
+  const auto [g, sign] = limit_violation(h.alpha, jt.lower, jt.upper);
   if (sign == 0.0) return;
   // ∂E/∂q = k g ∂g/∂q with ∂g/∂q = sign ∂α/∂q; ∂²E = k (∂α ∂αᵀ + g sign ∂²α).
   L.energy += 0.5 * k * g * g;
@@ -375,14 +376,7 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
   const Slide sl = slide(d, n);
   const double k = ctx.p[jt.stiffness_param];
   if (jt.kind == RigidJoint::Kind::kSlideLimit) {
-    double g = 0.0, sign = 0.0;
-    if (sl.sigma > jt.upper) {
-      g = sl.sigma - jt.upper;
-      sign = 1.0;
-    } else if (sl.sigma < jt.lower) {
-      g = jt.lower - sl.sigma;
-      sign = -1.0;
-    }
+    const auto [g, sign] = limit_violation(sl.sigma, jt.lower, jt.upper);
     if (sign == 0.0) return;
     // E = ½ g², ∂E/∂y = g sign ∇σ, ∂²E = ∇σ∇σᵀ + g sign ∇²σ.
     add_point_axis_energy<N>(k, 0.5 * g * g, Eigen::Matrix<double, 6, 1>(g * sign * sl.grad),
