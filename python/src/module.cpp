@@ -303,6 +303,8 @@ PYBIND11_MODULE(_addsim, m) {
       .def_readonly("krylov_iterations", &StepReport::krylov_iterations)
       .def_readonly("failure", &StepReport::failure)
       .def_readonly("note", &StepReport::note)
+      .def_readonly("relative_residual", &StepReport::relative_residual)
+      .def_property_readonly("accepted_at_floor", &StepReport::accepted_at_floor)
       .def("__repr__", [](const StepReport& r) {
         return "StepReport(step=" + std::to_string(r.step) + ", converged=" + (r.converged ? "True" : "False") +
                ", iterations=" + std::to_string(r.iterations) + ", residual_norm=" + std::to_string(r.residual_norm) +

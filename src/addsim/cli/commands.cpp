@@ -16,6 +16,7 @@
 #include "addsim/cli/notices.h"
 #include "addsim/cli/view_command.h"
 #include "addsim/io/output.h"
+#include "addsim/io/run_checks.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
 #include "addsim/solver/simulator.h"
@@ -110,6 +111,10 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
   write_outputs(out, scene, traj, sim.linear_solver_name());
   if (vtk) write_vtk_series(out, scene, traj, *vtk);
   const ViewerResult page = write_viewer_page(out, quiet);
+  // One line per finding (floor-accepted steps, energy growth, initial penetration), also in
+  // summary.json; printed even with --quiet, like errors.
+  for (const std::string& w : check_run(scene, traj).warnings)
+    std::cerr << "addsim: warning: " << scene.source << ": " << w << "\n";
   if (!traj.completed()) {
     std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
               << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";

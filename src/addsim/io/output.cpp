@@ -7,6 +7,7 @@
 #include "addsim/core/error.h"
 #include "addsim/fem/fem_view.h"
 #include "addsim/io/npy.h"
+#include "addsim/io/run_checks.h"
 #include "addsim/io/scene_geometry.h"
 #include "addsim/rigid/rigid_body.h"
 #include "addsim/rigid/rigid_contact.h"
@@ -66,6 +67,10 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   j["completed"] = traj.completed();
   j["failure"] = traj.completed() ? json(nullptr) : json(traj.failure);
   j["failed_step"] = traj.completed() ? json(nullptr) : json(traj.failed_step);
+  // Floor-accepted steps, energy growth, initial penetration (io/run_checks.h).
+  const RunChecks checks = check_run(scene, traj);
+  add_run_checks(j, checks);
+  j["status"] = !traj.completed() ? "failed" : checks.warnings.empty() ? "completed" : "completed_with_warnings";
   // Final state: the last converged q and its BDF velocity (v⁰ if no step converged).
   json bodies = json::array();
   if (!traj.q.empty()) {
@@ -212,11 +217,13 @@ void write_energies_csv(const std::filesystem::path& file, const Energies& e, do
 void write_steps_csv(const std::filesystem::path& file, const Trajectory& traj, double dt) {
   std::ofstream out(file);
   if (!out) throw InputError(file.string() + ": cannot open for writing");
-  out << "step,time,newton_iterations,residual_norm,line_search_halvings,factorizations,krylov_iterations,wall_ms\n";
-  char line[256];
+  out << "step,time,newton_iterations,residual_norm,line_search_halvings,factorizations,krylov_iterations,wall_ms,"
+         "accepted_at_floor,relative_residual\n";
+  char line[320];
   for (const StepReport& r : traj.reports) {
-    std::snprintf(line, sizeof line, "%d,%.17g,%d,%.17g,%d,%d,%d,%.6g\n", r.step, r.step * dt, r.iterations,
-                  r.residual_norm, r.line_search_halvings, r.factorizations, r.krylov_iterations, r.wall_ms);
+    std::snprintf(line, sizeof line, "%d,%.17g,%d,%.17g,%d,%d,%d,%.6g,%d,%.6g\n", r.step, r.step * dt, r.iterations,
+                  r.residual_norm, r.line_search_halvings, r.factorizations, r.krylov_iterations, r.wall_ms,
+                  r.accepted_at_floor() ? 1 : 0, r.relative_residual);
     out << line;
   }
   if (!out) throw InputError(file.string() + ": write failed");

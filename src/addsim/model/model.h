@@ -20,7 +20,9 @@ namespace addsim {
 enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDense };
 
 struct SolverSettings {
-  double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units)
+  double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units) …
+  /// … and every body's ‖r_b‖ ≤ relative_tolerance · ‖Σ|contributions|_b‖ (docs/solver.md)
+  double relative_tolerance = 1e-8;
   int max_iterations = 50;       ///< Newton iteration cap per step
   int max_halvings = 30;         ///< line-search halvings per iteration
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;

@@ -367,8 +367,12 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   std::string why;
   double norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
-  double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+  // The tolerance scaled to the lightest body (Simulator::scaled_tolerance), or the round-off
+  // floor of the summed contributions.
+  const double tol_scaled = sim.scaled_tolerance(assembly.r_abs);
+  double tol = std::max(tol_scaled, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
+  bool floor_used = false;  // a tiny Newton step raised tol to ‖r_c‖
   // Label changes restart the Newton solve and the regularised sliding force is stiff near
   // Tẋ = 0 (≈ c_f f_n / ε): allow four times the penalty solver's cap.
   const int max_iterations = 4 * opt.max_iterations;
@@ -398,7 +402,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
           if (rreleased_on_[j] >= 0 && rlagged_[j].squaredNorm() > 0.0) lagged = true;
         norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
         rep.residual_history.push_back(norm);
-        tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+        tol = std::max(tol_scaled, kRoundoffFactor * assembly.r_abs.norm());
         continue;
       }
       if (norm < tol) {
@@ -423,6 +427,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
       // At the round-off floor: re-evaluate at q so the final label check sees it.
       norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
       tol = std::max(tol, norm * (1.0 + 1e-12));
+      floor_used = true;
       rep.note = "converged at the round-off floor of ‖r‖";
       continue;
     }
@@ -443,7 +448,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
     }
     norm = reuse_trial ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
     rep.residual_history.push_back(norm);
-    tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+    tol = std::max(tol_scaled, kRoundoffFactor * assembly.r_abs.norm());
   }
   if (rep.converged) {
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
@@ -453,6 +458,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;
+  if (rep.converged) record_acceptance(rep, norm, floor_used, tol_scaled, assembly.r_abs);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

@@ -66,6 +66,7 @@ NewtonStepResult newton_step(Simulator& sim, const SparsePattern& pattern, const
   }
   if (norm <= r_floor || (ws.dq.allFinite() && below_step_floor(ws.dq, q))) {
     res.at_floor = true;
+    res.tiny_step = !(norm <= r_floor);
     return res;
   }
   if (res.singular && !ws.dq.allFinite())

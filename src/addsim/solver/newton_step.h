@@ -60,6 +60,8 @@ struct NewtonStepResult {
   /// No trial decreased ‖r‖, but ‖r‖ is at its round-off floor or the undamped direction no
   /// longer moves q (‖Δq‖∞ ≤ kStepFloor (1 + ‖q‖∞)): converged at the floor.
   bool at_floor = false;
+  /// With at_floor: accepted because the step no longer moves q, ‖r‖ being above its floor.
+  bool tiny_step = false;
   double trial = std::numeric_limits<double>::infinity();  ///< ‖r‖ at the last trial
   int halvings = 0;       ///< halvings of the last line search
   std::string failure;    ///< why the iteration failed (set when neither accepted nor at_floor)

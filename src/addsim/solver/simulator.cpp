@@ -33,6 +33,15 @@ constexpr double kSureConvergence = 0.1;
 constexpr int kBackgroundIteration = 2;
 }  // namespace
 
+const char* to_string(StepAcceptance a) {
+  switch (a) {
+    case StepAcceptance::kTolerance: return "tolerance";
+    case StepAcceptance::kRoundoffFloor: return "roundoff_floor";
+    case StepAcceptance::kTinyStep: return "tiny_step";
+  }
+  return "?";
+}
+
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
   if (i == 0) return v0;
   VecX v_hist, a_hist, v, a;
@@ -67,6 +76,32 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
 
+double Simulator::relative_residual(const VecX& r, const VecX& r_abs, int* body) const {
+  double worst = 0.0;
+  if (body) *body = -1;
+  for (std::size_t b = 0; b < model_.bodies().size(); ++b) {
+    const Body& bd = *model_.bodies()[b];
+    const double scale = r_abs.segment(bd.dof_offset(), bd.dof_count()).norm();
+    const double res = r.segment(bd.dof_offset(), bd.dof_count()).norm();
+    // |r_i| ≤ r_abs,i, so r_abs,b = 0 means nothing acts on b and r_b = 0 too.
+    const double rel = scale > 0.0 ? res / scale : 0.0;
+    if (rel > worst) {
+      worst = rel;
+      if (body) *body = static_cast<int>(b);
+    }
+  }
+  return worst;
+}
+
+double Simulator::scaled_tolerance(const VecX& r_abs) {
+  double smallest = std::numeric_limits<double>::infinity();
+  for (const auto& b : model_.bodies())
+    if (const double scale = r_abs.segment(b->dof_offset(), b->dof_count()).norm(); scale > 0.0)
+      smallest = std::min(smallest, scale);
+  step_tolerance_ = std::min(model_.solver().tolerance, model_.solver().relative_tolerance * smallest);
+  return step_tolerance_;
+}
+
 double Simulator::newton_forcing(const std::vector<double>& history, double norm, double tol) {
   // Inexact Newton: the direction needs a linear residual well below the ‖r‖ the step
   // will reach, not below round-off. With quadratic convergence ‖r_{k+1}‖ ≈ C ‖r_k‖²
@@ -90,7 +125,9 @@ bool Simulator::solve_linear(const VecX& q, const VecX& values, const VecX& b, V
   // A Newton step solved to a linear residual of ε_lin leaves ‖r‖ ≈ ε_lin (+ the quadratic
   // term) at the next iterate: kLinearToleranceFraction × tolerance keeps that far below the
   // convergence test, so the converged state is unchanged to well within the tolerance.
-  const double floor = kLinearToleranceFraction * model_.solver().tolerance;
+  // (The tolerance of a step with light bodies is scaled down, scaled_tolerance.)
+  const double floor =
+      kLinearToleranceFraction * (step_tolerance_ > 0.0 ? step_tolerance_ : model_.solver().tolerance);
   lu_->set_configuration(q);
   const bool ok = lu_->solve(values, b, x, false, std::max(tolerance, floor));
   const ReusedFactorization::Stats& after = lu_->stats();
@@ -163,6 +200,7 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   // LU or inexact-Newton estimate of an earlier run carries over, so the trajectory depends
   // only on p, whichever runs this simulator made before (optimisers reuse simulators).
   lu_->reset();
+  step_tolerance_ = 0.0;
   newton_constant_ = 0.0;
   last_step_iterations_ = 0;
   const TimeScheme& s = model_.scheme();
@@ -194,6 +232,20 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
       guess_ca_ = (s.h * s.h / s.at(i).ca[0]) * (traj.acceleration(s, i - 1) - a_hist_);
     }
     StepReport rep = solve_step(i, hist, p, q, second_guess ? &guess_ca_ : nullptr);
+    // A step that only the floor or a tiny Newton step accepted, with contributions that did
+    // not cancel even to kFloorFailureRelativeResidual, is not resolved in double precision
+    // (E = 1e30, dt = 1e300, …): it fails rather than being kept as converged.
+    if (rep.accepted_at_floor() && rep.relative_residual > kFloorFailureRelativeResidual) {
+      std::ostringstream why;
+      why << "accepted only at the " << (rep.acceptance == StepAcceptance::kTinyStep ? "tiny-Newton-step" : "round-off")
+          << " floor with relative residual " << rep.relative_residual;
+      if (rep.relative_residual_body >= 0)
+        why << " on body '" << model_.bodies()[rep.relative_residual_body]->name() << "'";
+      why << " (> " << kFloorFailureRelativeResidual
+          << "): the step cannot be resolved in double precision; check the scales of dt, masses and stiffnesses";
+      rep.converged = false;
+      rep.failure = why.str();
+    }
     traj.reports.push_back(rep);
     if (progress) progress(rep);
     if (!rep.converged) {
@@ -276,6 +328,11 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // would only be noise.
   double r_floor = jacobian_and_floor();
   const double tol = opt.tolerance;
+  // Every body's ‖r_b‖ within relative_tolerance of its Σ|contributions| (assembly_ at the
+  // state just evaluated); the linear solves are held to the tolerance this implies.
+  const double rel_tol = opt.relative_tolerance;
+  auto resolved = [&]() { return relative_residual(assembly_.r, assembly_.r_abs) <= rel_tol; };
+  const double tol_scaled = scaled_tolerance(assembly_.r_abs);
 
   // Trial evaluations of the line search. The full step is usually accepted; its partials
   // are evaluated right away when another iteration is expected to follow: from the second
@@ -294,8 +351,15 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // The round-off floor is only accepted once Newton has tried to go below it: a guess
     // that merely starts at the floor (exact extrapolation, e.g. free fall) is still
     // polished by one iteration, else its O(floor) error would be kept and compound.
-    if (norm < tol || (rep.iterations > 0 && norm <= r_floor)) {
+    // The tolerance test is absolute and relative per body (a light body's weight can be
+    // below any fixed force tolerance: docs/solver.md, "Acceptance").
+    if (norm < tol && resolved()) {
       rep.converged = true;
+      break;
+    }
+    if (rep.iterations > 0 && norm <= r_floor) {
+      rep.converged = true;
+      rep.acceptance = StepAcceptance::kRoundoffFloor;
       break;
     }
     if (rep.iterations >= opt.max_iterations) {
@@ -306,10 +370,11 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // the undamped direction finds no decrease (step::newton_step), then the line search.
     r_ = -assembly_.r;  // the line search overwrites assembly_
     ++rep.iterations;
-    const double linear_tol = newton_forcing(rep.residual_history, norm, tol);
+    const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
     // Except when the quadratic model predicts convergence by a wide margin: the converged
     // trial's partials would never be used (tori drop: one Jacobian fewer in most steps).
-    const bool converges = newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol;
+    const bool converges =
+        newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol_scaled;
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
@@ -318,7 +383,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
                                             opt.max_halvings, trial_eval, newton_, rep);
     if (it.at_floor) {
       rep.converged = true;
-      rep.note = "converged at the round-off floor of ‖r‖";
+      rep.acceptance = it.tiny_step ? StepAcceptance::kTinyStep : StepAcceptance::kRoundoffFloor;
+      rep.note = it.tiny_step ? "accepted: the Newton step no longer moves q" : "converged at the round-off floor of ‖r‖";
+      // The line search's trials overwrote the evaluation at q, which the report reads.
+      eval(q, EvalMode::kResidual, &why);
       break;
     }
     if (!it.accepted) {
@@ -327,7 +395,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     }
     q = newton_.q_trial;
     rep.residual_history.push_back(it.trial);
-    if (it.trial < tol) {  // converged: the partials at q are not needed
+    if (it.trial < tol && resolved()) {  // converged: the partials at q are not needed
       norm = it.trial;
       rep.converged = true;
       break;
@@ -338,7 +406,9 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   }
   last_step_iterations_ = rep.iterations;
   rep.residual_norm = norm;
-  rep.tolerance_used = std::max(tol, r_floor);
+  if (rep.converged)
+    rep.relative_residual = relative_residual(assembly_.r, assembly_.r_abs, &rep.relative_residual_body);
+  rep.tolerance_used = std::max(tol_scaled, r_floor);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

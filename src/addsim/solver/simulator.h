@@ -19,6 +19,19 @@
 
 namespace addsim {
 
+/// How a converged step met its convergence test (docs/solver.md, "Acceptance").
+enum class StepAcceptance {
+  kTolerance,     ///< ‖r‖ < tolerance and every body's relative residual ≤ relative_tolerance
+  kRoundoffFloor, ///< ‖r‖ at its estimated round-off floor, which no step could decrease
+  kTinyStep,      ///< no decrease possible and the Newton correction no longer moves q
+};
+const char* to_string(StepAcceptance a);
+
+/// Relative residual above which a step accepted at the floor or on a tiny step is a failure
+/// rather than a warning: the forces on a body did not cancel to 0.1 %, so the step is not
+/// resolved in double precision (docs/solver.md, "Acceptance").
+inline constexpr double kFloorFailureRelativeResidual = 1e-3;
+
 /// What happened in one time step.
 struct StepReport {
   int step = 0;
@@ -39,6 +52,13 @@ struct StepReport {
   int krylov_iterations = 0;       ///< GMRES iterations on a reused factorisation
   std::string failure;             ///< empty when converged
   std::string note;                ///< e.g. "converged at the round-off floor of ‖r‖"
+  StepAcceptance acceptance = StepAcceptance::kTolerance;  ///< meaningful when converged
+  /// At the accepted state: max over bodies b of ‖r_b‖ / ‖Σ|contributions|_b‖ (plain Newton;
+  /// hybrid and SQP contact: ‖r_c‖ / ‖Σ|contributions|‖ over all DOFs); 0 where nothing acts.
+  double relative_residual = 0.0;
+  int relative_residual_body = -1;  ///< index into Model::bodies() of that maximum (−1: all DOFs)
+  /// True for a converged step accepted at the floor or on a tiny step, not on the tolerance.
+  bool accepted_at_floor() const { return converged && acceptance != StepAcceptance::kTolerance; }
   ContactState contact;            ///< touching/sticking points (hybrid contact, paper §4.3)
 };
 
@@ -104,6 +124,13 @@ class Simulator {
   bool solve_linear(const VecX& q, const VecX& values, const VecX& b, VecX& x, StepReport& rep,
                     double tolerance = 0.0);
   Assembly& assembly() { return assembly_; }
+  /// Max over bodies b of ‖r_b‖ / ‖r_abs,b‖ (|q| each; a body with r_abs,b = 0 counts 0);
+  /// `body` (optional) receives the index of the maximum (−1 if every body counts 0).
+  double relative_residual(const VecX& r, const VecX& r_abs, int* body = nullptr) const;
+  /// The absolute tolerance a step with contribution magnitudes r_abs is solved to:
+  /// min(tolerance, relative_tolerance · min_b ‖r_abs,b‖ over bodies with r_abs,b ≠ 0). Sets the
+  /// floor of solve_linear's tolerance (1e-3 of it) until the next call.
+  double scaled_tolerance(const VecX& r_abs);
 
  private:
   // Solves step `step` from the guess q (and, for plain Newton, from alt_guess instead if
@@ -115,6 +142,7 @@ class Simulator {
   std::unique_ptr<ReusedFactorization> lu_;
   std::shared_ptr<HybridContact> hybrid_;  ///< null unless the model has hybrid contact
   std::shared_ptr<SqpContact> sqp_;        ///< null unless the model has SQP contact
+  double step_tolerance_ = 0.0;   ///< scaled_tolerance of the current step (0: solver.tolerance)
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_;

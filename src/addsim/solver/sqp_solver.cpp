@@ -389,7 +389,8 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   std::string why;
   double norm = eval(q, EvalMode::kResidualAndJacobians, &why);
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
-  double tol = std::max(opt.tolerance, kRoundoffFactor * assembly.r_abs.norm());
+  const double tol_scaled = sim.scaled_tolerance(assembly.r_abs);
+  double tol = std::max(tol_scaled, kRoundoffFactor * assembly.r_abs.norm());
   const double switch_tol = std::sqrt(opt.tolerance);
   bool floor_reached = false;
   // Line-search trials: the partials are evaluated once a trial is taken.
@@ -408,7 +409,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
       rep.contact.label_changes += changed;
       norm = eval(q, EvalMode::kResidualAndJacobians, &why);
       rep.residual_history.push_back(norm);
-      tol = std::max({opt.tolerance, kRoundoffFactor * assembly.r_abs.norm(), floor_tol});
+      tol = std::max({tol_scaled, kRoundoffFactor * assembly.r_abs.norm(), floor_tol});
       if (changed == 0 && norm < tol) {
         rep.converged = true;
         break;
@@ -465,7 +466,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
       break;
     }
     rep.residual_history.push_back(norm);
-    tol = std::max({opt.tolerance, kRoundoffFactor * assembly.r_abs.norm(), floor_tol});
+    tol = std::max({tol_scaled, kRoundoffFactor * assembly.r_abs.norm(), floor_tol});
   }
   if (rep.converged) {
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
@@ -474,6 +475,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;
+  if (rep.converged) record_acceptance(rep, norm, floor_tol > 0.0, tol_scaled, assembly.r_abs);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }
