@@ -458,7 +458,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;
-  if (rep.converged) record_acceptance(rep, norm, floor_used, tol_scaled, assembly.r_abs);
+  if (rep.converged) record_acceptance(rep, norm, floor_used, tol_scaled, opt.relative_tolerance, assembly.r_abs);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

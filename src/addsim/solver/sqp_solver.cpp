@@ -475,7 +475,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;
-  if (rep.converged) record_acceptance(rep, norm, floor_tol > 0.0, tol_scaled, assembly.r_abs);
+  if (rep.converged) record_acceptance(rep, norm, floor_tol > 0.0, tol_scaled, opt.relative_tolerance, assembly.r_abs);
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

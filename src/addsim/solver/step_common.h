@@ -53,13 +53,15 @@ inline bool initial_guess_failed(double norm, const std::string& why, Clock::tim
 
 /// Records how a converged step of the hybrid or SQP contact solver was accepted: on a tiny
 /// Newton step (`floor_used`: its tolerance was raised to the ‖r_c‖ it could not decrease)
-/// unless ‖r_c‖ (`norm`) also meets the scaled tolerance or the round-off floor of r_abs, and
-/// the relative residual ‖r_c‖ / ‖r_abs‖ (stick rows hold velocities, so this is a
-/// whole-system measure, not a per-body one).
-inline void record_acceptance(StepReport& rep, double norm, bool floor_used, double tol_scaled, const VecX& r_abs) {
+/// unless ‖r_c‖ (`norm`) also meets the scaled tolerance, the round-off floor of r_abs or the
+/// relative tolerance `rel_tol`, and the relative residual ‖r_c‖ / ‖r_abs‖ (stick rows hold
+/// velocities, so this is a whole-system measure, not a per-body one).
+inline void record_acceptance(StepReport& rep, double norm, bool floor_used, double tol_scaled, double rel_tol,
+                              const VecX& r_abs) {
   const double scale = r_abs.norm();
-  if (floor_used && norm >= std::max(tol_scaled, kRoundoffFactor * scale)) rep.acceptance = StepAcceptance::kTinyStep;
   rep.relative_residual = scale > 0.0 ? norm / scale : 0.0;
+  if (floor_used && norm >= std::max(tol_scaled, kRoundoffFactor * scale) && rep.relative_residual > rel_tol)
+    rep.acceptance = StepAcceptance::kTinyStep;
   rep.relative_residual_body = -1;
 }
 
