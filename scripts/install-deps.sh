@@ -18,9 +18,11 @@ packages=(
   liburdfdom-dev dart-doc
   chromium
   ccache
+  clang-14 libfuzzer-14-dev
 )
 # node and npm fetch the bunny and the viewer's three.js; Debian's when the machine has none.
 # chromium renders the viewer in tests (tests/viewer) and the demo's PNG still.
+# clang-14 and libfuzzer-14-dev build the libFuzzer harnesses (fuzz/, scripts/run-fuzzers.sh).
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 sudo_cmd=()

@@ -13,6 +13,7 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 start=$(date +%s)
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DPython3_EXECUTABLE=/usr/bin/python3 "${launcher[@]}" \
+  -DADDSIM_BUILD_BENCHMARKS=OFF -DADDSIM_BUILD_PYTHON=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
   -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 targets=()
@@ -23,6 +24,6 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:dete
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan-gmsh.supp:print_suppressions=0"
 status=0
-(cd build-sanitize && ctest -j"${ADDSIM_SANITIZE_JOBS:-2}" --timeout 3600 --output-on-failure "$@") || status=$?
+(cd build-sanitize && ctest -j"${ADDSIM_SANITIZE_JOBS:-2}" --timeout 3600 --output-on-failure -LE fuzz "$@") || status=$?
 echo "run-sanitizers.sh: build $((built - start)) s, tests $(($(date +%s) - built)) s, ctest exit $status"
 exit $status

@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 bash scripts/install-python.sh
+# The libFuzzer harnesses (build-fuzz, ccache) for the 60-second smoke runs labelled "fuzz".
+if command -v clang++-14 >/dev/null; then bash scripts/run-fuzzers.sh --build; fi
 cd build
 ctest --output-on-failure -j2 --timeout 900

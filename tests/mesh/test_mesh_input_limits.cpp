@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "addsim/core/error.h"
+#include "addsim/mesh/gmsh_generators.h"
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/mesh/mesh_io.h"
 #include "addsim/rigid/rigid_mesh.h"
@@ -90,6 +91,37 @@ TEST(MeshInputLimits, BoxGeneratorRefusesHugeOrExtremeBoxes) {
   e = input_error([] { make_box_mesh(Vec3(1, 1, 1), Eigen::Vector3i(4000, 4000, 1)); });
   EXPECT_NE(e.find("would need"), std::string::npos) << e;  // 9.6e7 tets: far beyond any budget
   EXPECT_EQ(make_box_mesh_target(Vec3(1, 1, 1), 48).tets.size(), 48u);
+}
+
+TEST(MeshInputLimits, GmshVersionOutsideIntRangeIsUnsupported) {
+  // Found by fuzz_msh (fuzz/regressions/msh): the version was cast to int before any check.
+  std::string e = msh_error("$MeshFormat\n3e112 0 8\n$EndMeshFormat\n");
+  EXPECT_EQ(e, "m.msh:2: unsupported msh format version 3e+112 (use 2.2 or 4.1)");
+  e = msh_error("$MeshFormat\n-1e300 0 8\n$EndMeshFormat\n");
+  EXPECT_EQ(e.rfind("m.msh:2: unsupported msh format version -1e+300", 0), 0u) << e;
+}
+
+TEST(MeshInputLimits, InMemoryReadersMatchTheFileReaders) {
+  // The entry points the fuzz harnesses use: same meshes and errors as the file readers.
+  const std::string cube = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\n"
+                           "f 1 4 3 2\nf 5 6 7 8\nf 1 2 6 5\nf 2 3 7 6\nf 3 4 8 7\nf 4 1 5 8\n";
+  const SurfaceMesh m = parse_surface_mesh(cube, "cube.obj");
+  EXPECT_EQ(m.vertices.size(), 8u);
+  EXPECT_EQ(m.triangles.size(), 12u);
+  EXPECT_NEAR(mesh_mass_properties(m).volume, 1.0, 1e-12);
+  std::vector<Vec3> vertices;
+  std::vector<std::array<int, 3>> triangles;
+  parse_obj_surface(cube, "cube.obj", vertices, triangles);
+  EXPECT_EQ(vertices.size(), 8u);
+  EXPECT_EQ(triangles.size(), 12u);
+  // One face fewer: an open surface, which gmsh could not fill.
+  const std::string open = cube.substr(0, cube.rfind("f 4"));
+  vertices.clear();
+  triangles.clear();
+  const std::string e = input_error([&] { parse_obj_surface(open, "open.obj", vertices, triangles); });
+  EXPECT_EQ(e.rfind("open.obj: the surface is not closed", 0), 0u) << e;
+  EXPECT_EQ(input_error([&] { parse_surface_mesh(cube, "cube.ply"); }),
+            "cube.ply: unknown mesh format (expected .obj or .stl)");
 }
 
 }  // namespace

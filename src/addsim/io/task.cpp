@@ -556,7 +556,12 @@ OptimizerMethod parse_optimizer_method(const std::string& name, const std::strin
 }
 
 std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(const fs::path& file) {
-  std::istringstream in(read_text(file, "data file"));
+  return parse_numeric_csv(read_text(file, "data file"), file);
+}
+
+std::pair<std::vector<std::string>, std::vector<std::vector<double>>> parse_numeric_csv(const std::string& text,
+                                                                                        const fs::path& file) {
+  std::istringstream in(text);
   std::string line;
   std::vector<std::string> header;
   std::vector<std::vector<double>> rows;
@@ -607,8 +612,12 @@ std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numer
 }
 
 Task load_task_file(const fs::path& file, const std::vector<std::string>& overrides) {
+  return load_task_text(read_text(file, "task file"), file, overrides);
+}
+
+Task load_task_text(const std::string& text, const fs::path& file, const std::vector<std::string>& overrides) {
   const std::string source = file.string();
-  json doc = parse_json_text(read_text(file, "task file"), source);
+  json doc = parse_json_text(text, source);
   if (!doc.is_object()) fail_at(source, "", "a task must be a JSON object");
   // Split the overrides: scene.<path> goes to the scene, everything else to the task.
   std::vector<std::string> scene_overrides;

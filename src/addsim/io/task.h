@@ -53,6 +53,11 @@ struct Task {
 /// naming the file and key path for anything invalid (including the scene's own errors).
 Task load_task_file(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
 
+/// Same for task text; `file` names it in messages and its folder resolves the scene and data
+/// paths, as if the text had been read from `file`.
+Task load_task_text(const std::string& text, const std::filesystem::path& file,
+                    const std::vector<std::string>& overrides = {});
+
 /// The optimiser method named `name` ("lbfgsb", "gauss_newton", "adam", "cmaes"); throws
 /// InputError naming `what` otherwise.
 OptimizerMethod parse_optimizer_method(const std::string& name, const std::string& what);
@@ -62,5 +67,9 @@ OptimizerMethod parse_optimizer_method(const std::string& name, const std::strin
 /// InputError naming the file and line for a bad number or a wrong column count.
 std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(
     const std::filesystem::path& file);
+
+/// Same for CSV text; `file` names it in messages.
+std::pair<std::vector<std::string>, std::vector<std::vector<double>>> parse_numeric_csv(
+    const std::string& text, const std::filesystem::path& file);
 
 }  // namespace addsim

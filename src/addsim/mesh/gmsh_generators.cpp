@@ -139,10 +139,19 @@ TetMesh mesh_to_target(const char* what, const std::function<void()>& build, dou
 }
 #endif
 
-// Triangles of a Wavefront .obj file: vertices (m) and 0-based corner ids. Polygons are
-// fanned; "f" entries may carry /texture/normal indices and negative (relative) ids.
-void read_obj(const std::string& path, std::vector<Vec3>& vertices, std::vector<std::array<int, 3>>& triangles) {
-  std::istringstream in(read_input_file(path, "surface mesh"));
+
+// Volume enclosed by a closed triangle surface (m³, divergence theorem; sign from the winding).
+double enclosed_volume(const std::vector<Vec3>& x, const std::vector<std::array<int, 3>>& tris) {
+  double v = 0.0;
+  for (const auto& t : tris) v += x[t[0]].dot(x[t[1]].cross(x[t[2]])) / 6.0;
+  return std::abs(v);
+}
+
+}  // namespace
+
+void parse_obj_surface(const std::string& text, const std::string& path, std::vector<Vec3>& vertices,
+                       std::vector<std::array<int, 3>>& triangles) {
+  std::istringstream in(text);
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -171,16 +180,18 @@ void read_obj(const std::string& path, std::vector<Vec3>& vertices, std::vector<
     }
   }
   if (triangles.empty()) throw InputError(path + ": no faces");
+  // Closed surfaces have every edge in exactly two triangles.
+  std::unordered_map<long long, int> edges;
+  const long long n = static_cast<long long>(vertices.size());
+  for (const auto& t : triangles)
+    for (int c = 0; c < 3; ++c) {
+      const long long a = t[c], b = t[(c + 1) % 3];
+      ++edges[std::min(a, b) * n + std::max(a, b)];
+    }
+  for (const auto& [edge, count] : edges)
+    if (count != 2) throw InputError(path + ": the surface is not closed (an edge is used by " +
+                                     std::to_string(count) + " triangles)");
 }
-
-// Volume enclosed by a closed triangle surface (m³, divergence theorem; sign from the winding).
-double enclosed_volume(const std::vector<Vec3>& x, const std::vector<std::array<int, 3>>& tris) {
-  double v = 0.0;
-  for (const auto& t : tris) v += x[t[0]].dot(x[t[1]].cross(x[t[2]])) / 6.0;
-  return std::abs(v);
-}
-
-}  // namespace
 
 bool gmsh_available() {
 #ifdef ADDSIM_HAVE_GMSH
@@ -274,21 +285,9 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
 #ifdef ADDSIM_HAVE_GMSH
   std::vector<Vec3> vertices;
   std::vector<std::array<int, 3>> triangles;
-  if (ext == ".obj") read_obj(path, vertices, triangles);
-  // Closed surfaces have every edge in exactly two triangles (checked for .obj here; gmsh
-  // reports open .stl surfaces by failing to build the volume).
-  if (ext == ".obj") {
-    std::unordered_map<long long, int> edges;
-    const long long n = static_cast<long long>(vertices.size());
-    for (const auto& t : triangles)
-      for (int c = 0; c < 3; ++c) {
-        const long long a = t[c], b = t[(c + 1) % 3];
-        ++edges[std::min(a, b) * n + std::max(a, b)];
-      }
-    for (const auto& [edge, count] : edges)
-      if (count != 2) throw InputError(path + ": the surface is not closed (an edge is used by " +
-                                       std::to_string(count) + " triangles)");
-  }
+  // Open .obj surfaces are refused by the reader; gmsh reports open .stl surfaces by failing
+  // to build the volume.
+  if (ext == ".obj") parse_obj_surface(read_input_file(path, "surface mesh"), path, vertices, triangles);
   auto build = [&] {
     if (ext == ".obj") {
       // The triangles become one discrete surface with gmsh node tags 1..n.

@@ -9,7 +9,9 @@
 /// canonical numbering (see canonicalize in tet_mesh.h), so the same arguments give the
 /// same mesh, bit for bit, in every process.
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "addsim/mesh/tet_mesh.h"
 
@@ -30,6 +32,14 @@ TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tet
 /// Three copies of the torus (R, r) sharing the x diameter, rotated 0°, 60° and 120°
 /// about x and fused into one solid (like the paper's "three tori" drop, Fig. ToriBall).
 TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int target_tets);
+
+/// Reads the closed triangle surface of Wavefront .obj text (`path` labels errors): vertices
+/// (m) and 0-based corner ids; polygons are fanned, "f" entries may carry /texture/normal
+/// indices and negative (relative) ids. Throws InputError naming the file and line for bad
+/// vertices or face entries, and naming the file for no faces or an open surface (an edge
+/// not shared by exactly two triangles). Needs no gmsh.
+void parse_obj_surface(const std::string& text, const std::string& path, std::vector<Vec3>& vertices,
+                       std::vector<std::array<int, 3>>& triangles);
 
 /// Tetrahedralises the solid bounded by a closed triangle surface read from `path`: Wavefront
 /// .obj (v/f lines; polygons fanned into triangles) or .stl. The surface is re-meshed at the

@@ -229,9 +229,14 @@ TetMesh parse_gmsh_msh(std::istream& in, const std::string& name) {
       int file_type;
       if (!(ls >> version >> file_type)) r.fail("bad $MeshFormat line");
       if (file_type != 0) r.fail("binary .msh files are not supported; save as ASCII");
+      // Range first: casting a version beyond int's range (3e112) to int is undefined.
+      if (!(version >= 2.0 && version < 3.0) && !(version >= 4.0 && version < 5.0)) {
+        std::ostringstream v;
+        v << version;
+        r.fail("unsupported msh format version " + v.str() + " (use 2.2 or 4.1)");
+      }
       major = static_cast<int>(version);
       if (major == 4 && version < 4.05) r.fail("msh format 4.0 is not supported; use 2.2 or 4.1");
-      if (major != 2 && major != 4) r.fail("unsupported msh format version " + std::to_string(version));
       skip_section(r, line);
     } else if (line == "$Nodes") {
       if (major == 0) r.fail("$Nodes before $MeshFormat");

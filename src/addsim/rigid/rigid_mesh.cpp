@@ -122,7 +122,12 @@ SurfaceMesh read_stl(const std::string& bytes, const std::string& path) {
 SurfaceMesh load_surface_mesh(const std::string& path) {
   const std::string ext = lower_extension(path);
   if (ext != "obj" && ext != "stl") throw InputError(path + ": unknown mesh format (expected .obj or .stl)");
-  const std::string bytes = read_input_file(path, "mesh file");
+  return parse_surface_mesh(read_input_file(path, "mesh file"), path);
+}
+
+SurfaceMesh parse_surface_mesh(const std::string& bytes, const std::string& path) {
+  const std::string ext = lower_extension(path);
+  if (ext != "obj" && ext != "stl") throw InputError(path + ": unknown mesh format (expected .obj or .stl)");
   SurfaceMesh m;
   if (ext == "obj") {
     std::istringstream in(bytes);

@@ -21,6 +21,9 @@ struct SurfaceMesh {
 /// when bit-identical) file. Throws InputError naming the file for unreadable or empty meshes.
 SurfaceMesh load_surface_mesh(const std::string& path);
 
+/// Same for the file's content `bytes`; `path` gives the format (its extension) and labels errors.
+SurfaceMesh parse_surface_mesh(const std::string& bytes, const std::string& path);
+
 /// Mass properties of the solid a closed, outward-oriented surface encloses, per unit density.
 struct MeshMassProperties {
   double volume = 0.0;                ///< m³ (> 0 for outward orientation)

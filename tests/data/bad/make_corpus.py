@@ -184,6 +184,9 @@ mesh_case("msh2_flat_tet", "flat_tet.msh", MSH2_HEAD + "$Nodes\n4\n1 0 0 0\n2 1 
           "mesh_msh2_flat_tet.json")
 mesh_case("msh_binary", "binary.msh", "$MeshFormat\n2.2 1 8\n$EndMeshFormat\n", "binary.msh:2: binary .msh files are not supported")
 mesh_case("msh_version3", "v3.msh", "$MeshFormat\n3.0 0 8\n$EndMeshFormat\n", "v3.msh:2: unsupported msh format version")
+# Found by fuzz_msh: a version beyond int (cast to int was undefined behaviour).
+mesh_case("msh_version_huge", "version_huge.msh", "$MeshFormat\n3e112 0 8\n$EndMeshFormat\n",
+          "version_huge.msh:2: unsupported msh format version 3e+112")
 mesh_case("msh_version40", "v40.msh", "$MeshFormat\n4.0 0 8\n$EndMeshFormat\n", "v40.msh:2: msh format 4.0 is not supported")
 mesh_case("msh_no_format", "no_format.msh", TET_NODES2, "no_format.msh:1: $Nodes before $MeshFormat")
 mesh_case("msh_not_msh", "text.msh", "hello world\n", "text.msh: not a Gmsh .msh file")
