@@ -18,6 +18,7 @@
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
+#include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/task.h"
@@ -199,6 +200,8 @@ int run_optimize(const Options& opt) {
         throw InputError((out / f).string() + ": the folder holds an earlier run (use --resume, or another --out)");
   }
 
+  // Meshes generated while the tasks load are reported on stderr.
+  const MeshProgress meshes(opt.quiet);
   auto first = std::make_shared<Task>(load_task_file(task_file, sets));
   print_notices(first->scene);
   // The output folder is created and probed after the task loaded and before anything is simulated.

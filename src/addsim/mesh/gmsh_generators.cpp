@@ -198,7 +198,7 @@ TetMesh make_sphere_mesh(double radius, int target_tets) {
   return cached_mesh(cache_key("sphere", {radius}, target_tets), [&] {
     return mesh_to_target(what, [&] { gmsh::model::occ::addSphere(0, 0, 0, radius); },
                           4.0 / 3.0 * M_PI * radius * radius * radius, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -213,7 +213,7 @@ TetMesh make_cylinder_mesh(double radius, double height, int target_tets) {
   return cached_mesh(cache_key("cylinder", {radius, height}, target_tets), [&] {
     return mesh_to_target(what, [&] { gmsh::model::occ::addCylinder(0, 0, -0.5 * height, 0, 0, height, radius); },
                           M_PI * radius * radius * height, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -229,7 +229,7 @@ TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tet
   return cached_mesh(cache_key("torus", {major_radius, minor_radius}, target_tets), [&] {
     return mesh_to_target(what, [&] { gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius); },
                           2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -258,7 +258,7 @@ TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int targe
   return cached_mesh(cache_key("three_tori", {major_radius, minor_radius}, target_tets), [&] {
     return mesh_to_target(what, build, 2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius,
                           target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -332,7 +332,7 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   std::snprintf(content, sizeof content, "%016llx",
                 static_cast<unsigned long long>(fnv1a64(bytes.str().data(), bytes.str().size())));
   return cached_mesh(cache_key("surface" + ext + " " + content, {}, target_tets),
-                     [&] { return mesh_to_target(what.c_str(), build, volume, target_tets); });
+                     [&] { return mesh_to_target(what.c_str(), build, volume, target_tets); }, what);
 #else
   no_gmsh(what.c_str());
 #endif
