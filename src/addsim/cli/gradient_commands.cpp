@@ -22,6 +22,7 @@
 #include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
+#include "addsim/io/viewer.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/contact_signature.h"
 #include "addsim/sensitivity/direct.h"
@@ -126,11 +127,35 @@ json term_report(const Task& task, const Trajectory& traj) {
   return terms;
 }
 
+// The viewer's extra panels of a gradient (docs/viewer.md "plots.json"): dΦ/dp per selected
+// scalar as a plot over its index and as a table with the names and values.
+nlohmann::json gradient_plots(const Task& task, const std::string& method, bool scaled, double phi, const VecX& g) {
+  nlohmann::json x = nlohmann::json::array(), y = nlohmann::json::array(), rows = nlohmann::json::array();
+  const VecX& p = task.p();
+  for (int k = 0; k < task.selection.size(); ++k) {
+    x.push_back(k);
+    y.push_back(std::isfinite(g[k]) ? nlohmann::json(g[k]) : nlohmann::json(nullptr));
+    rows.push_back({task.selection.names()[k], p[task.selection.indices()[k]], y.back()});
+  }
+  const std::string what = scaled ? "d\u03a6/dx" : "d\u03a6/dp";
+  char title[160];
+  std::snprintf(title, sizeof title, "%s per parameter (%s), \u03a6 = %.6g", what.c_str(), method.c_str(), phi);
+  return nlohmann::json::array({{{"title", title},
+                                 {"x_label", "parameter"},
+                                 {"y_log", false},
+                                 {"x", x},
+                                 {"series", {{{"name", what}, {"y", y}}}}},
+                                {{"title", "gradient components (" + method + ")"},
+                                 {"columns", {"parameter", "value", what}},
+                                 {"rows", rows}}});
+}
+
 std::function<int()> make_gradient(CLI::App& app) {
   struct Options {
     std::string task;
     std::string method = "adjoint";
     std::string out;
+    std::string view;
     std::vector<std::string> sets;
     int steps = 0;
     bool scaled = false;
@@ -142,12 +167,15 @@ std::function<int()> make_gradient(CLI::App& app) {
       ->check(CLI::IsMember({"adjoint", "direct"}))
       ->capture_default_str();
   app.add_option("--out,-o", opt->out, "Also write the JSON to this file");
+  app.add_option("--view", opt->view,
+                 "Also write DIR/index.html: the forward rollout and the gradient components (docs/viewer.md)");
   app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
     const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
     probe_output_file(opt->out);
+    if (!opt->view.empty()) make_output_dir(opt->view, "--view");
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
@@ -188,6 +216,11 @@ std::function<int()> make_gradient(CLI::App& app) {
     line.clear();
     std::fputs(text.c_str(), stdout);
     if (!opt->out.empty()) write_text(opt->out, text);
+    if (!opt->view.empty()) {
+      const ViewerResult page = write_viewer(opt->view, task.scene, traj, gradient_plots(task, opt->method, opt->scaled, phi, g));
+      if (!page.has_three && !opt->quiet) std::fprintf(stderr, "addsim: warning: %s\n", page.notice.c_str());
+      if (!opt->quiet) std::fprintf(stderr, "addsim: open %s in a browser to watch the rollout\n", page.page.string().c_str());
+    }
     return static_cast<int>(kOk);
   };
 }
