@@ -155,6 +155,14 @@ TEST(Cli, MeshingAndMeshCacheHitsAreReportedOnStderr) {
   EXPECT_NE(second.err.find(" tets from the mesh cache ("), std::string::npos) << second.err;
   ASSERT_EQ(quiet.code, 0) << quiet.err;
   EXPECT_EQ(quiet.err, "");
+  // gmsh is a module loaded on a cache miss (docs/fem.md): a missing module is a clear error.
+  setenv("ADDSIM_MESH_CACHE", "0", 1);
+  setenv("ADDSIM_GMSH_MODULE", (dir / "missing" / "libaddsim_gmsh.so").string().c_str(), 1);
+  const CliRun no_module = simulate("--quiet");
+  unsetenv("ADDSIM_MESH_CACHE");
+  unsetenv("ADDSIM_GMSH_MODULE");
+  EXPECT_EQ(no_module.code, 2);
+  expect_one_line_error(no_module, "cannot load the gmsh module " + (dir / "missing" / "libaddsim_gmsh.so").string());
 }
 
 // `view DIR` rewrites the page from the folder's files and prints its path; a folder without
