@@ -215,6 +215,30 @@
     drawCursor(plot);
   }
 
+  // A table of plots.json ({title, columns: [..], rows: [[..], ..]}), e.g. gradient components;
+  // numbers are shown with 6 significant digits.
+  function addTable(spec) {
+    const box = document.createElement('div');
+    box.className = 'plot-table';
+    const title = document.createElement('div');
+    title.className = 'plot-title';
+    title.textContent = spec.title || '';
+    const table = document.createElement('table');
+    const head = table.createTHead().insertRow();
+    for (const c of spec.columns || []) head.appendChild(document.createElement('th')).textContent = c;
+    const body = table.createTBody();
+    for (const row of spec.rows) {
+      const tr = body.insertRow();
+      for (const v of row) {
+        const td = tr.insertCell();
+        td.textContent = typeof v === 'number' ? String(+v.toPrecision(6)) : v === null ? '–' : String(v);
+        if (typeof v === 'number') td.className = 'num';
+      }
+    }
+    box.append(title, table);
+    document.getElementById('plots').appendChild(box);
+  }
+
   function drawCursor(plot) {
     const { cursor, frame, spec } = plot;
     const g = cursor.getContext('2d');
@@ -251,6 +275,7 @@
     if (steps && steps.wall_ms && steps.wall_ms.length)
       addPlot({ title: 'wall time per step (ms)', xlabel: 't (s)', x: steps.time, time: true, series: [{ name: 'ms', y: steps.wall_ms }] });
     for (const p of D.plots || []) {
+      if (p.rows) { addTable(p); continue; }
       addPlot({ title: p.title || '', xlabel: p.x_label || '', x: p.x, log: !!p.y_log, time: false,
                 series: (p.series || []).map((s) => ({ name: s.name, y: s.y })) });
     }
@@ -761,7 +786,8 @@
   // Reported once the page has its final size (after load, two frames later) and again after
   // every resize; the last report holds (tests read it from the console).
   function reportReady() {
-    const report = { frame: locate(time).k, frames: nframes, time, webgl: !!world, errors: errorCount, bodies: bodyMarkers() };
+    const report = { frame: locate(time).k, frames: nframes, time, webgl: !!world, errors: errorCount, bodies: bodyMarkers(),
+                     plots: plots.map((p) => p.spec.title), tables: document.querySelectorAll('.plot-table tbody tr').length };
     window.ADDSIM_VIEWER = report;
     console.log('addsim-viewer: ready ' + JSON.stringify(report));
   }

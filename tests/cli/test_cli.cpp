@@ -124,6 +124,47 @@ TEST(Cli, DemoRunsToCompletionLikeTheDemoSceneFile) {
   EXPECT_EQ(slurp(dir / "d" / "trajectory.npy"), slurp(dir / "f" / "trajectory.npy"));
 }
 
+// Meshing is reported on stderr (docs/cli.md "Progress"): generation with gmsh starts and
+// ends with a line, a cache hit is one line; --quiet prints neither.
+TEST(Cli, MeshingAndMeshCacheHitsAreReportedOnStderr) {
+  const fs::path dir = fresh_temp_dir();
+  nlohmann::json ball = nlohmann::json::parse(slurp(source_dir() / "tasks" / "scenes" / "soft_ball_small.json"));
+  ball["steps"] = 2;
+  ball["bodies"][0]["mesh"] = {{"generator", "sphere"}, {"radius", 0.05}, {"target_tets", 60}};
+  std::ofstream(dir / "ball.json") << ball.dump(2);
+  auto simulate = [&](const std::string& flags) {
+    return run("simulate ball.json --out o " + flags, dir);
+  };
+  // A fresh cache folder of this test (the commands inherit the variable).
+  setenv("ADDSIM_MESH_CACHE_DIR", (dir / "cache").string().c_str(), 1);
+  const CliRun first = simulate("");
+  if (first.code == 2 && first.err.find("needs gmsh") != std::string::npos) {
+    unsetenv("ADDSIM_MESH_CACHE_DIR");
+    GTEST_SKIP() << "addsim was built without gmsh";
+  }
+  const CliRun second = simulate("");
+  const CliRun quiet = simulate("--quiet");
+  unsetenv("ADDSIM_MESH_CACHE_DIR");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.err.find("addsim: meshing sphere mesh with gmsh ...\n"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("addsim: meshed sphere mesh: "), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find(" (stored in the mesh cache)\n"), std::string::npos) << first.err;
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(second.err.find("meshing"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("addsim: sphere mesh: "), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find(" tets from the mesh cache ("), std::string::npos) << second.err;
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  // gmsh is a module loaded on a cache miss (docs/fem.md): a missing module is a clear error.
+  setenv("ADDSIM_MESH_CACHE", "0", 1);
+  setenv("ADDSIM_GMSH_MODULE", (dir / "missing" / "libaddsim_gmsh.so").string().c_str(), 1);
+  const CliRun no_module = simulate("--quiet");
+  unsetenv("ADDSIM_MESH_CACHE");
+  unsetenv("ADDSIM_GMSH_MODULE");
+  EXPECT_EQ(no_module.code, 2);
+  expect_one_line_error(no_module, "cannot load the gmsh module " + (dir / "missing" / "libaddsim_gmsh.so").string());
+}
+
 // `view DIR` rewrites the page from the folder's files and prints its path; a folder without
 // outputs is bad input.
 TEST(Cli, ViewRewritesThePageOfAnOutputFolder) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -206,6 +207,60 @@ TEST(GradientCli, LandscapeWritesCsvAndPng) {
   EXPECT_EQ(csv.find("nan"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "land" / "landscape.png"));
   EXPECT_GT(fs::file_size(dir / "land" / "landscape.png"), 1000u);
+}
+
+// Sets an environment variable for the commands a test runs, restoring the old value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty())
+      unsetenv(name_.c_str());
+    else
+      setenv(name_.c_str(), old_.c_str(), 1);
+  }
+
+ private:
+  std::string name_, old_;
+};
+
+// Piped progress (docs/cli.md "Progress"): with ADDSIM_PROGRESS_SECONDS=0 every update is a
+// line "addsim: …" on stderr (no escape codes, stdout untouched); --quiet prints none.
+TEST(GradientCli, ProgressLinesOnStderrWhenPipedAndNoneWhenQuiet) {
+  const fs::path dir = fresh_temp_dir();
+  const fs::path ball = write_ball_task(dir), spring = write_spring_task(dir);
+  const ScopedEnv every_update("ADDSIM_PROGRESS_SECONDS", "0");
+  struct Case {
+    std::string args;
+    std::vector<std::string> lines;  // fragments that must appear on stderr
+  };
+  const std::vector<Case> cases = {
+      {"gradient '" + ball.string() + "'", {"addsim: forward step 1/20", "addsim: adjoint sweep step 20/20"}},
+      {"gradient '" + ball.string() + "' --method direct",
+       {"addsim: forward step 20/20", "addsim: direct sensitivities step 20/20"}},
+      {"gradcheck '" + spring.string() + "'",
+       {"addsim: forward step 100/100", "addsim: adjoint sweep step 100/100", "addsim: direct sensitivities step 1/100",
+        "addsim: parameter 1/7 (bodies.0.positions.0.0): finite-difference rollout 1/9",
+        "addsim: parameter 7/7 (springs.0.stiffness): finite-difference rollout 9/9"}},
+      {"landscape '" + spring.string() +
+           "' --axes bodies.bob.velocities.0.0,springs.spring.stiffness --grid 2x2 --range=-0.5:0.5,80:120 "
+           "--out land --threads 1 --no-png",
+       {"addsim: landscape 1/4", "addsim: landscape 4/4"}},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = run(c.args, dir);
+    ASSERT_EQ(r.code, 0) << c.args << "\n" << r.err;
+    for (const std::string& line : c.lines) EXPECT_NE(r.err.find(line + ","), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\033'), std::string::npos) << c.args;
+    EXPECT_EQ(r.err.find('\r'), std::string::npos) << c.args;
+    EXPECT_EQ(r.out.find("addsim: "), std::string::npos) << c.args;
+    const CliRun quiet = run(c.args + " --quiet", dir);
+    ASSERT_EQ(quiet.code, 0) << c.args << "\n" << quiet.err;
+    EXPECT_EQ(quiet.err, "") << c.args;
+  }
 }
 
 TEST(GradientCli, BadInputIsAOneLineErrorWithExitCode2) {

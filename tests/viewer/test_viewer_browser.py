@@ -91,6 +91,46 @@ def body_pixels_found(png, marker, radius=6):
     return False
 
 
+def optimize_and_gradient_pages(addsim, browser, scene, tmp):
+    """`optimize` and `gradient --view` write pages with the rollout and their plots: they load
+    without JavaScript errors, draw every body and show the convergence plots / gradient table."""
+    failures = []
+    task = os.path.join(tmp, "task.json")
+    with open(task, "w") as f:
+        json.dump({"scene": scene, "parameters": ["bodies.box.velocity"],
+                   "objective": [{"type": "com_target", "body": "box", "target": [-0.9, 0.0, 0.1]}]}, f)
+    runs = {
+        "optimize": [addsim, "optimize", task, "--out", os.path.join(tmp, "opt"), "--max-sims", "3", "--quiet"],
+        "gradient": [addsim, "gradient", task, "--view", os.path.join(tmp, "grad"), "--quiet"],
+    }
+    for name, args in runs.items():
+        run = subprocess.run(args, capture_output=True, text=True)
+        if run.returncode != 0:
+            failures.append(f"{name} failed: {run.stderr}")
+            continue
+        page = os.path.join(args[args.index("--out" if name == "optimize" else "--view") + 1], "index.html")
+        png = os.path.join(tmp, name + ".png")
+        ready, console = screenshot(browser, page, "frame=-1", png, os.path.join(tmp, "profile-" + name))
+        if ready is None:
+            failures.append(f"{name}: the page never reported ready; console: {console}")
+            continue
+        errors = [line for line in console if "Uncaught" in line or "Error" in line.split('", source')[0]]
+        if ready["errors"] or errors or not ready["webgl"]:
+            failures.append(f"{name}: JavaScript errors {errors} or no WebGL ({ready})")
+        for marker in ready["bodies"]:
+            if not body_pixels_found(png, marker):
+                failures.append(f"{name}: no pixels of {marker['name']} near ({marker['x']:.0f}, {marker['y']:.0f})")
+        if len(ready["bodies"]) != len(SCENE["bodies"]):
+            failures.append(f"{name}: bodies drawn {[b['name'] for b in ready['bodies']]}")
+        if name == "optimize":
+            wanted = ["\u03a6/\u03a6\u2080 per simulation", "\u2016\u2207\u03a6\u2016 per simulation"]
+            if not all(any(p.startswith(w) for p in ready["plots"]) for w in wanted):
+                failures.append(f"optimize: plots {ready['plots']}")
+        elif ready["tables"] != 3 or not any(p.startswith("d\u03a6/dp per parameter") for p in ready["plots"]):
+            failures.append(f"gradient: plots {ready['plots']}, {ready['tables']} table rows (want 3)")
+    return failures
+
+
 def main():
     addsim = sys.argv[1]
     browser = chromium()
@@ -141,6 +181,8 @@ def main():
                     failures.append(f"{name} did not move on screen between the first and last frame ({moved:.1f} px)")
             if reports["last"]["frame"] != reports["last"]["frames"] - 1 or reports["first"]["frame"] != 0:
                 failures.append(f"frame= not honoured: {reports}")
+
+        failures += optimize_and_gradient_pages(addsim, browser, scene, tmp)
 
         # Without three.js: a warning naming the install command and a page with a notice.
         env = dict(os.environ, ADDSIM_THREE_JS=os.path.join(tmp, "missing", "three.cjs"))

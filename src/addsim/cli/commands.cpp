@@ -12,6 +12,7 @@
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
 #include "addsim/cli/optimize_command.h"
+#include "addsim/cli/progress.h"
 #include "addsim/cli/sweep_command.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/view_command.h"
@@ -26,76 +27,36 @@ namespace addsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-// When stderr is not a tty, a progress line is printed at most this often, s.
-constexpr double kPipedIntervalSeconds = 5.0;
-// Minimum time between two progress updates on a tty, s.
-constexpr double kTtyRefreshSeconds = 0.1;
-
-// "12 s", "3 min 05 s": a duration for progress lines.
-std::string duration(double seconds) {
-  char text[32];
-  if (seconds < 60.0)
-    std::snprintf(text, sizeof text, "%.0f s", seconds);
-  else
-    std::snprintf(text, sizeof text, "%d min %02d s", static_cast<int>(seconds / 60.0), static_cast<int>(seconds) % 60);
-  return text;
-}
-
-// Progress on stderr: step i/n, simulated time, steps per second and the estimated time
-// left; a self-overwriting line on a tty, else one line every kPipedIntervalSeconds.
+// Progress of a simulation on stderr (cli/progress.h): step i/n, simulated time, steps per
+// second and the estimated time left (on a terminal also Newton iterations and residual).
 class Progress {
  public:
-  Progress(int steps, double h, bool quiet)
-      : steps_(steps), h_(h), tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
-  ~Progress() {
-    if (tty_ && shown_) std::fprintf(stderr, "\r\033[K");
-  }
+  Progress(int steps, double h, bool quiet) : steps_(steps), h_(h), line_(quiet) {}
   void operator()(const StepReport& r) {
-    if (!tty_ && !lines_) return;
-    const auto now = Clock::now();
-    const double since = std::chrono::duration<double>(now - last_).count();
-    if (tty_ ? shown_ && since < kTtyRefreshSeconds && r.step < steps_ : since < kPipedIntervalSeconds) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (!line_.due()) return;
+    const double elapsed = line_.elapsed();
     const double rate = elapsed > 0.0 ? r.step / elapsed : 0.0;
     const std::string eta = rate > 0.0 ? duration((steps_ - r.step) / rate) : "?";
-    if (tty_) {
-      shown_ = true;
-      std::fprintf(stderr, "\r\033[Kstep %d/%d  t = %.4g s  %.1f steps/s  ETA %s  newton %d  |r| %.2e", r.step, steps_,
-                   r.step * h_, rate, eta.c_str(), r.iterations, r.residual_norm);
-      std::fflush(stderr);
-    } else {
-      std::fprintf(stderr, "addsim: step %d/%d, t = %.4g s, %.1f steps/s, ETA %s\n", r.step, steps_, r.step * h_, rate,
-                   eta.c_str());
-    }
+    char live[160], piped[160];
+    std::snprintf(live, sizeof live, "step %d/%d  t = %.4g s  %.1f steps/s  ETA %s  newton %d  |r| %.2e", r.step,
+                  steps_, r.step * h_, rate, eta.c_str(), r.iterations, r.residual_norm);
+    std::snprintf(piped, sizeof piped, "step %d/%d, t = %.4g s, %.1f steps/s, ETA %s", r.step, steps_, r.step * h_,
+                  rate, eta.c_str());
+    line_.update(live, piped);
   }
 
  private:
   int steps_;
   double h_;
-  bool tty_;
-  bool lines_;
-  bool shown_ = false;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_ = start_;
+  ProgressLine line_;
 };
 
-// Loads a scene; on a terminal says so first, since meshing can take seconds.
+// Loads a scene, reporting its meshes; on a terminal says so first, since meshing can take seconds.
 Scene load_scene_with_notice(const std::string& file, const std::vector<std::string>& sets, bool quiet) {
-  const bool tty = !quiet && isatty(STDERR_FILENO);
-  if (!tty) return load_scene_file(file, sets);
-  std::fprintf(stderr, "building scene %s ...", file.c_str());
-  std::fflush(stderr);
-  try {
-    Scene scene = load_scene_file(file, sets);
-    std::fprintf(stderr, "\r\033[K");
-    return scene;
-  } catch (...) {
-    std::fprintf(stderr, "\r\033[K");
-    throw;
-  }
+  ProgressLine line(quiet);
+  if (line.live()) line.update("building scene " + file + " ...", {}, true);
+  const MeshProgress meshes(quiet);
+  return load_scene_file(file, sets);
 }
 
 // Simulates a loaded scene, writes its outputs and the viewer page into `out` and reports;

@@ -19,8 +19,10 @@
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
+#include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
+#include "addsim/io/viewer.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/contact_signature.h"
 #include "addsim/sensitivity/direct.h"
@@ -50,6 +52,10 @@ constexpr double kDirectFloorFraction = 1e-6;
 // central difference's noise estimate kPhiRoundoff·ε|Φ| / t.
 constexpr double kPhiRoundoff = 4.0;
 
+void add_quiet_option(CLI::App& app, bool& quiet) {
+  app.add_flag("--quiet,-q", quiet, "No progress on stderr");
+}
+
 void add_set_option(CLI::App& app, std::vector<std::string>& sets, int& steps) {
   app.add_option("--set", sets,
                  "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON) before validation")
@@ -62,17 +68,24 @@ void add_set_option(CLI::App& app, std::vector<std::string>& sets, int& steps) {
       ->check(CLI::Range(1, 1000000000));
 }
 
-// Loads the task with --steps applied and prints the scene's notices.
-Task load_task(const std::string& file, std::vector<std::string> sets, int steps) {
+// Loads the task with --steps applied (reporting its meshes) and prints the scene's notices.
+Task load_task(const std::string& file, std::vector<std::string> sets, int steps, bool quiet) {
   if (steps > 0) sets.push_back("scene.steps=" + std::to_string(steps));
-  Task task = load_task_file(file, sets);
+  Task task = [&] {
+    const MeshProgress meshes(quiet);
+    return load_task_file(file, sets);
+  }();
   print_notices(task.scene);
   return task;
 }
 
-// Runs the task's forward rollout at p; a failed run is an error (its gradient does not exist).
-Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p) {
-  Trajectory traj = sim.run(p);
+// Runs the task's forward rollout at p, its steps counted on `line`; a failed run is an error
+// (its gradient does not exist).
+Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p, ProgressLine& line) {
+  const auto count = line.counter("forward step", "steps");
+  const int n = task.scene.model->scheme().steps;
+  Trajectory traj = sim.run(p, [&](const StepReport& r) { count(r.step, n); });
+  line.clear();
   if (!traj.completed())
     throw SimulationError(task.source + ": forward run failed at step " + std::to_string(traj.failed_step) + ": " +
                           traj.failure,
@@ -114,14 +127,39 @@ json term_report(const Task& task, const Trajectory& traj) {
   return terms;
 }
 
+// The viewer's extra panels of a gradient (docs/viewer.md "plots.json"): dΦ/dp per selected
+// scalar as a plot over its index and as a table with the names and values.
+nlohmann::json gradient_plots(const Task& task, const std::string& method, bool scaled, double phi, const VecX& g) {
+  nlohmann::json x = nlohmann::json::array(), y = nlohmann::json::array(), rows = nlohmann::json::array();
+  const VecX& p = task.p();
+  for (int k = 0; k < task.selection.size(); ++k) {
+    x.push_back(k);
+    y.push_back(std::isfinite(g[k]) ? nlohmann::json(g[k]) : nlohmann::json(nullptr));
+    rows.push_back({task.selection.names()[k], p[task.selection.indices()[k]], y.back()});
+  }
+  const std::string what = scaled ? "d\u03a6/dx" : "d\u03a6/dp";
+  char title[160];
+  std::snprintf(title, sizeof title, "%s per parameter (%s), \u03a6 = %.6g", what.c_str(), method.c_str(), phi);
+  return nlohmann::json::array({{{"title", title},
+                                 {"x_label", "parameter"},
+                                 {"y_log", false},
+                                 {"x", x},
+                                 {"series", {{{"name", what}, {"y", y}}}}},
+                                {{"title", "gradient components (" + method + ")"},
+                                 {"columns", {"parameter", "value", what}},
+                                 {"rows", rows}}});
+}
+
 std::function<int()> make_gradient(CLI::App& app) {
   struct Options {
     std::string task;
     std::string method = "adjoint";
     std::string out;
+    std::string view;
     std::vector<std::string> sets;
     int steps = 0;
     bool scaled = false;
+    bool quiet = false;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
@@ -129,24 +167,31 @@ std::function<int()> make_gradient(CLI::App& app) {
       ->check(CLI::IsMember({"adjoint", "direct"}))
       ->capture_default_str();
   app.add_option("--out,-o", opt->out, "Also write the JSON to this file");
+  app.add_option("--view", opt->view,
+                 "Also write DIR/index.html: the forward rollout and the gradient components (docs/viewer.md)");
   app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
+  add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
-    const Task task = load_task(opt->task, opt->sets, opt->steps);
+    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
     probe_output_file(opt->out);
+    if (!opt->view.empty()) make_output_dir(opt->view, "--view");
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
-    const Trajectory traj = run_forward(task, sim, p);
+    ProgressLine line(opt->quiet);
+    const Trajectory traj = run_forward(task, sim, p, line);
     double phi = 0.0, seconds = 0.0;
     VecX g;
     if (opt->method == "adjoint") {
-      const GradientResult r = gradient_adjoint(model, traj, task.objective);
+      const GradientResult r = gradient_adjoint(model, traj, task.objective, line.counter("adjoint sweep step", "steps"));
       phi = r.phi;
       seconds = r.wall_seconds;
       g = opt->scaled ? task.selection.scaled_gradient(p, r.dphi_dp) : task.selection.select(r.dphi_dp);
     } else {
-      const DirectResult r = gradient_direct(model, traj, task.objective, task.selection.indices());
+      DirectOptions direct;
+      direct.progress = line.counter("direct sensitivities step", "steps");
+      const DirectResult r = gradient_direct(model, traj, task.objective, task.selection.indices(), direct);
       phi = r.phi;
       seconds = r.wall_seconds;
       VecX full = VecX::Zero(p.size());
@@ -168,8 +213,14 @@ std::function<int()> make_gradient(CLI::App& app) {
                 {"forward_seconds", traj.wall_seconds},
                 {"gradient_seconds", seconds}};
     const std::string text = out.dump(2) + "\n";
+    line.clear();
     std::fputs(text.c_str(), stdout);
     if (!opt->out.empty()) write_text(opt->out, text);
+    if (!opt->view.empty()) {
+      const ViewerResult page = write_viewer(opt->view, task.scene, traj, gradient_plots(task, opt->method, opt->scaled, phi, g));
+      if (!page.has_three && !opt->quiet) std::fprintf(stderr, "addsim: warning: %s\n", page.notice.c_str());
+      if (!opt->quiet) std::fprintf(stderr, "addsim: open %s in a browser to watch the rollout\n", page.page.string().c_str());
+    }
     return static_cast<int>(kOk);
   };
 }
@@ -252,6 +303,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
     double fd_step = 0.0;
     bool contact = false;
     double tolerance = 0.0;
+    bool quiet = false;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
@@ -263,6 +315,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
   app.add_option("--tolerance", opt->tolerance, "Relative tolerance adjoint vs central FD (overrides the default)")
       ->check(CLI::PositiveNumber);
   app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file");
+  add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
     // CLI11's PositiveNumber lets NaN through ("nan" <= 0 is false): refuse it here.
@@ -270,14 +323,18 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       throw InputError("--tolerance: must be a finite number > 0, got " + std::to_string(opt->tolerance));
     if (std::isnan(opt->fd_step) || std::isinf(opt->fd_step))
       throw InputError("--fd-step: must be a finite number > 0, got " + std::to_string(opt->fd_step));
-    const Task task = load_task(opt->task, opt->sets, opt->steps);
+    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
     probe_output_file(opt->out);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
-    const Trajectory traj = run_forward(task, sim, p);
-    const GradientResult adj = gradient_adjoint(model, traj, task.objective);
-    const DirectResult dir = gradient_direct(model, traj, task.objective, task.selection.indices());
+    ProgressLine line(opt->quiet);
+    const Trajectory traj = run_forward(task, sim, p, line);
+    const GradientResult adj = gradient_adjoint(model, traj, task.objective, line.counter("adjoint sweep step", "steps"));
+    DirectOptions direct;
+    direct.progress = line.counter("direct sensitivities step", "steps");
+    const DirectResult dir = gradient_direct(model, traj, task.objective, task.selection.indices(), direct);
+    line.clear();
     // Contact-rich: some contact pair is in contact in some step of the unperturbed run.
     const int contact_steps = contact_signature(model, traj).contact_steps();
     const bool contact_rich = opt->contact || contact_steps > 0;
@@ -304,15 +361,29 @@ std::function<int()> make_gradcheck(CLI::App& app) {
                 tol_one_sided, kAdjointDirectTolerance);
     std::printf("%-32s %14s %20s %20s %20s %10s %10s %10s %8s\n", "parameter", "value", "adjoint", "direct",
                 "finite difference", "FD mode", "rel(dir)", "rel(FD)", "FD step");
+    const auto fd_start = std::chrono::steady_clock::now();
     for (int k = 0; k < task.selection.size(); ++k) {
       const int j = task.selection.indices()[k];
       FdSweep fd;
       std::string fd_failure;
       try {
-        fd = gradient_fd_sweep_events(sim, task.objective, p, j, steps);
+        // Progress: parameter k of n, the rollout of its finite-difference sweep, and the
+        // time left estimated from the parameters done so far.
+        const auto count = [&](int done, int total) {
+          if (!line.due()) return;
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - fd_start).count();
+          const double finished = k + static_cast<double>(done) / total;
+          const std::string text = "parameter " + std::to_string(k + 1) + "/" + std::to_string(task.selection.size()) +
+                                   " (" + task.selection.names()[k] + "): finite-difference rollout " +
+                                   std::to_string(done) + "/" + std::to_string(total) + ", " + duration(seconds) +
+                                   " elapsed, ETA " + duration((task.selection.size() - finished) * seconds / finished);
+          line.update(text);
+        };
+        fd = gradient_fd_sweep_events(sim, task.objective, p, j, steps, count);
       } catch (const SimulationError& e) {
         fd_failure = e.what();
       }
+      line.clear();
       const double a = g_adj[k], d = dir.dphi_dp[k];
       const double e_dir = relative_error(a, d, kDirectFloorFraction * g_norm);
       // A parameter whose every step straddles a contact event has no usable difference:
@@ -411,6 +482,7 @@ std::function<int()> make_landscape(CLI::App& app) {
     int steps = 0;
     int threads = 0;
     bool no_png = false;
+    bool quiet = false;
   };
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
@@ -421,9 +493,10 @@ std::function<int()> make_landscape(CLI::App& app) {
   app.add_option("--out,-o", opt->out, "Output directory (landscape.csv, landscape.png)")->required();
   app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-png", opt->no_png, "Write only the CSV");
+  add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
-    const Task task = load_task(opt->task, opt->sets, opt->steps);
+    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
     const Model& model = *task.scene.model;
     const VecX p = task.p();
     // Axes: two scalar parameters.
@@ -504,12 +577,12 @@ std::function<int()> make_landscape(CLI::App& app) {
     BatchOptions batch;
     batch.threads = threads;
     batch.gradients = true;
-    batch.progress = [&](int d, int all) {
-      if ((d * 10) / all != ((d - 1) * 10) / all)
-        std::fprintf(stderr, "addsim: landscape %d/%d points (%.1f s)\n", d, all,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    };
-    const std::vector<BatchItemResult> results = run_batch(model, ps, &task.objective, batch);
+    std::vector<BatchItemResult> results;
+    {
+      ProgressLine line(opt->quiet);
+      batch.progress = line.counter("landscape", "points");
+      results = run_batch(model, ps, &task.objective, batch);
+    }
     for (int k = 0; k < total; ++k) {
       Point& pt = points[k];
       if (!results[k].completed) {

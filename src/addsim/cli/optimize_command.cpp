@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,15 +13,18 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/process.h"
+#include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/task.h"
+#include "addsim/io/viewer.h"
 #include "addsim/optim/continuation.h"
 
 namespace addsim::cli {
@@ -151,6 +155,48 @@ fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=120)
 )PY";
 
+// The viewer's extra plots of an optimisation (docs/viewer.md "plots.json"): Φ/Φ₀ and ‖∇Φ‖
+// per simulation from iterations.csv (all stages; a failed simulation or a method without
+// gradients leaves a gap).
+nlohmann::json convergence_plots(const fs::path& csv) {
+  std::istringstream in(read_text(csv));
+  std::string line;
+  std::getline(in, line);  // header: stage,iteration,sims,phi,phi_ratio,grad_norm,failed,elapsed,...
+  nlohmann::json sims = nlohmann::json::array(), ratio = nlohmann::json::array(), grad = nlohmann::json::array();
+  auto value = [](const std::string& cell) -> nlohmann::json {
+    char* end = nullptr;
+    const double v = std::strtod(cell.c_str(), &end);
+    return end != cell.c_str() && std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; cells.size() < 7 && std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 7) continue;
+    const bool failed = cells[6] == "1";
+    sims.push_back(value(cells[2]));
+    ratio.push_back(failed ? nlohmann::json(nullptr) : value(cells[4]));
+    grad.push_back(failed ? nlohmann::json(nullptr) : value(cells[5]));
+  }
+  // Log scale when every value is positive (an objective may be negative, e.g. −distance).
+  auto positive = [](const nlohmann::json& ys) {
+    for (const auto& y : ys)
+      if (!y.is_null() && !(y.get<double>() > 0.0)) return false;
+    return true;
+  };
+  return nlohmann::json::array(
+      {{{"title", "\u03a6/\u03a6\u2080 per simulation (\u03a6\u2080: the first of its stage)"},
+        {"x_label", "simulations"},
+        {"y_log", positive(ratio)},
+        {"x", sims},
+        {"series", {{{"name", "\u03a6/\u03a6\u2080"}, {"y", ratio}}}}},
+       {{"title", "\u2016\u2207\u03a6\u2016 per simulation"},
+        {"x_label", "simulations"},
+        {"y_log", positive(grad)},
+        {"x", sims},
+        {"series", {{{"name", "\u2016\u2207\u03a6\u2016"}, {"y", grad}}}}}});
+}
+
 struct Options {
   std::string task;
   std::string out;
@@ -199,6 +245,8 @@ int run_optimize(const Options& opt) {
         throw InputError((out / f).string() + ": the folder holds an earlier run (use --resume, or another --out)");
   }
 
+  // Meshes generated while the tasks load are reported on stderr.
+  const MeshProgress meshes(opt.quiet);
   auto first = std::make_shared<Task>(load_task_file(task_file, sets));
   print_notices(first->scene);
   // The output folder is created and probed after the task loaded and before anything is simulated.
@@ -390,7 +438,9 @@ int run_optimize(const Options& opt) {
   // their scene keys, verified by loading it again.
   const Task& final_task = *st.task;
   const Model& model = *final_task.scene.model;
-  const VecX best_p = apply_named_values(model.params(), st.problem->p_base(), result.best);
+  // The last stage's problem is gone with run_continuation (st.problem dangles here): the best
+  // point is the scene's defaults with the optimised values written over them.
+  const VecX best_p = apply_named_values(model.params(), model.params().defaults(), result.best);
   json scene = final_task.scene.json;
   std::string scene_note;
   {
@@ -486,6 +536,25 @@ int run_optimize(const Options& opt) {
   }
   std::printf("%s: phi %.6e  phi/phi0 %.3e  %ld simulations  %.2f s  stop: %s\n", first->name.c_str(), lr.phi_best,
               lr.phi_best / lr.phi0, result.simulations, result.seconds, to_string(result.reason));
+
+  // index.html: the rollout at the best parameters (one more simulation) with the
+  // convergence plots (docs/viewer.md); the viewer's files go next to the run's.
+  {
+    Simulator sim(model);
+    Trajectory traj;
+    {
+      ProgressLine line(opt.quiet);
+      const auto count = line.counter("rollout at the best parameters, step", "steps");
+      const int n = model.scheme().steps;
+      traj = sim.run(best_p, [&](const StepReport& r) { count(r.step, n); });
+    }
+    const ViewerResult page = write_viewer(out, final_task.scene, traj, convergence_plots(out / kIterations));
+    if (!page.has_three && !opt.quiet) std::fprintf(stderr, "addsim: warning: %s\n", page.notice.c_str());
+    if (!traj.completed())
+      std::fprintf(stderr, "addsim: warning: the rollout at the best parameters failed at step %d (%s); %s shows it up to there\n",
+                   traj.failed_step, traj.failure.c_str(), page.page.string().c_str());
+    std::printf("open %s in a browser to watch the best rollout\n", page.page.string().c_str());
+  }
   return kOk;
 }
 
@@ -494,7 +563,7 @@ int run_optimize(const Options& opt) {
 std::function<int()> setup_optimize(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON with an optional optimize section and stages)")->required();
-  app.add_option("--out,-o", opt->out, "Output folder (iterations.csv, result.json, optimized_scene.json, convergence.png)")
+  app.add_option("--out,-o", opt->out, "Output folder (iterations.csv, result.json, optimized_scene.json, convergence.png, index.html)")
       ->required();
   app.add_option("--method", opt->method, "Override every stage's method: lbfgsb, gauss_newton, adam or cmaes")
       ->check(CLI::IsMember({"lbfgsb", "gauss_newton", "adam", "cmaes"}));

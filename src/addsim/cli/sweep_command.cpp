@@ -20,6 +20,7 @@
 #include "addsim/cli/arguments.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/process.h"
+#include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 
@@ -32,8 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 // Largest batch a sweep accepts: each point keeps a few numbers, but 10⁷ rollouts are days.
 constexpr long kMaxPoints = 10'000'000;
-// Piped progress: a line at most this often, s.
-constexpr double kPipedProgressSeconds = 5.0;
 
 // A whole integer in [lo, hi]; InputError naming `what` otherwise.
 long parse_count(const std::string& text, long lo, long hi, const std::string& what) {
@@ -47,32 +46,27 @@ long parse_count(const std::string& text, long lo, long hi, const std::string& w
                    text + "\"");
 }
 
-// Progress of a batch on stderr: a self-overwriting line on a terminal, otherwise a plain
-// line every few seconds (and at the end); nothing with --quiet.
+// Progress of a batch on stderr (cli/progress.h), and a last line when it is done.
 class BatchProgress {
  public:
-  BatchProgress(bool quiet) : tty_(!quiet && isatty(STDERR_FILENO)), lines_(!quiet && !tty_) {}
-  ~BatchProgress() {
-    if (tty_ && shown_) std::fprintf(stderr, "\n");
-  }
+  explicit BatchProgress(bool quiet) : line_(quiet) {}
   void operator()(int done, int total) {
-    const double t = std::chrono::duration<double>(Clock::now() - start_).count();
     const bool last = done == total;
-    if (!tty_ && !(lines_ && (last || t - last_line_ >= kPipedProgressSeconds))) return;
-    last_line_ = t;
+    if (!line_.due(last)) return;
+    const double t = line_.elapsed();
     const double rate = done / std::max(t, 1e-9);
     const double eta = (total - done) / std::max(rate, 1e-12);
-    std::fprintf(stderr, "%saddsim: sweep %d/%d points, %.2f points/s, %.1f s elapsed, ETA %.1f s%s",
-                 tty_ ? "\r\033[K" : "", done, total, rate, t, eta, tty_ ? "" : "\n");
-    std::fflush(stderr);
-    shown_ = true;
+    char text[160];
+    std::snprintf(text, sizeof text, "sweep %d/%d points, %.2f points/s, %.1f s elapsed, ETA %.1f s", done, total,
+                  rate, t, eta);
+    if (last)
+      line_.message(text);
+    else
+      line_.update(text);
   }
 
  private:
-  bool tty_, lines_;
-  bool shown_ = false;
-  Clock::time_point start_ = Clock::now();
-  double last_line_ = 0.0;
+  ProgressLine line_;
 };
 
 struct Options {
@@ -298,7 +292,10 @@ std::function<int()> setup_sweep(CLI::App& app) {
       throw InputError("sweep: give either a grid (--axes, --grid, --range) or --samples N, not both or neither");
     if (grid && (opt->axes.empty() || opt->grid.empty() || opt->range.empty()))
       throw InputError("sweep: a grid needs all of --axes, --grid and --range");
-    const Task task = load_task_file(opt->task, opt->sets);
+    const Task task = [&] {
+      const MeshProgress meshes(opt->quiet);
+      return load_task_file(opt->task, opt->sets);
+    }();
     const Model& model = *task.scene.model;
     const Design d = grid ? grid_design(task, *opt) : sample_design(task, *opt);
 

@@ -18,7 +18,13 @@
 #include "addsim/mesh/mesh_cache.h"
 
 #ifdef ADDSIM_HAVE_GMSH
+#include <dlfcn.h>
+
+// Only for GMSH_API_VERSION (part of the cache keys): the gmsh calls are in the module
+// addsim_gmsh (gmsh_backend.h), and this library does not link libgmsh.
 #include <gmsh.h>
+
+#include "addsim/mesh/gmsh_backend.h"
 #endif
 
 namespace addsim {
@@ -52,35 +58,50 @@ std::string cache_key(const std::string& generator, std::initializer_list<double
   return key;
 }
 
-std::mutex& gmsh_mutex() {
-  static std::mutex m;
-  return m;
+// The module that calls gmsh (gmsh_backend.h), loaded on first use and kept for the life
+// of the process: $ADDSIM_GMSH_MODULE, else the one built with this addsim.
+gmsh_backend::MeshFunction gmsh_module(const char* what) {
+  static std::mutex mutex;
+  static gmsh_backend::MeshFunction function = nullptr;
+  static std::string failure;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!function && failure.empty()) {
+    const char* env = std::getenv("ADDSIM_GMSH_MODULE");
+    const std::string path = env && *env ? env : ADDSIM_GMSH_MODULE_PATH;
+    if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      function = reinterpret_cast<gmsh_backend::MeshFunction>(dlsym(handle, gmsh_backend::kEntryPoint));
+      if (!function) failure = path + " has no " + gmsh_backend::kEntryPoint;
+    } else {
+      const char* reason = dlerror();
+      failure = "cannot load the gmsh module " + path + ": " + (reason ? reason : "unknown error") +
+                " (set ADDSIM_GMSH_MODULE to the built libaddsim_gmsh.so)";
+    }
+  }
+  if (!function) throw InputError(std::string(what) + ": " + failure);
+  return function;
 }
 
-// Builds the OCC geometry with `build`, meshes it at size h and returns the tet mesh.
-TetMesh mesh_once(const std::function<void()>& build, double h) {
-  gmsh::model::add("addsim");
-  build();
-  gmsh::model::occ::synchronize();
-  gmsh::option::setNumber("Mesh.MeshSizeMin", h);
-  gmsh::option::setNumber("Mesh.MeshSizeMax", h);
-  gmsh::option::setNumber("Mesh.MeshSizeFromCurvature", 0);
-  gmsh::model::mesh::generate(3);
-  std::vector<std::size_t> node_tags, elem_tags, elem_nodes;
-  std::vector<double> coord, param;
-  gmsh::model::mesh::getNodes(node_tags, coord, param, -1, -1, true, false);
-  gmsh::model::mesh::getElementsByType(4, elem_tags, elem_nodes);
-  gmsh::model::remove();
+// An OpenCASCADE primitive with dimensions a, b (gmsh_backend::Recipe).
+gmsh_backend::Recipe primitive(gmsh_backend::Recipe::Kind kind, double a, double b = 0.0) {
+  gmsh_backend::Recipe recipe;
+  recipe.kind = kind;
+  recipe.a = a;
+  recipe.b = b;
+  return recipe;
+}
+
+// Meshes `recipe` with gmsh towards target_tets (gmsh_backend.h) and returns the mesh without
+// unused nodes, positively oriented and canonically numbered.
+TetMesh mesh_to_target(const char* what, const gmsh_backend::Recipe& recipe, double volume, int target_tets) {
+  gmsh_backend::RawMesh raw;
+  std::string error;
+  if (!gmsh_module(what)(recipe, volume, target_tets, raw, error)) throw InputError(std::string(what) + ": " + error);
   TetMesh mesh;
-  std::unordered_map<std::size_t, int> ids;
-  mesh.nodes.reserve(node_tags.size());
-  for (size_t k = 0; k < node_tags.size(); ++k) {
-    ids[node_tags[k]] = static_cast<int>(mesh.nodes.size());
-    mesh.nodes.emplace_back(coord[3 * k], coord[3 * k + 1], coord[3 * k + 2]);
-  }
-  for (size_t e = 0; e + 3 < elem_nodes.size(); e += 4)
-    mesh.tets.push_back({ids.at(elem_nodes[e]), ids.at(elem_nodes[e + 1]), ids.at(elem_nodes[e + 2]),
-                         ids.at(elem_nodes[e + 3])});
+  mesh.nodes.reserve(raw.nodes.size() / 3);
+  for (std::size_t k = 0; k + 2 < raw.nodes.size(); k += 3) mesh.nodes.emplace_back(raw.nodes[k], raw.nodes[k + 1], raw.nodes[k + 2]);
+  mesh.tets.reserve(raw.tets.size() / 4);
+  for (std::size_t e = 0; e + 3 < raw.tets.size(); e += 4)
+    mesh.tets.push_back({raw.tets[e], raw.tets[e + 1], raw.tets[e + 2], raw.tets[e + 3]});
   remove_unused_nodes(mesh);
   orient_positively(mesh);
   // gmsh 4.8 numbers the nodes and elements of boolean (OCC fuse) and re-parametrised
@@ -89,46 +110,6 @@ TetMesh mesh_once(const std::function<void()>& build, double h) {
   // themselves agree); the canonical numbering makes generated meshes identical bit for bit.
   canonicalize(mesh);
   return mesh;
-}
-
-// Meshes repeatedly, scaling h towards the target count; returns the closest mesh.
-TetMesh mesh_to_target(const char* what, const std::function<void()>& build, double volume, int target_tets) {
-  std::lock_guard<std::mutex> lock(gmsh_mutex());
-  gmsh::initialize(0, nullptr, false);
-  gmsh::option::setNumber("General.Terminal", 0);
-  gmsh::option::setNumber("General.Verbosity", 0);
-  // gmsh throws from inside OpenMP regions when AbortOnError is set, which terminates the
-  // process; with 0 a failed mesh comes back empty and is reported below.
-  gmsh::option::setNumber("General.AbortOnError", 0);
-  gmsh::option::setNumber("Mesh.Algorithm3D", 1);
-  gmsh::option::setNumber("General.NumThreads", 1);
-  // A regular tetrahedron of edge h has volume h³/(6√2); unstructured meshes need about
-  // that many elements per volume, which is the first guess for h.
-  double h = std::cbrt(volume / (target_tets * 0.1178511));
-  TetMesh best;
-  try {
-    for (int iter = 0; iter < 6; ++iter) {
-      TetMesh mesh = mesh_once(build, h);
-      if (mesh.tets.empty()) break;
-      if (best.tets.empty() || std::abs(mesh.num_tets() - target_tets) < std::abs(best.num_tets() - target_tets))
-        best = mesh;
-      const double ratio = static_cast<double>(mesh.num_tets()) / target_tets;
-      // Within 3 % of the target is as close as a mesh size can steer.
-      if (std::abs(ratio - 1.0) < 0.03) break;
-      h *= std::cbrt(ratio);
-    }
-  } catch (const std::exception& e) {
-    gmsh::finalize();
-    throw InputError(std::string(what) + ": gmsh failed: " + e.what());
-  } catch (const std::string& e) {
-    // The gmsh API reports errors by throwing their message as a std::string.
-    gmsh::finalize();
-    throw InputError(std::string(what) + ": gmsh failed: " + e);
-  }
-  gmsh::finalize();
-  if (best.tets.empty())
-    throw InputError(std::string(what) + ": gmsh produced no tetrahedra (meshing failed; try another size)");
-  return best;
 }
 #endif
 
@@ -207,9 +188,9 @@ TetMesh make_sphere_mesh(double radius, int target_tets) {
   check_target(what, target_tets);
 #ifdef ADDSIM_HAVE_GMSH
   return cached_mesh(cache_key("sphere", {radius}, target_tets), [&] {
-    return mesh_to_target(what, [&] { gmsh::model::occ::addSphere(0, 0, 0, radius); },
+    return mesh_to_target(what, primitive(gmsh_backend::Recipe::Kind::kSphere, radius),
                           4.0 / 3.0 * M_PI * radius * radius * radius, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -222,9 +203,9 @@ TetMesh make_cylinder_mesh(double radius, double height, int target_tets) {
   check_target(what, target_tets);
 #ifdef ADDSIM_HAVE_GMSH
   return cached_mesh(cache_key("cylinder", {radius, height}, target_tets), [&] {
-    return mesh_to_target(what, [&] { gmsh::model::occ::addCylinder(0, 0, -0.5 * height, 0, 0, height, radius); },
+    return mesh_to_target(what, primitive(gmsh_backend::Recipe::Kind::kCylinder, radius, height),
                           M_PI * radius * radius * height, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -238,9 +219,9 @@ TetMesh make_torus_mesh(double major_radius, double minor_radius, int target_tet
   if (minor_radius >= major_radius) throw InputError("torus mesh: the minor radius must be below the major radius");
 #ifdef ADDSIM_HAVE_GMSH
   return cached_mesh(cache_key("torus", {major_radius, minor_radius}, target_tets), [&] {
-    return mesh_to_target(what, [&] { gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius); },
+    return mesh_to_target(what, primitive(gmsh_backend::Recipe::Kind::kTorus, major_radius, minor_radius),
                           2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
-  });
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -253,23 +234,11 @@ TetMesh make_three_tori_mesh(double major_radius, double minor_radius, int targe
   check_target(what, target_tets);
   if (minor_radius >= major_radius) throw InputError("three-tori mesh: the minor radius must be below the major radius");
 #ifdef ADDSIM_HAVE_GMSH
-  auto build = [&] {
-    const int a = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
-    const int b = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
-    const int c = gmsh::model::occ::addTorus(0, 0, 0, major_radius, minor_radius);
-    // Three rings sharing the x diameter, 60° apart (rings at right angles about different
-    // axes make gmsh 4.8 fail on the coincident periodic seams).
-    gmsh::model::occ::rotate({{3, b}}, 0, 0, 0, 1, 0, 0, M_PI / 3.0);
-    gmsh::model::occ::rotate({{3, c}}, 0, 0, 0, 1, 0, 0, 2.0 * M_PI / 3.0);
-    gmsh::vectorpair out;
-    std::vector<gmsh::vectorpair> map;
-    gmsh::model::occ::fuse({{3, a}}, {{3, b}, {3, c}}, out, map);
-  };
   // Three tori minus their overlaps: the first guess only needs the right order.
   return cached_mesh(cache_key("three_tori", {major_radius, minor_radius}, target_tets), [&] {
-    return mesh_to_target(what, build, 2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius,
-                          target_tets);
-  });
+    return mesh_to_target(what, primitive(gmsh_backend::Recipe::Kind::kThreeTori, major_radius, minor_radius),
+                          2.6 * 2.0 * M_PI * M_PI * major_radius * minor_radius * minor_radius, target_tets);
+  }, what);
 #else
   no_gmsh(what);
 #endif
@@ -288,38 +257,16 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   // Open .obj surfaces are refused by the reader; gmsh reports open .stl surfaces by failing
   // to build the volume.
   if (ext == ".obj") parse_obj_surface(read_input_file(path, "surface mesh"), path, vertices, triangles);
-  auto build = [&] {
-    if (ext == ".obj") {
-      // The triangles become one discrete surface with gmsh node tags 1..n.
-      const int surface = gmsh::model::addDiscreteEntity(2);
-      std::vector<std::size_t> tags(vertices.size());
-      std::vector<double> coords;
-      coords.reserve(3 * vertices.size());
-      for (std::size_t k = 0; k < vertices.size(); ++k) {
-        tags[k] = k + 1;
-        coords.insert(coords.end(), {vertices[k].x(), vertices[k].y(), vertices[k].z()});
-      }
-      gmsh::model::mesh::addNodes(2, surface, tags, coords);
-      std::vector<std::size_t> corners;
-      corners.reserve(3 * triangles.size());
-      for (const auto& t : triangles) corners.insert(corners.end(), {t[0] + 1u, t[1] + 1u, t[2] + 1u});
-      gmsh::model::mesh::addElementsByType(surface, 2, {}, corners);
-    } else {
-      gmsh::merge(path);
-    }
-    // Split the triangulation into patches at sharp edges (40°) and further into patches
-    // that can be parametrised (a closed smooth surface cannot be one), give them a
-    // parametrisation so that gmsh can re-mesh them at the target size, and close the volume.
-    gmsh::model::mesh::classifySurfaces(40.0 * M_PI / 180.0, true, true, M_PI);
-    gmsh::model::mesh::createGeometry();
-    gmsh::vectorpair surfaces;
-    gmsh::model::getEntities(surfaces, 2);
-    std::vector<int> surface_tags;
-    for (const auto& [dim, tag] : surfaces) surface_tags.push_back(tag);
-    const int loop = gmsh::model::geo::addSurfaceLoop(surface_tags);
-    gmsh::model::geo::addVolume({loop});
-    gmsh::model::geo::synchronize();
-  };
+  // The surface for gmsh: the .obj triangles inline, an .stl by its path.
+  gmsh_backend::Recipe recipe;
+  if (ext == ".obj") {
+    recipe.kind = gmsh_backend::Recipe::Kind::kTriangles;
+    for (const Vec3& v : vertices) recipe.vertices.insert(recipe.vertices.end(), {v.x(), v.y(), v.z()});
+    for (const auto& t : triangles) recipe.triangles.insert(recipe.triangles.end(), {t[0], t[1], t[2]});
+  } else {
+    recipe.kind = gmsh_backend::Recipe::Kind::kFile;
+    recipe.path = path;
+  }
   // An .stl is read by gmsh only, so the first mesh-size guess assumes one litre; the
   // re-meshing loop then scales the size by (count / target)^(1/3).
   const double volume = ext == ".obj" ? enclosed_volume(vertices, triangles) : 1e-3;
@@ -331,7 +278,7 @@ TetMesh make_mesh_from_surface(const std::string& path, int target_tets) {
   std::snprintf(content, sizeof content, "%016llx",
                 static_cast<unsigned long long>(fnv1a64(bytes.str().data(), bytes.str().size())));
   return cached_mesh(cache_key("surface" + ext + " " + content, {}, target_tets),
-                     [&] { return mesh_to_target(what.c_str(), build, volume, target_tets); });
+                     [&] { return mesh_to_target(what.c_str(), recipe, volume, target_tets); }, what);
 #else
   no_gmsh(what.c_str());
 #endif

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -148,10 +149,32 @@ bool store_cached_mesh(const std::string& key, const TetMesh& mesh) {
   return stored;
 }
 
-TetMesh cached_mesh(const std::string& key, const std::function<TetMesh()>& generate) {
-  if (std::optional<TetMesh> mesh = load_cached_mesh(key)) return *std::move(mesh);
+namespace {
+// The observer of this thread's cached_mesh() calls (ScopedMeshObserver).
+thread_local MeshObserver t_mesh_observer;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+ScopedMeshObserver::ScopedMeshObserver(MeshObserver observer) : previous_(std::move(t_mesh_observer)) {
+  t_mesh_observer = std::move(observer);
+}
+
+ScopedMeshObserver::~ScopedMeshObserver() { t_mesh_observer = std::move(previous_); }
+
+TetMesh cached_mesh(const std::string& key, const std::function<TetMesh()>& generate, const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  const MeshObserver observer = t_mesh_observer;
+  if (std::optional<TetMesh> mesh = load_cached_mesh(key)) {
+    if (observer) observer({MeshEvent::Kind::kFromCache, what, mesh->num_tets(), seconds_since(start)});
+    return *std::move(mesh);
+  }
+  if (observer) observer({MeshEvent::Kind::kGenerating, what, 0, 0.0});
   TetMesh mesh = generate();
-  store_cached_mesh(key, mesh);
+  const bool stored = store_cached_mesh(key, mesh);
+  if (observer) observer({MeshEvent::Kind::kGenerated, what, mesh.num_tets(), seconds_since(start), stored});
   return mesh;
 }
 

@@ -37,7 +37,41 @@ std::optional<TetMesh> load_cached_mesh(const std::string& key);
 /// an optimisation, not an error.
 bool store_cached_mesh(const std::string& key, const TetMesh& mesh);
 
-/// The cached mesh of `key`, else `generate()`, stored for the next time.
-TetMesh cached_mesh(const std::string& key, const std::function<TetMesh()>& generate);
+/// What happened to one mesh that cached_mesh() was asked for, for progress reports (the
+/// library does no I/O; the CLI prints these, cli/progress.h).
+struct MeshEvent {
+  enum class Kind {
+    kGenerating,  ///< not in the cache: generation starts now
+    kGenerated,   ///< generated (and stored in the cache if possible)
+    kFromCache,   ///< loaded from the cache
+  };
+  Kind kind = Kind::kGenerating;
+  std::string what;      ///< what is meshed, e.g. "three-tori mesh"
+  int tets = 0;          ///< tetrahedra of the mesh (kGenerated, kFromCache)
+  double seconds = 0.0;  ///< wall time of the generation or of the cache load (kGenerated, kFromCache), s
+  bool stored = false;   ///< kGenerated: the mesh was written to the cache
+};
+
+/// Called by cached_mesh() on the thread that asks for a mesh.
+using MeshObserver = std::function<void(const MeshEvent&)>;
+
+/// Installs `observer` for the cached_mesh() calls of this thread while alive, restoring the
+/// previous observer at the end. Thread-local, so that meshes built on other threads (batch
+/// workers) are not reported to it.
+class ScopedMeshObserver {
+ public:
+  explicit ScopedMeshObserver(MeshObserver observer);
+  ~ScopedMeshObserver();
+  ScopedMeshObserver(const ScopedMeshObserver&) = delete;
+  ScopedMeshObserver& operator=(const ScopedMeshObserver&) = delete;
+
+ private:
+  MeshObserver previous_;
+};
+
+/// The cached mesh of `key`, else `generate()`, stored for the next time; `what` names the
+/// mesh in the MeshEvents this thread's observer receives.
+TetMesh cached_mesh(const std::string& key, const std::function<TetMesh()>& generate,
+                    const std::string& what = "mesh");
 
 }  // namespace addsim

@@ -21,7 +21,8 @@ namespace {
 constexpr std::size_t kRingBytes = std::size_t{64} << 20;
 }  // namespace
 
-GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective) {
+GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective,
+                                const std::function<void(int done, int total)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   require_complete_trajectory(model, traj, "adjoint");
   const TimeScheme& s = model.scheme();
@@ -127,6 +128,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
       }
       backward_step(*lin, i);
       add_parameter_products(*lin, lambda, sink_lambda);
+      if (progress) progress(n - i + 1, n);
     }
   } else {
     // Two threads: a helper linearises the steps ahead of this thread's sweep (they need only
@@ -293,6 +295,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         consumed = i;
       }
       changed.notify_all();
+      if (progress) progress(n - i + 1, n);
     }
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return added == 1 || helper_error; });

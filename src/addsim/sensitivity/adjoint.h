@@ -7,6 +7,8 @@
 /// 3–8 step linearisations (≤ 64 MB) and the fresh LUs of steps in it. See
 /// docs/gradients.md.
 
+#include <functional>
+
 #include "addsim/model/model.h"
 #include "addsim/sensitivity/objective_function.h"
 #include "addsim/solver/simulator.h"
@@ -27,6 +29,9 @@ struct GradientResult {
 /// Initial conditions enter through the start-up steps, which read q⁰ and v⁰
 /// (dr^i/dq⁰, dr^i/dv⁰ from the time scheme), and Body::initial_state_vjp. Throws SimulationError (naming the step) if `traj` did not
 /// complete or a step Jacobian is singular, InputError if `traj` does not fit `model`.
-GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective);
+/// `progress` (optional) is called on the calling thread after each backward step with the
+/// steps done so far and n (for progress reports; it must not throw).
+GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, const ObjectiveFunction& objective,
+                                const std::function<void(int done, int total)>& progress = {});
 
 }  // namespace addsim

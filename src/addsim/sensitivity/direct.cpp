@@ -123,6 +123,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       if (i < n) following->evaluate(traj, i + 1);
     }
     std::swap(current, following);
+    if (options.progress) options.progress(i, n);
   }
   out.factorizations = lu->stats().factorizations;
   out.krylov_iterations = lu->stats().krylov_iterations;

@@ -6,6 +6,7 @@
 /// One factorisation per step, shared by all listed parameters. Cost: one solve per step
 /// and parameter; memory O(K·m·|q|) (plus n·|q| when one parameter's s^i are kept).
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct DirectOptions {
   /// non-empty DirectResult::directional holds Σ_c w_c s^i_c for i = 0 … n (a Jacobian–vector
   /// product dq^i/dp · w, e.g. for the Python module's jvp). Empty = none.
   VecX direction;
+  /// Called on the calling thread after each step i = 1 … n with (i, n), for progress
+  /// reports (optional; must not throw).
+  std::function<void(int done, int total)> progress;
 };
 
 struct DirectResult {

@@ -168,13 +168,17 @@ FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, do
 }
 
 FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
-                                               const VecX& direction, std::span<const double> steps) {
+                                               const VecX& direction, std::span<const double> steps,
+                                               const std::function<void(int done, int total)>& progress) {
   ADDSIM_CHECK(direction.size() == p.size(), "direction must have |p| entries");
   ADDSIM_CHECK(!steps.empty(), "a finite-difference sweep needs at least one step");
   const Model& model = sim.model();
   // Φ and the contact signature of one rollout; a failed rollout throws.
+  const int rollouts = 1 + 2 * static_cast<int>(steps.size());
+  int done = 0;
   auto rollout = [&](const VecX& at, ContactSignature& signature) {
     const Trajectory traj = sim.run(at);
+    if (progress) progress(++done, rollouts);
     if (!traj.completed()) throw SimulationError("finite differences: " + traj.failure, traj.failed_step);
     signature = contact_signature(model, traj);
     return objective.evaluate(model, traj, nullptr);
@@ -198,6 +202,8 @@ FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFu
       else if (!dm.same()) sample.first_event = "-t " + dm.first;
     } catch (const SimulationError& e) {
       sample.failure = e.what();
+      // A failed + rollout skips the − one: count it as done.
+      if (progress && done % 2 == 0) progress(++done, rollouts);
     }
     out.samples.push_back(sample);
   }
@@ -222,11 +228,12 @@ void coordinate_sweep(const VecX& p, int j, std::span<const double> steps, VecX&
 }  // namespace
 
 FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
-                                 std::span<const double> steps) {
+                                 std::span<const double> steps,
+                                 const std::function<void(int done, int total)>& progress) {
   VecX e;
   std::vector<double> absolute;
   coordinate_sweep(p, j, steps, e, absolute);
-  return directional_derivative_fd_sweep_events(sim, objective, p, e, absolute);
+  return directional_derivative_fd_sweep_events(sim, objective, p, e, absolute, progress);
 }
 
 double gradient_fd(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j, double step) {

@@ -3,6 +3,7 @@
 /// re-running the simulator at perturbed parameters. Slow (two rollouts per value) and
 /// only as accurate as the forward tolerance allows; meant for tests and gradient checks.
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,12 +76,16 @@ FdSweep directional_derivative_fd_sweep(Simulator& sim, const ObjectiveFunction&
 /// if none does, among those allowing a one-sided one (first order: compare with a looser
 /// tolerance, fd_tolerance()); if every successful sample straddles, kind is kStraddling and
 /// no value is chosen. Throws SimulationError if the unperturbed run or every sample fails.
+/// `progress` (optional) is called after each rollout with the rollouts done and their
+/// number 1 + 2·|steps| (for progress reports; it must not throw).
 FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
-                                               const VecX& direction, std::span<const double> steps);
+                                               const VecX& direction, std::span<const double> steps,
+                                               const std::function<void(int done, int total)>& progress = {});
 
 /// gradient_fd_sweep with the event-aware choice of directional_derivative_fd_sweep_events.
 FdSweep gradient_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j,
-                                 std::span<const double> steps);
+                                 std::span<const double> steps,
+                                 const std::function<void(int done, int total)>& progress = {});
 
 /// The event-aware choice on recorded samples (sets derivative, step and kind); exposed for
 /// tests. Returns false (kind kStraddling) if no sample offers a usable quotient.
