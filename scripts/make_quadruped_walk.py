@@ -125,7 +125,7 @@ def main():
     parser.add_argument("--line-weight", type=float, default=1.0)
     parser.add_argument("--upright-weight", type=float, default=0.1)
     parser.add_argument("--smoothness", type=float, default=1e-2)
-    parser.add_argument("--max-sims", type=int, default=300)
+    parser.add_argument("--max-sims", type=int, default=120)
     args = parser.parse_args()
 
     scene = make_scene(args)
