@@ -11,8 +11,8 @@ of `addsim optimize`).
         (y, z) of both handles' paths.
     plot_trajopt_paths.py quadruped OUT.png TASK START_RUN OPT_RUN OPT_SCENE
         the torso's centre x(t), y(t), z(t) for the nominal gait and the optimum, with the
-        com_target and com_line targets, and leg 0's hip/knee motor targets (nominal from the
-        task's scene, optimised from OPT_SCENE, the optimize run's optimized_scene.json).
+        com_target and com_line targets, and the change of legs 0 and 3's motor targets (optimised
+        from OPT_SCENE, the optimize run's optimized_scene.json, minus the task's scene's).
 """
 
 import json
@@ -66,11 +66,13 @@ def plot_sheet(out, task, start, opt):
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="best")
     ax = axes[-1]
-    for meta, style, label in ((meta0, "--", "initial guess"), (meta1, "-", "optimised")):
-        for k, h in enumerate(meta["handles"]):
-            p = np.array(h["positions"])
-            ax.plot(p[:, 1], p[:, 2], style, color=f"C{k + 1}", label=f"{h['name']} ({label})")
-    ax.set_title("handle paths, side view")
+    far = terms[0]["nodes"][2]
+    for q, meta, style, label in ((q0, meta0, "--", "initial guess"), (q1, meta1, "-", "optimised")):
+        h = np.array(meta["handles"][0]["positions"])
+        ax.plot(h[:, 1], h[:, 2], style, color="C1", label=f"handle {meta['handles'][0]['name']} ({label})")
+        x = body_block(q, meta, terms[0]["body"])[:, 3 * far:3 * far + 3]
+        ax.plot(x[:, 1], x[:, 2], style, color="C2", label=f"sheet node {far} ({label})")
+    ax.set_title("side view (y, z) over both flips")
     ax.set_xlabel("y [m]")
     ax.set_ylabel("z [m]")
     ax.set_aspect("equal")
@@ -101,15 +103,16 @@ def plot_quadruped(out, task, start, opt, start_scene, opt_scene):
         ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8)
     ax = axes[1, 1]
-    for scene, style, label in ((start_scene, "--", "nominal"), (opt_scene, "-", "optimised")):
-        joints = {j.get("name"): j for j in scene["joints"]}
-        for c, name in enumerate(("leg0_hip", "leg0_knee")):
-            a = np.array(joints[name]["target_angles"])
-            ax.plot(np.arange(a.size) * dt, a, style, color=f"C{c + 1}", label=f"{name} ({label})")
+    nominal = {j.get("name"): j for j in start_scene["joints"]}
+    optimised = {j.get("name"): j for j in opt_scene["joints"]}
+    for c, name in enumerate(("leg0_abd", "leg0_hip", "leg0_knee", "leg3_abd", "leg3_hip", "leg3_knee")):
+        d = np.array(optimised[name]["target_angles"]) - np.array(nominal[name]["target_angles"])
+        ax.plot(np.arange(d.size) * dt, d, color=f"C{c}", lw=0.9, ls="-" if c < 3 else "--", label=name)
+    ax.set_title("motor targets: optimised − nominal")
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("motor target [rad]")
+    ax.set_ylabel("change of target [rad]")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
