@@ -22,8 +22,14 @@ every step (com_line: no falling, no drifting sideways), upright (its body z axi
 world z at every step) and smooth controls (β Σ ‖p^{i+1} − p^i‖² over all 12 target
 sequences). The 12 × (steps + 1) targets are the parameters.
 
-Usage: scripts/make_quadruped_walk.py [--steps N] [--name NAME] [--distance D] ...
-       (defaults: the full row; --steps 24 --name quadruped_walk_small writes the CI size)
+With --soft-feet (paper Table 2 row 4, "soft feet") every shin's tip sphere is replaced by a
+soft FEM foot (a 5 x 5 x 4 cm box of about 40 tets, 27 nodes, E = 5e5 Pa, ν = 0.3, 1000 kg/m³,
+viscosity 1 Pa s; 78 + 4 x 81 = 402 DOF) whose 9 top nodes are held by ball joints (5e5 N/m) to
+the shin; the feet's boundary nodes carry the floor contact.
+
+Usage: scripts/make_quadruped_walk.py [--name NAME] [--steps N] [--distance D] [--soft-feet] ...
+       (defaults: the full row 3; the row 4 files: --soft-feet --name quadruped_soft_feet
+       --steps 144 --distance 0.75)
 """
 
 import argparse
@@ -75,6 +81,10 @@ def make_scene(args):
     scene["contact"] = {"kn": 1e5, "kd": 0.1}
     scene["obstacles"][0]["friction"] = 0.8
     targets = gait(args.steps, dt, args)
+    if args.soft_feet:
+        add_soft_feet(scene)
+        scene["description"] += (" Soft feet: each shin tip is a 5 x 5 x 4 cm FEM box (E 5e5 Pa) held at its top "
+                                 "nodes by ball joints (paper Table 2 row 4).")
     for joint in scene["joints"]:
         if joint["type"] == "motor_damping":
             joint["damping"] = 10.0
@@ -85,6 +95,28 @@ def make_scene(args):
             joint.pop("target_angle", None)
             joint["target_angles"] = targets[joint["name"]]
     return scene
+
+
+FOOT_SIZE = [0.05, 0.05, 0.04]  # m
+FOOT_TOP_NODES = range(18, 27)  # the 9 nodes on the top face of gmsh's 40-tet box (z = +0.02 m)
+
+
+def add_soft_feet(scene):
+    """FEM feet at the shin tips instead of the sphere proxies, held at their top nodes."""
+    shins = [b for b in scene["bodies"] if b["name"].endswith("_shin")]
+    for k, shin in enumerate(shins):
+        tip = shin["proxies"][0]
+        bottom = shin["position"][2] + tip["center"][2] - tip["radius"]
+        shin["proxies"] = []
+        name = f"foot{k}"
+        scene["bodies"].append({
+            "type": "fem", "name": name,
+            "mesh": {"generator": "box", "size": FOOT_SIZE, "target_tets": 40},
+            "position": [shin["position"][0], shin["position"][1], bottom + 0.5 * FOOT_SIZE[2]],
+            "material": {"youngs_modulus": 5e5, "poisson_ratio": 0.3, "density": 1000, "viscosity": 1}})
+        for node in FOOT_TOP_NODES:
+            scene["joints"].append({"type": "ball", "anchors": [{"body": shin["name"]}, {"body": name, "point": node}],
+                                    "stiffness": 5e5})
 
 
 def make_task(args, motors):
@@ -126,6 +158,7 @@ def main():
     parser.add_argument("--upright-weight", type=float, default=0.1)
     parser.add_argument("--smoothness", type=float, default=1e-2)
     parser.add_argument("--max-sims", type=int, default=120)
+    parser.add_argument("--soft-feet", action="store_true", help="FEM feet instead of the shin-tip spheres")
     args = parser.parse_args()
 
     scene = make_scene(args)
