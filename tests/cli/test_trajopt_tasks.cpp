@@ -20,7 +20,8 @@ std::pair<double, double> term_before_after(const fs::path& dir, const std::stri
                                             int k) {
   const CliRun before = run("gradient '" + task + "' " + sets, dir);
   EXPECT_EQ(before.code, 0) << before.err;
-  const CliRun after = run("gradient '" + task + "' " + sets + " --set scene='" + (dir / "run" / "optimized_scene.json").string() + "'", dir);
+  const std::string optimum = (dir / "run" / "optimized_scene.json").string();
+  const CliRun after = run("gradient '" + task + "' " + sets + " --set scene='" + optimum + "'", dir);
   EXPECT_EQ(after.code, 0) << after.err;
   if (before.code != 0 || after.code != 0) return {0.0, 0.0};
   return {json::parse(before.out)["terms"][k]["value"].get<double>(),
