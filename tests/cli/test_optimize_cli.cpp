@@ -183,6 +183,43 @@ TEST(OptimizeCli, ResumesARunKilledMidway) {
   expect_one_line_error(done, "nothing to resume");
 }
 
+// A stage's objective_set changes the objective for that stage only: stage 1 drops the second
+// term (weight 0), so its Φ₀ is the first term alone; stage 2 has both again.
+TEST(OptimizeCli, StageObjectiveOverridesApplyToThatStageOnly) {
+  const fs::path dir = fresh_temp_dir();
+  json task = throw_task(write_particle_scene(dir));
+  task["objective"].push_back({{"type", "com_target"}, {"body", 0}, {"target", {0.0, 0.0, 5.0}}, {"step", 20}});
+  task["stages"] = {{{"name", "end only"}, {"objective_set", {{"1.weight", 0}}}, {"optimize", {{"max_sims", 3}}}},
+                    {{"name", "both"}, {"optimize", {{"max_sims", 3}}}}};
+  write_json(dir / "two.json", task);
+  json one_term = throw_task(dir / "particle.json");
+  write_json(dir / "one.json", one_term);
+  const CliRun g1 = run("gradient one.json", dir);
+  ASSERT_EQ(g1.code, 0) << g1.err;
+  const double phi_first = json::parse(g1.out)["phi"].get<double>();
+  const CliRun g2 = run("gradient two.json", dir);
+  ASSERT_EQ(g2.code, 0) << g2.err;
+  const double phi_both = json::parse(g2.out)["phi"].get<double>();
+  ASSERT_GT(phi_both, phi_first + 1.0);  // the second term is far from zero at the start
+  const CliRun r = run("optimize two.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["stages"].size(), 2u);
+  EXPECT_NEAR(res["stages"][0]["phi0"].get<double>(), phi_first, 1e-12 * phi_both);
+  EXPECT_GT(res["stages"][1]["phi0"].get<double>(), res["stages"][0]["phi"].get<double>() + 1.0);
+  // A bad objective path names the stage's task file and the key path when the stage starts.
+  task["stages"][1]["objective_set"] = {{"1.step", 999}};
+  write_json(dir / "bad.json", task);
+  const CliRun bad = run("optimize bad.json --out run2 --quiet", dir);
+  EXPECT_EQ(bad.code, 2);
+  expect_one_line_error(bad, "objective.1.step");
+  task["stages"][1]["objective_set"] = json::array();
+  write_json(dir / "bad2.json", task);
+  const CliRun bad2 = run("optimize bad2.json --out run3 --quiet", dir);
+  EXPECT_EQ(bad2.code, 2);
+  expect_one_line_error(bad2, "stages.1.objective_set");
+}
+
 TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   const fs::path dir = fresh_temp_dir();
   const json base = throw_task(write_particle_scene(dir));

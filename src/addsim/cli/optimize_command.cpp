@@ -335,7 +335,8 @@ int run_optimize(const Options& opt) {
   const StageFactory factory = [&](int stage, const NamedValues& carried) {
     std::vector<std::string> stage_sets = sets;
     for (const std::string& o : task_stages[stage].scene_overrides) stage_sets.push_back("scene." + o);
-    if (stage == 0 && task_stages[stage].scene_overrides.empty()) {
+    for (const std::string& o : task_stages[stage].objective_overrides) stage_sets.push_back(o);
+    if (stage == 0 && task_stages[stage].scene_overrides.empty() && task_stages[stage].objective_overrides.empty()) {
       st.task = first;
     } else {
       st.task = std::make_shared<Task>(load_task_file(task_file, stage_sets));

@@ -535,6 +535,12 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
       for (const auto& [p, value] : set.items()) st.scene_overrides.push_back(p + "=" + value.dump());
     }
     if (r.has("steps")) st.scene_overrides.push_back("steps=" + std::to_string(r.integer("steps", std::nullopt, 1)));
+    if (r.has("objective_set")) {
+      const json& set = r.raw("objective_set");
+      if (!set.is_object())
+        r.fail("objective_set", "must be an object of PATH: value overrides of the objective list, got " + describe(set));
+      for (const auto& [p, value] : set.items()) st.objective_overrides.push_back("objective." + p + "=" + value.dump());
+    }
     if (r.has("optimize")) {
       ObjectReader o(r.raw("optimize"), join_path(path, "optimize"), top.source());
       parse_optimize(o, st.options);

@@ -19,13 +19,16 @@ namespace addsim {
 
 /// One stage of a continuation (task key `stages[k]`): its parameter subset (specs of the
 /// task's own parameters, bounds and log scale inherited unless the stage gives its own),
-/// scene overrides ("PATH=JSON", from the stage's `set` and `steps`) and optimiser options
-/// (the task's `optimize` section with the stage's `optimize` keys applied).
+/// scene overrides ("PATH=JSON", from the stage's `set` and `steps`), optimiser options
+/// (the task's `optimize` section with the stage's `optimize` keys applied) and objective
+/// overrides ("objective.PATH=JSON", from the stage's `objective_set`: e.g. a term's weight or
+/// window, so that a short-horizon stage can leave out a term beyond its horizon).
 struct TaskStage {
   std::string name;
   std::vector<ParameterSpec> specs;
   std::vector<std::string> scene_overrides;
   OptimizerOptions options;
+  std::vector<std::string> objective_overrides;
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

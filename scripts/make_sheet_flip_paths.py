@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Writes the hand-made handle paths of scenes/sheet_flip.json and tasks/sheet_flip.json (paper
+Table 2, mass-spring flipping).
+
+Handle paths (the initial guess). The sheet (0.4 m square, particles 0 and 4 on its near edge
+y = 0, held by the handles) is turned over its far edge like a page, twice. Each flip moves both
+handles on a half-circle in the (y, z) plane about the pivot y = 0.4 on the floor, with the
+radius grown at the top:
+
+    (y, z) = (0.4 ∓ r(θ) cos θ, r(θ) sin θ),   r(θ) = 0.4 + lift · sin²θ,
+
+so that near the top the sheet hangs from the handles clear of the floor. θ(t) follows a
+quintic smoothstep (zero velocity and acceleration at both ends) over the flip's window; the
+handles then rest until the target time.
+
+- Flip 1, window `--flip1` (default 0 … 0.9 s), lift `--lift`: handles from y = 0 to y = 0.8,
+  the sheet lands face-down on y ∈ [0.4, 0.8] at t = 1 s.
+- Flip 2, window `--flip2` (default 1.0 … 1.9 s), lift `--lift2`: back from y = 0.8 to y = 0,
+  while x moves by 0.2 m with its own smoothstep window `--shift` (default the flip's), so the
+  sheet lies face-up and moved right at t = 2 s.
+
+On the simulated sheet (4 g particles, no bending stiffness) these paths throw the sheet about:
+the defaults were picked from a few dozen runs of this script as the ones whose rollouts end
+closest to the targets (3 cm at t = 1 s, a few cm at t = 2 s); the optimiser does the rest
+(docs/validation/trajectory-optimization.md).
+
+Task. The parameters are the handles' rows (2 × 121 positions, 726 scalars) so that the
+continuation can optimise each flip's rows on their own: stage "flip 1" fits the t = 1 s target
+with the rows 0 … 60 (the t = 2 s term left out by `objective_set`), stage "flip 2" fits both
+targets with the rows 61 … 120 (the first flip is then fixed, so its sensitivities, amplified
+by the second flip, do not enter the second stage).
+
+Usage: scripts/make_sheet_flip_paths.py [SCENE] [--task] [--flip1 T0 T1] [--flip2 T0 T1]
+       [--shift T0 T1] [--lift H] [--lift2 H]
+SCENE defaults to scenes/sheet_flip.json (its handle paths are rewritten in place); --task also
+writes tasks/sheet_flip.json.
+"""
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIDE = 0.4          # m: sheet edge length
+SHIFT = 0.2         # m: the second target is moved this far along +x
+SMOOTHNESS = 0.01   # β of the smoothness regulariser on the handle paths (m⁻² … Φ in m²)
+FLIP1_TARGETS = [[0.0, 0.8, 0.0], [0.4, 0.8, 0.0], [0.0, 0.4, 0.0], [0.4, 0.4, 0.0]]
+FLIP2_TARGETS = [[0.2, 0.0, 0.0], [0.6, 0.0, 0.0], [0.2, 0.4, 0.0], [0.6, 0.4, 0.0]]
+
+
+def smoothstep(t, t0, t1):
+    """Quintic 0 → 1 on [t0, t1], zero first and second derivatives at both ends."""
+    if t <= t0:
+        return 0.0
+    if t >= t1:
+        return 1.0
+    u = (t - t0) / (t1 - t0)
+    return u * u * u * (10.0 + u * (-15.0 + 6.0 * u))
+
+
+def flip_yz(theta, sign, lift):
+    """Half-circle about the pivot y = SIDE from y = SIDE − sign·SIDE to y = SIDE + sign·SIDE."""
+    r = SIDE + lift * math.sin(theta) ** 2
+    return SIDE - sign * r * math.cos(theta), r * math.sin(theta)
+
+
+def handle_path(x0, steps, dt, args):
+    rows = []
+    for i in range(steps + 1):
+        t = i * dt
+        if t < args.flip2[0]:
+            y, z = flip_yz(math.pi * smoothstep(t, *args.flip1), 1.0, args.lift)
+        else:
+            y, z = flip_yz(math.pi * smoothstep(t, *args.flip2), -1.0, args.lift2)
+        x = x0 + SHIFT * smoothstep(t, *args.shift)
+        rows.append([round(x, 7), round(y, 7), round(z, 7)])
+    return rows
+
+
+def make_task(steps, split):
+    handles = ("corner_a", "corner_b")
+    rows = lambda first, last: [f"handles.{h}.positions.{i}" for h in handles for i in range(first, last + 1)]
+    control = [f"handles.{h}.positions" for h in handles]
+    return {
+        "name": "sheet_flip",
+        "description": (
+            "Paper §6.4 / Table 2 mass-spring flipping: the two corner handles' per-step positions "
+            f"(2 x {steps + 1} x 3 = {6 * (steps + 1)} controls, one parameter per row) so that the sheet "
+            f"lies flipped face-down over its far edge at step {split} (corners 0, 4 at y = 0.8, corners "
+            f"20, 24 at y = 0.4) and face-up again, moved 0.2 m along +x, at step {steps}, with the "
+            "smoothness regulariser on both handle paths. Continuation: the first flip's rows against the "
+            "first target, then the second flip's rows against both (written by "
+            "scripts/make_sheet_flip_paths.py --task)."),
+        "scene": "../scenes/sheet_flip.json",
+        "parameters": rows(0, steps),
+        "objective": [
+            {"type": "pose", "body": "sheet", "nodes": [0, 4, 20, 24], "targets": FLIP1_TARGETS, "step": split},
+            {"type": "pose", "body": "sheet", "nodes": [0, 4, 20, 24], "targets": FLIP2_TARGETS, "step": steps},
+            {"type": "control_smoothness", "control": control, "weight": SMOOTHNESS},
+        ],
+        "optimize": {"method": "lbfgsb", "max_sims": 250, "phi_ratio": 1e-6},
+        "stages": [
+            {"name": "flip 1", "parameters": rows(0, split), "objective_set": {"1.weight": 0},
+             "optimize": {"max_sims": 150}},
+            {"name": "flip 2", "parameters": rows(split + 1, steps)},
+        ],
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scene", nargs="?", default=str(ROOT / "scenes" / "sheet_flip.json"))
+    parser.add_argument("--task", action="store_true", help="also write tasks/sheet_flip.json")
+    parser.add_argument("--flip1", nargs=2, type=float, default=[0.0, 0.9], metavar=("T0", "T1"))
+    parser.add_argument("--flip2", nargs=2, type=float, default=[1.0, 1.9], metavar=("T0", "T1"))
+    parser.add_argument("--shift", nargs=2, type=float, default=[1.0, 1.9], metavar=("T0", "T1"))
+    parser.add_argument("--lift", type=float, default=0.1, help="lift of flip 1, m")
+    parser.add_argument("--lift2", type=float, default=0.05, help="lift of flip 2, m")
+    args = parser.parse_args()
+
+    path = Path(args.scene)
+    scene = json.loads(path.read_text())
+    steps, dt = scene["steps"], scene["dt"]
+    starts = {"corner_a": 0.0, "corner_b": SIDE}
+    for handle in scene["handles"]:
+        handle["positions"] = handle_path(starts[handle["name"]], steps, dt, args)
+    path.write_text(json.dumps(scene, indent=1) + "\n")
+    if args.task:
+        split = round(args.flip2[0] / dt)
+        task = make_task(steps, split)
+        (ROOT / "tasks" / "sheet_flip.json").write_text(json.dumps(task, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
