@@ -8,9 +8,11 @@
 #include <random>
 
 #include "addsim/core/error.h"
+#include "addsim/fem/fem_body.h"
 #include "addsim/fem/fem_builder.h"
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/objectives/objective_terms.h"
+#include "addsim/objectives/tracked_point.h"
 #include "addsim/objectives/tracking_terms.h"
 #include "rigid_part.h"
 
@@ -85,6 +87,19 @@ TEST(Residuals, CenterOfMassTargetAndLineOfEveryBodyKind) {
   obj.add(0.4, std::make_unique<CenterOfMassTarget>(0, Vec3(0.1, 0.2, 0.3), StepWindow::range(0, -1)));
   obj.add(2.0, std::make_unique<CenterOfMassLine>(0, Vec3(0.1, 0.2, 0.3), Vec3(1, 1, 0), StepWindow::range(1, -1)));
   obj.add(1.0, std::make_unique<CenterOfMassLine>(2, Vec3(0.1, 0.2, 0.3), Vec3(0, 0, 2), StepWindow::range(0, 3)));
+  check_residuals(f.model, f.traj, obj);
+}
+
+TEST(Residuals, TrackedNodeMeans) {
+  Fixture f;
+  std::vector<int> nodes;
+  std::vector<double> weights;
+  boundary_area_weights(static_cast<const FemBody&>(*f.model.bodies()[1]), nodes, weights);
+  const TrackedPoint boundary = TrackedPoint::node_mean(1, nodes, weights);
+  Objective obj;
+  obj.add(0.7, std::make_unique<CenterOfMassTarget>(boundary, Vec3(0.5, 0.2, -0.1), StepWindow::range(2, -1)));
+  obj.add(0.4, std::make_unique<CenterOfMassTarget>(TrackedPoint::node_mean(0, {1, 2}, {1.0, 2.0}), Vec3(0.1, 0.2, 0.3)));
+  obj.add(2.0, std::make_unique<CenterOfMassLine>(boundary, Vec3(0.1, 0.2, 0.3), Vec3(1, 1, 0), StepWindow::range(1, -1)));
   check_residuals(f.model, f.traj, obj);
 }
 

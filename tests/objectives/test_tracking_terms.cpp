@@ -8,10 +8,13 @@
 #include <cmath>
 #include <random>
 
+#include "addsim/core/error.h"
+#include "addsim/fem/fem_body.h"
 #include "addsim/fem/fem_builder.h"
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/objectives/center_of_mass.h"
 #include "addsim/objectives/objective_terms.h"
+#include "addsim/objectives/tracked_point.h"
 #include "addsim/objectives/tracking_terms.h"
 #include "addsim/sensitivity/parameter_selection.h"
 #include "rigid_part.h"
@@ -193,6 +196,69 @@ TEST(TrackingTerms, SoftMinDistanceOfCentreAndMarker) {
   for (int i = 1; i <= kSteps; ++i)
     dmin = std::min(dmin, (f.model.bodies()[0]->center_of_mass(f.traj.q[i], f.traj.p) - Vec3(0.3, 0.4, 0.1)).squaredNorm());
   EXPECT_NEAR(hard.evaluate(f.model, f.traj, 1.0, nullptr), dmin, 1e-5);
+}
+
+// The area-weighted mean of an FEM body's boundary nodes (the paper's tracked point for
+// throws) and a weighted particle mean as the point of every target term.
+TrackedPoint boundary_mean(const Model& m, int body) {
+  std::vector<int> nodes;
+  std::vector<double> weights;
+  boundary_area_weights(static_cast<const FemBody&>(*m.bodies()[body]), nodes, weights);
+  return TrackedPoint::node_mean(body, nodes, weights);
+}
+
+TEST(TrackedPoint, BoundaryAreaWeightsOfABox) {
+  Fixture f;
+  const auto& fb = static_cast<const FemBody&>(*f.model.bodies()[1]);
+  std::vector<int> nodes;
+  std::vector<double> weights;
+  boundary_area_weights(fb, nodes, weights);
+  // A 0.4 × 0.2 × 0.2 box of 2 × 1 × 1 cells: every node is on the boundary, Σ w = the area.
+  EXPECT_EQ(static_cast<int>(nodes.size()), fb.num_nodes());
+  double sum = 0.0;
+  for (double w : weights) sum += w;
+  EXPECT_NEAR(sum, 2 * (0.4 * 0.2 + 0.4 * 0.2 + 0.2 * 0.2), 1e-12);
+  // The area-weighted boundary mean of the symmetric rest box is its centre.
+  const TrackedPoint c = boundary_mean(f.model, 1);
+  VecX q0;
+  VecX v0;
+  f.model.initial_state(f.traj.p, q0, v0);
+  EXPECT_LT((c.position(f.model, q0, f.traj.p, "test") - fb.center_of_mass(q0, f.traj.p)).norm(), 1e-12);
+  // Off the rest shape it differs from the volume-weighted centre of mass.
+  EXPECT_GT((c.position(f.model, f.traj.q[3], f.traj.p, "test") - fb.center_of_mass(f.traj.q[3], f.traj.p)).norm(), 1e-4);
+}
+
+TEST(TrackedPoint, NodeMeanInEveryTargetTermMatchesDifferences) {
+  Fixture f;
+  const TrackedPoint boundary = boundary_mean(f.model, 1);
+  const TrackedPoint particles = TrackedPoint::node_mean(0, {2, 0}, {3.0, 1.0});
+  Objective obj;
+  obj.add(0.7, std::make_unique<CenterOfMassTarget>(boundary, Vec3(0.5, 0.2, -0.1), StepWindow::range(2, -1)));
+  obj.add(1.1, std::make_unique<CenterOfMassTarget>(particles, Vec3(0.1, 0.2, 0.3)));
+  obj.add(2.0, std::make_unique<CenterOfMassLine>(boundary, Vec3(0.1, 0.2, 0.3), Vec3(1, 1, 0), StepWindow::range(1, -1)));
+  obj.add(0.3, std::make_unique<CenterOfMassCoordinate>(particles, Vec3(1, 2, 0), StepWindow::final_step()));
+  obj.add(0.5, std::make_unique<SoftMinDistance>(boundary, Vec3(0.3, 0.4, 0.1), 20.0, StepWindow::range(1, -1)));
+  // The weights are rest constants: ∂c/∂q only, ∂c/∂p = 0 (particle masses do not enter).
+  check_partials(f.model, f.traj, obj, true, false);
+  // The value: ¾ x_2 + ¼ x_0 for the particle mean.
+  CenterOfMassTarget t(particles, Vec3::Zero());
+  const VecX& q = f.traj.q.back();
+  const Vec3 c = 0.75 * q.segment<3>(f.model.bodies()[0]->dof_offset() + 6) + 0.25 * q.segment<3>(f.model.bodies()[0]->dof_offset());
+  EXPECT_NEAR(t.evaluate(f.model, f.traj, 1.0, nullptr), 0.5 * c.squaredNorm(), 1e-14);
+}
+
+TEST(TrackedPoint, RejectsBadNodeSets) {
+  Fixture f;
+  EXPECT_THROW(TrackedPoint::node_mean(1, {}, {}), InputError);
+  EXPECT_THROW(TrackedPoint::node_mean(1, {0, 1}, {1.0}), InputError);
+  EXPECT_THROW(TrackedPoint::node_mean(1, {0, 0}, {1.0, 1.0}), InputError);
+  EXPECT_THROW(TrackedPoint::node_mean(1, {0, 1}, {1.0, -1.0}), InputError);
+  EXPECT_THROW(TrackedPoint::node_mean(1, {0, 1}, {0.0, 0.0}), InputError);
+  // A node outside the body and a rigid body are errors at evaluation, never a wrong read.
+  CenterOfMassTarget outside(TrackedPoint::node_mean(1, {0, 999}, {1.0, 1.0}), Vec3::Zero());
+  EXPECT_THROW(outside.evaluate(f.model, f.traj, 1.0, nullptr), InputError);
+  CenterOfMassTarget rigid(TrackedPoint::node_mean(2, {0}, {1.0}), Vec3::Zero());
+  EXPECT_THROW(rigid.evaluate(f.model, f.traj, 1.0, nullptr), InputError);
 }
 
 TEST(ParameterSelection, ResolvesPathsScalesAndBounds) {

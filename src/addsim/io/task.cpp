@@ -13,6 +13,7 @@
 #include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/json_reader.h"
+#include "addsim/fem/fem_body.h"
 #include "addsim/objectives/objective_terms.h"
 #include "addsim/objectives/tracking_terms.h"
 
@@ -267,6 +268,80 @@ std::vector<PointCloudFrame> point_cloud_frames(ObjectReader& r, const TaskConte
   return out;
 }
 
+// The point a target term tracks: the body's centre of mass, or with "tracked":
+// {"nodes": "boundary" | "all" | [k, ...], "weights": "area" | "uniform" | [w, ...]} a weighted
+// mean of a node set (tracked_point.h). "boundary" (FEM bodies) defaults to area weights,
+// every other node set to uniform ones; "area" needs boundary nodes.
+TrackedPoint tracked_point(ObjectReader& r, int body, const Model& model) {
+  if (!r.has("tracked")) return TrackedPoint::center_of_mass(body);
+  ObjectReader t(r.raw("tracked"), join_path(r.path(), "tracked"), r.source());
+  const Body& b = *model.bodies()[body];
+  if (b.kind() == BodyKind::kRigid) r.fail("tracked", "needs an FEM or particle body (body '" + b.name() + "' is rigid)");
+  const auto* fb = b.kind() == BodyKind::kFem ? static_cast<const FemBody*>(&b) : nullptr;
+  const int count = fb ? fb->num_nodes() : static_cast<const ParticleBody&>(b).count();
+  // Rest boundary area per node (FEM bodies only): the "area" weights.
+  std::map<int, double> area;
+  if (fb) {
+    std::vector<int> bn;
+    std::vector<double> bw;
+    boundary_area_weights(*fb, bn, bw);
+    for (size_t k = 0; k < bn.size(); ++k) area[bn[k]] = bw[k];
+  }
+  const json& nv = t.raw("nodes");
+  const std::string np = join_path(t.path(), "nodes");
+  std::vector<int> nodes;
+  bool boundary = false;
+  if (nv.is_string()) {
+    const std::string which = nv.get<std::string>();
+    if (which == "boundary") {
+      if (!fb) fail_at(t.source(), np, "\"boundary\" needs an FEM body");
+      boundary = true;
+      for (const auto& [k, a] : area) nodes.push_back(k);
+    } else if (which == "all") {
+      for (int k = 0; k < count; ++k) nodes.push_back(k);
+    } else {
+      fail_at(t.source(), np, "must be \"boundary\", \"all\" or a list of node indices, got " + describe(nv));
+    }
+  } else if (nv.is_array() && !nv.empty()) {
+    for (size_t k = 0; k < nv.size(); ++k) {
+      const std::string kp = join_path(np, std::to_string(k));
+      const int node = integer_value(nv[k], t.source(), kp);
+      if (node < 0 || node >= count)
+        fail_at(t.source(), kp, "node " + std::to_string(node) + " is outside [0, " + std::to_string(count - 1) + "]");
+      if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) fail_at(t.source(), kp, "repeats node " + std::to_string(node));
+      nodes.push_back(node);
+    }
+  } else {
+    fail_at(t.source(), np, "must be \"boundary\", \"all\" or a non-empty list of node indices, got " + describe(nv));
+  }
+  std::vector<double> weights;
+  const std::string wp = join_path(t.path(), "weights");
+  const json wv = t.has("weights") ? t.raw("weights") : json(boundary ? "area" : "uniform");
+  if (wv.is_string() && wv.get<std::string>() == "uniform") {
+    weights.assign(nodes.size(), 1.0);
+  } else if (wv.is_string() && wv.get<std::string>() == "area") {
+    if (!fb) fail_at(t.source(), wp, "\"area\" needs an FEM body");
+    for (int k : nodes) {
+      const auto it = area.find(k);
+      if (it == area.end()) fail_at(t.source(), wp, "\"area\" needs boundary nodes; node " + std::to_string(k) + " is interior");
+      weights.push_back(it->second);
+    }
+  } else if (wv.is_array()) {
+    if (wv.size() != nodes.size())
+      fail_at(t.source(), wp, "has " + std::to_string(wv.size()) + " entries for " + std::to_string(nodes.size()) + " nodes");
+    for (size_t k = 0; k < wv.size(); ++k)
+      weights.push_back(to_number(wv[k], t.source(), join_path(wp, std::to_string(k)), Bound::kNonNegative));
+  } else {
+    fail_at(t.source(), wp, "must be \"area\", \"uniform\" or a list of numbers >= 0, got " + describe(wv));
+  }
+  t.finish();
+  try {
+    return TrackedPoint::node_mean(body, std::move(nodes), std::move(weights));
+  } catch (const InputError& e) {
+    fail_at(t.source(), t.path(), e.what());
+  }
+}
+
 void parse_term(ObjectReader& r, TaskContext& c) {
   Task& t = *c.task;
   const Model& model = *t.scene.model;
@@ -281,18 +356,21 @@ void parse_term(ObjectReader& r, TaskContext& c) {
   double extra_weight = 0.0;
   if (type == "com_target") {
     const int body = body_ref(r, t);
-    term = std::make_unique<CenterOfMassTarget>(body, r.vec3("target", std::nullopt), window(r, StepWindow::final_step(), n));
+    term = std::make_unique<CenterOfMassTarget>(tracked_point(r, body, model), r.vec3("target", std::nullopt),
+                                                window(r, StepWindow::final_step(), n));
   } else if (type == "com_coordinate") {
     const int body = body_ref(r, t);
     const Vec3 axis = r.vec3("axis", std::nullopt);
     if (!(axis.norm() > 0.0)) r.fail("axis", "must be non-zero");
-    term = std::make_unique<CenterOfMassCoordinate>(body, axis, window(r, StepWindow::final_step(), n));
+    term = std::make_unique<CenterOfMassCoordinate>(tracked_point(r, body, model), axis,
+                                                    window(r, StepWindow::final_step(), n));
   } else if (type == "com_line") {
     const int body = body_ref(r, t);
     const Vec3 point = r.vec3("point", std::nullopt);
     const Vec3 dir = r.vec3("direction", std::nullopt);
     if (!(dir.norm() > 0.0)) r.fail("direction", "must be non-zero");
-    term = std::make_unique<CenterOfMassLine>(body, point, dir, window(r, StepWindow::range(0, -1), n));
+    term = std::make_unique<CenterOfMassLine>(tracked_point(r, body, model), point, dir,
+                                              window(r, StepWindow::range(0, -1), n));
   } else if (type == "markers" || type == "feature_points") {
     const int body = body_ref(r, t);
     std::vector<Marker> markers = parse_markers(r, body, c);
@@ -385,9 +463,10 @@ void parse_term(ObjectReader& r, TaskContext& c) {
     const double alpha = r.number("alpha", std::nullopt, Bound::kPositive);
     const StepWindow w = window(r, StepWindow::range(0, -1), n);
     if (r.has("marker")) {
+      if (r.has("tracked")) r.fail("tracked", "give either marker or tracked");
       term = std::make_unique<SoftMinDistance>(marker_spec(r, "marker", body, c), target, alpha, w);
     } else {
-      term = std::make_unique<SoftMinDistance>(body, target, alpha, w);
+      term = std::make_unique<SoftMinDistance>(tracked_point(r, body, model), target, alpha, w);
     }
   }
   r.finish();

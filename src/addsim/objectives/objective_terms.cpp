@@ -21,36 +21,33 @@ std::pair<int, int> stored_steps(const StepWindow& w, const Model& model, const 
 }  // namespace
 
 CenterOfMassTarget::CenterOfMassTarget(int body, const Vec3& target, StepWindow window)
-    : body_(body), target_(target), window_(window) {}
+    : CenterOfMassTarget(TrackedPoint::center_of_mass(body), target, window) {}
+
+CenterOfMassTarget::CenterOfMassTarget(TrackedPoint point, const Vec3& target, StepWindow window)
+    : point_(std::move(point)), target_(target), window_(window) {}
 
 double CenterOfMassTarget::evaluate(const Model& model, const Trajectory& traj, double scale,
                                     ObjectiveGradient* grad) const {
-  if (body_ < 0 || body_ >= static_cast<int>(model.bodies().size()))
-    throw InputError("com_target: body " + std::to_string(body_) + " does not exist");
-  const Body& body = *model.bodies()[body_];
   const auto [a, b] = stored_steps(window_, model, traj, "com_target");
   double phi = 0.0;
   for (int i = a; i <= b; ++i) {
-    const Vec3 e = body.center_of_mass(traj.q[i], traj.p) - target_;
+    const Vec3 e = point_.position(model, traj.q[i], traj.p, name()) - target_;
     phi += 0.5 * e.squaredNorm();
-    if (grad) center_of_mass_vjp(body, traj.q[i], traj.p, scale * e, grad->dphi_dq(i), grad->dphi_dp());
+    if (grad) point_.vjp(model, traj.q[i], traj.p, scale * e, grad->dphi_dq(i), grad->dphi_dp(), name());
   }
   return phi;
 }
 
 void CenterOfMassTarget::residuals(const Model& model, const Trajectory& traj, VecX& rho,
                                    const TrajectoryTangent* tangent, VecX* drho) const {
-  if (body_ < 0 || body_ >= static_cast<int>(model.bodies().size()))
-    throw InputError("com_target: body " + std::to_string(body_) + " does not exist");
-  const Body& body = *model.bodies()[body_];
   const auto [a, b] = stored_steps(window_, model, traj, "com_target");
   // ρ = [c(q^i) − target]_{i∈W}.
   rho.resize(3 * (b - a + 1));
   if (tangent) drho->resize(rho.size());
   for (int i = a; i <= b; ++i) {
-    rho.segment<3>(3 * (i - a)) = body.center_of_mass(traj.q[i], traj.p) - target_;
+    rho.segment<3>(3 * (i - a)) = point_.position(model, traj.q[i], traj.p, name()) - target_;
     if (tangent)
-      drho->segment<3>(3 * (i - a)) = center_of_mass_jvp(body, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp);
+      drho->segment<3>(3 * (i - a)) = point_.jvp(model, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp, name());
   }
 }
 

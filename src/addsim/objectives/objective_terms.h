@@ -6,14 +6,17 @@
 #include <vector>
 
 #include "addsim/objectives/objective.h"
+#include "addsim/objectives/tracked_point.h"
 
 namespace addsim {
 
-/// φ = ½ Σ_{i∈W} ‖c(q^i) − target‖² for the centre of mass c (m) of body `body`; φ in m².
+/// φ = ½ Σ_{i∈W} ‖c(q^i) − target‖² for the centre of mass c (m) of body `body`, or another
+/// tracked point c (a weighted node mean, tracked_point.h); φ in m².
 class CenterOfMassTarget final : public ObjectiveTerm {
  public:
   /// target: 3 × 1, m; window W defaults to the final step.
   CenterOfMassTarget(int body, const Vec3& target, StepWindow window = StepWindow::final_step());
+  CenterOfMassTarget(TrackedPoint point, const Vec3& target, StepWindow window = StepWindow::final_step());
   std::string_view name() const override { return "com_target"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
   bool has_residuals() const override { return true; }
@@ -21,7 +24,7 @@ class CenterOfMassTarget final : public ObjectiveTerm {
                  VecX* drho) const override;
 
  private:
-  int body_;
+  TrackedPoint point_;
   Vec3 target_;
   StepWindow window_;
 };

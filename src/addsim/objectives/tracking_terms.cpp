@@ -45,55 +45,58 @@ void check_marker(const Marker& m, const Model& model, std::string_view who) {
 }  // namespace
 
 CenterOfMassLine::CenterOfMassLine(int body, const Vec3& point, const Vec3& direction, StepWindow window)
-    : body_(body), point_(point), window_(window) {
+    : CenterOfMassLine(TrackedPoint::center_of_mass(body), point, direction, window) {}
+
+CenterOfMassLine::CenterOfMassLine(TrackedPoint tracked, const Vec3& point, const Vec3& direction, StepWindow window)
+    : tracked_(std::move(tracked)), point_(point), window_(window) {
   if (!(direction.norm() > 0.0)) throw InputError("com_line: direction must be non-zero");
   direction_ = direction.normalized();
 }
 
 double CenterOfMassLine::evaluate(const Model& model, const Trajectory& traj, double scale,
                                   ObjectiveGradient* grad) const {
-  const Body& body = body_at(model, body_, name());
   const auto [a, b] = stored_steps(window_, model, traj, name());
   const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
   double phi = 0.0;
   for (int i = a; i <= b; ++i) {
-    const Vec3 e = P * (body.center_of_mass(traj.q[i], traj.p) - point_);
+    const Vec3 e = P * (tracked_.position(model, traj.q[i], traj.p, name()) - point_);
     phi += 0.5 * e.squaredNorm();
-    if (grad) center_of_mass_vjp(body, traj.q[i], traj.p, scale * e, grad->dphi_dq(i), grad->dphi_dp());
+    if (grad) tracked_.vjp(model, traj.q[i], traj.p, scale * e, grad->dphi_dq(i), grad->dphi_dp(), name());
   }
   return phi;
 }
 
 void CenterOfMassLine::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                                  VecX* drho) const {
-  const Body& body = body_at(model, body_, name());
   const auto [a, b] = stored_steps(window_, model, traj, name());
   const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
   // ρ = [(I − uuᵀ)(c(q^i) − a)]_{i∈W}.
   rho.resize(3 * (b - a + 1));
   if (tangent) drho->resize(rho.size());
   for (int i = a; i <= b; ++i) {
-    rho.segment<3>(3 * (i - a)) = P * (body.center_of_mass(traj.q[i], traj.p) - point_);
+    rho.segment<3>(3 * (i - a)) = P * (tracked_.position(model, traj.q[i], traj.p, name()) - point_);
     if (tangent)
       drho->segment<3>(3 * (i - a)) =
-          P * center_of_mass_jvp(body, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp);
+          P * tracked_.jvp(model, traj.q[i], traj.p, (*tangent->dq)[i], *tangent->dp, name());
   }
 }
 
 CenterOfMassCoordinate::CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window)
-    : body_(body), window_(window) {
+    : CenterOfMassCoordinate(TrackedPoint::center_of_mass(body), axis, window) {}
+
+CenterOfMassCoordinate::CenterOfMassCoordinate(TrackedPoint tracked, const Vec3& axis, StepWindow window)
+    : tracked_(std::move(tracked)), window_(window) {
   if (!(axis.norm() > 0.0)) throw InputError("com_coordinate: axis must be non-zero");
   axis_ = axis.normalized();
 }
 
 double CenterOfMassCoordinate::evaluate(const Model& model, const Trajectory& traj, double scale,
                                         ObjectiveGradient* grad) const {
-  const Body& body = body_at(model, body_, name());
   const auto [a, b] = stored_steps(window_, model, traj, name());
   double phi = 0.0;
   for (int i = a; i <= b; ++i) {
-    phi += axis_.dot(body.center_of_mass(traj.q[i], traj.p));
-    if (grad) center_of_mass_vjp(body, traj.q[i], traj.p, scale * axis_, grad->dphi_dq(i), grad->dphi_dp());
+    phi += axis_.dot(tracked_.position(model, traj.q[i], traj.p, name()));
+    if (grad) tracked_.vjp(model, traj.q[i], traj.p, scale * axis_, grad->dphi_dq(i), grad->dphi_dp(), name());
   }
   return phi;
 }
@@ -327,24 +330,27 @@ void UprightAxis::residuals(const Model& model, const Trajectory& traj, VecX& rh
 }
 
 SoftMinDistance::SoftMinDistance(int body, const Vec3& target, double alpha, StepWindow window)
-    : body_(body), target_(target), alpha_(alpha), window_(window) {
+    : SoftMinDistance(TrackedPoint::center_of_mass(body), target, alpha, window) {}
+
+SoftMinDistance::SoftMinDistance(TrackedPoint tracked, const Vec3& target, double alpha, StepWindow window)
+    : tracked_(std::move(tracked)), target_(target), alpha_(alpha), window_(window) {
   if (!(alpha > 0.0)) throw InputError("soft_min_distance: alpha must be > 0");
 }
 
 SoftMinDistance::SoftMinDistance(Marker marker, const Vec3& target, double alpha, StepWindow window)
-    : body_(marker.body), use_marker_(true), marker_(marker), target_(target), alpha_(alpha), window_(window) {
+    : tracked_(TrackedPoint::center_of_mass(marker.body)), use_marker_(true), marker_(marker), target_(target), alpha_(alpha), window_(window) {
   if (!(alpha > 0.0)) throw InputError("soft_min_distance: alpha must be > 0");
 }
 
 double SoftMinDistance::evaluate(const Model& model, const Trajectory& traj, double scale,
                                  ObjectiveGradient* grad) const {
-  const Body& body = body_at(model, body_, name());
+  body_at(model, tracked_.body(), name());
   if (use_marker_) check_marker(marker_, model, name());
   const auto [a, b] = stored_steps(window_, model, traj, name());
   std::vector<Vec3> e(b - a + 1);
   std::vector<double> d(b - a + 1);
   for (int i = a; i <= b; ++i) {
-    const Vec3 x = use_marker_ ? marker_.position(traj.q[i]) : body.center_of_mass(traj.q[i], traj.p);
+    const Vec3 x = use_marker_ ? marker_.position(traj.q[i]) : tracked_.position(model, traj.q[i], traj.p, name());
     e[i - a] = x - target_;
     d[i - a] = e[i - a].squaredNorm();
   }
@@ -360,7 +366,7 @@ double SoftMinDistance::evaluate(const Model& model, const Trajectory& traj, dou
       if (use_marker_)
         marker_.vjp(traj.q[i], g, grad->dphi_dq(i));
       else
-        center_of_mass_vjp(body, traj.q[i], traj.p, g, grad->dphi_dq(i), grad->dphi_dp());
+        tracked_.vjp(model, traj.q[i], traj.p, g, grad->dphi_dq(i), grad->dphi_dp(), name());
     }
   }
   return phi;

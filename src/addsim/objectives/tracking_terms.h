@@ -8,14 +8,17 @@
 
 #include "addsim/objectives/markers.h"
 #include "addsim/objectives/objective.h"
+#include "addsim/objectives/tracked_point.h"
 
 namespace addsim {
 
 /// φ = ½ Σ_{i∈W} ‖(I − u uᵀ)(c(q^i) − a)‖²: squared distance (m²) of body `body`'s centre of
-/// mass c to the line through a (m) with direction u (normalised; non-zero).
+/// mass c (or another tracked point, tracked_point.h) to the line through a (m) with
+/// direction u (normalised; non-zero).
 class CenterOfMassLine final : public ObjectiveTerm {
  public:
   CenterOfMassLine(int body, const Vec3& point, const Vec3& direction, StepWindow window);
+  CenterOfMassLine(TrackedPoint tracked, const Vec3& point, const Vec3& direction, StepWindow window);
   std::string_view name() const override { return "com_line"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
   bool has_residuals() const override { return true; }
@@ -23,21 +26,23 @@ class CenterOfMassLine final : public ObjectiveTerm {
                  VecX* drho) const override;
 
  private:
-  int body_;
+  TrackedPoint tracked_;
   Vec3 point_, direction_;
   StepWindow window_;
 };
 
 /// φ = Σ_{i∈W} eᵀ c(q^i): a coordinate (m) of body `body`'s centre of mass along the unit axis e
-/// (e.g. "how far does the ball fly": the final x of the centre of mass).
+/// (e.g. "how far does the ball fly": the final x of the centre of mass), or of another
+/// tracked point (tracked_point.h).
 class CenterOfMassCoordinate final : public ObjectiveTerm {
  public:
   CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window);
+  CenterOfMassCoordinate(TrackedPoint tracked, const Vec3& axis, StepWindow window);
   std::string_view name() const override { return "com_coordinate"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
 
  private:
-  int body_;
+  TrackedPoint tracked_;
   Vec3 axis_;
   StepWindow window_;
 };
@@ -117,13 +122,15 @@ class SoftMinDistance final : public ObjectiveTerm {
  public:
   /// Centre of mass of body `body`.
   SoftMinDistance(int body, const Vec3& target, double alpha, StepWindow window);
+  /// A tracked point (tracked_point.h: centre of mass or weighted node mean).
+  SoftMinDistance(TrackedPoint tracked, const Vec3& target, double alpha, StepWindow window);
   /// A marker.
   SoftMinDistance(Marker marker, const Vec3& target, double alpha, StepWindow window);
   std::string_view name() const override { return "soft_min_distance"; }
   double evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const override;
 
  private:
-  int body_ = -1;
+  TrackedPoint tracked_;
   bool use_marker_ = false;
   Marker marker_;
   Vec3 target_;

@@ -284,6 +284,17 @@ task_doc("objective_body_bad", task_with(objective=[{"type": "com_target", "body
 task_doc("objective_steps_outside", task_with(objective=[{"type": "com_target", "body": "p", "target": [0, 0, 0], "steps": [2, 50]}]),
          ": objective.0.steps: is empty or outside steps")
 task_doc("set_scene_bad", task_with(set={"dt": -1}), "ok_particle.json: dt: must be > 0")
+COM_P = {"type": "com_target", "body": "p", "target": [0, 0, 0]}
+task_doc("tracked_node_outside", task_with(objective=[dict(COM_P, tracked={"nodes": [5]})]),
+         ": objective.0.tracked.nodes.0: node 5 is outside [0, 0]")
+task_doc("tracked_boundary_particles", task_with(objective=[dict(COM_P, tracked={"nodes": "boundary"})]),
+         ": objective.0.tracked.nodes: \"boundary\" needs an FEM body")
+task_doc("tracked_weights_count", task_with(objective=[dict(COM_P, tracked={"nodes": "all", "weights": [1, 2]})]),
+         ": objective.0.tracked.weights: has 2 entries for 1 nodes")
+task_doc("tracked_weights_zero", task_with(objective=[dict(COM_P, tracked={"nodes": [0], "weights": [0]})]),
+         ": objective.0.tracked: tracked point: the weights sum to zero")
+task_doc("tracked_key_unknown", task_with(objective=[dict(COM_P, tracked={"nodes": [0], "weigths": [1]})]),
+         ": objective.0.tracked.weigths")
 task_doc("set_steps_huge", task_with(set={"steps": 1000000000}), "steps: a trajectory of 1000000000 steps")
 MARKERS = {"type": "markers", "body": "p", "markers": [{"position": [0, 0, 1]}]}
 

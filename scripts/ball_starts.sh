@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Ball to a point (tasks/ball_to_target.json) from a grid of starts around the solution
+# v* = (1.93, 0.03, 1.40) m/s, omega* = (0, -15.7, 0) rad/s: throw speed x 0.6 ... 1.4, spin
+# omega_y offset -8 ... +8 rad/s. Two variants per start:
+#   w5     tanh friction, w = 5 mm only (budget 60 simulations)
+#   wcont  tasks/ball_to_target_wcontinuation.json (w = 30 -> 10 -> 5 mm, 25 + 25 + 60)
+# Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...]
+# Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs); tabulate with
+# /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
+set -euo pipefail
+addsim=$1; out=$2; variant=$3; shift 3
+cd "$(dirname "$0")/.."
+# k: speed factor s, spin offset d (omega_y = -15.7 + d); v = s * (1.9, 0, 1.4)
+starts=("0.6 -8" "0.6 0" "0.6 8" "0.8 -8" "0.8 8" "1.2 -8" "1.2 8" "1.4 -8" "1.4 0" "1.4 8")
+idx=("$@")
+if [ ${#idx[@]} -eq 0 ]; then idx=($(seq 0 $((${#starts[@]} - 1)))); fi
+for k in "${idx[@]}"; do
+  read -r s d <<<"${starts[$k]}"
+  v=$(awk -v s="$s" 'BEGIN{printf "[%.4f,0,%.4f]", 1.9*s, 1.4*s}')
+  w=$(awk -v d="$d" 'BEGIN{printf "[0,%.4f,0]", -15.7+d}')
+  dir="$out/${variant}_$k"
+  rm -rf "$dir"
+  case $variant in
+    w5) nice -n 5 "$addsim" optimize tasks/ball_to_target.json --out "$dir" --quiet --max-sims 60 \
+          --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.005 \
+          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
+    wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \
+          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
+    *) echo "unknown variant $variant" >&2; exit 2 ;;
+  esac
+  echo "$k s=$s d=$d v=$v w=$w" > "$dir/start.txt"
+done

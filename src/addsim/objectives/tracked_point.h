@@ -1,0 +1,55 @@
+#pragma once
+/// The point a target term follows (com_target, com_line, com_coordinate, soft_min_distance):
+/// the centre of mass of a body, or a fixed weighted mean of a node set,
+/// c = Σ_k w_k x_k / Σ_k w_k, e.g. all boundary nodes of an FEM body weighted by their share
+/// of the rest surface area (the tracked point of the paper's throwing objectives, §6.2).
+/// The weights are constants (rest mesh or the task's numbers), so c is linear in q:
+/// ∂c/∂x_k = (w_k / Σ w) I and ∂c/∂p = 0.
+
+#include <vector>
+
+#include "addsim/core/types.h"
+#include "addsim/model/model.h"
+
+namespace addsim {
+
+class FemBody;
+
+class TrackedPoint {
+ public:
+  /// The centre of mass of body `body` (center_of_mass.h).
+  static TrackedPoint center_of_mass(int body);
+  /// The weighted mean of nodes `nodes` (FEM nodes or particles) of body `body`; one weight
+  /// ≥ 0 per node with a positive sum (normalised here). Throws InputError for an empty node
+  /// list, a size mismatch, a negative or non-finite weight, a repeated node or a zero sum.
+  static TrackedPoint node_mean(int body, std::vector<int> nodes, std::vector<double> weights);
+
+  int body() const { return body_; }
+  bool is_center_of_mass() const { return nodes_.empty(); }
+  const std::vector<int>& nodes() const { return nodes_; }
+  /// Normalised weights (sum 1), one per node; empty for the centre of mass.
+  const std::vector<double>& weights() const { return weights_; }
+
+  /// c (m) at configuration q (|q|) and parameters p (|p|). Throws InputError (prefixed by
+  /// `who`) if the body does not exist, is rigid (node means need nodes) or a node is out of range.
+  Vec3 position(const Model& model, const VecX& q, const VecX& p, std::string_view who) const;
+  /// Adds gᵀ ∂c/∂q to dphi_dq and gᵀ ∂c/∂p to dphi_dp; g is 3 × 1.
+  void vjp(const Model& model, const VecX& q, const VecX& p, const Vec3& g, VecX& dphi_dq, VecX& dphi_dp,
+           std::string_view who) const;
+  /// ∂c/∂q dq + ∂c/∂p dp (3 × 1).
+  Vec3 jvp(const Model& model, const VecX& q, const VecX& p, const VecX& dq, const VecX& dp, std::string_view who) const;
+
+ private:
+  // Global DOF of the x coordinate of each node, checked against the model.
+  std::vector<DofIndex> node_dofs(const Model& model, std::string_view who) const;
+
+  int body_ = -1;
+  std::vector<int> nodes_;
+  std::vector<double> weights_;
+};
+
+/// The boundary nodes of FEM body `body` (sorted) and their area weights: a third of the rest
+/// area of every boundary triangle they belong to (m²), so Σ w = the rest surface area.
+void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::vector<double>& weights);
+
+}  // namespace addsim
