@@ -8,14 +8,19 @@
 
 namespace addsim::cli {
 
-/// Creates the folder `dir` (and its parents) and checks that a file can be created in it.
-/// Throws InputError "<option>: <dir>: <why>" when `dir` is a regular file, lies under one,
-/// or cannot be created or written.
+/// Creates the directory `dir` (and its parents) and checks that a file can be created in it;
+/// the directories it creates are remembered for remove_unused_output_dirs(). Throws
+/// InputError "<option>: <dir>: <why>" when `dir` is a regular file, lies under one, or
+/// cannot be created or written.
 void prepare_output_dir(const std::filesystem::path& dir, const std::string& option = "--out");
 
-/// Checks that `file` can be written: its folder is prepared as above, `file` is not a
-/// folder, and it can be opened for appending (a file that did not exist is removed again).
+/// Checks that `file` can be written: its directory is prepared as above, `file` is not a
+/// directory, and it can be opened for appending (a file that did not exist is removed again).
 /// Throws InputError "<option>: <file>: <why>" otherwise.
 void prepare_output_file(const std::filesystem::path& file, const std::string& option = "--out");
+
+/// Removes the directories prepare_output_dir created that are still empty (innermost first), so
+/// that a command stopped by an error before it wrote anything leaves nothing behind.
+void remove_unused_output_dirs();
 
 }  // namespace addsim::cli
