@@ -253,7 +253,9 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
     EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
     expect_one_line_error(r, c.fragment);
     EXPECT_NE(r.err.find(c.name + ".json"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists(dir / ("out " + c.name))) << c.name;  // checked before the folder is made
+    // The folder is made and probed first, and removed again when the run ends in an error
+    // before anything was written into it.
+    EXPECT_FALSE(fs::exists(dir / ("out " + c.name))) << c.name;
   }
   write_json(dir / "ok.json", base);
   CliRun r = run("optimize ok.json --out x --method newton", dir);

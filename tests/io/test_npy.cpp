@@ -61,6 +61,41 @@ TEST(Npy, NumpyLoadsItWithTheRightShape) {
   EXPECT_EQ(WEXITSTATUS(rc), 0);
 }
 
+// The streamed writer: after each flush the file is a valid array of the rows so far, both
+// for read_npy and numpy (which ignore rows appended since the last flush).
+TEST(Npy, RowWriterLeavesAValidArrayAfterEveryFlush) {
+  const auto dir = test::fresh_temp_dir("rows");
+  const auto file = dir / "s.npy";
+  const std::vector<VecX> rows = sample_rows();
+  {
+    NpyRowWriter w(file, 5);
+    EXPECT_EQ(read_npy(file).rows, 0u);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      w.append(rows[i]);
+      // Appended, not yet flushed: still the rows of the last flush.
+      EXPECT_EQ(read_npy(file).rows, i);
+      w.flush();
+      const NpyArray a = read_npy(file);
+      ASSERT_EQ(a.rows, i + 1);
+      EXPECT_EQ(a.cols, 5u);
+      EXPECT_EQ(a.values[i * 5 + 4], rows[i][4]);
+    }
+    w.append(rows[0]);  // flushed by the destructor
+  }
+  EXPECT_EQ(read_npy(file).rows, rows.size() + 1);
+  EXPECT_EQ(std::filesystem::file_size(file), 128u + (rows.size() + 1) * 5 * 8);
+  if (!std::ifstream(ADDSIM_PYTHON)) GTEST_SKIP() << ADDSIM_PYTHON << " not found";
+  const std::string cmd = std::string(ADDSIM_PYTHON) +
+                          " -c \"import sys\ntry:\n import numpy\nexcept ImportError:\n sys.exit(77)\n"
+                          "a = numpy.load(sys.argv[1])\nassert a.shape == (5, 5), a.shape\n"
+                          "assert a[4, 4] == a[0, 4]\" " +
+                          file.string();
+  const int rc = std::system(cmd.c_str());
+  ASSERT_NE(rc, -1);
+  if (WEXITSTATUS(rc) == 77) GTEST_SKIP() << "numpy not installed";
+  EXPECT_EQ(WEXITSTATUS(rc), 0);
+}
+
 TEST(Npy, ReadingAMissingOrForeignFileIsAnInputError) {
   const auto dir = test::fresh_temp_dir("bad");
   EXPECT_THROW(read_npy(dir / "missing.npy"), InputError);

@@ -1,9 +1,11 @@
 #include "addsim/cli/commands.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +17,7 @@
 #include "addsim/cli/progress.h"
 #include "addsim/cli/sweep_command.h"
 #include "addsim/cli/notices.h"
+#include "addsim/cli/output_paths.h"
 #include "addsim/cli/view_command.h"
 #include "addsim/io/output.h"
 #include "addsim/io/run_checks.h"
@@ -59,17 +62,68 @@ Scene load_scene_with_notice(const std::string& file, const std::vector<std::str
   return load_scene_file(file, sets);
 }
 
-// Simulates a loaded scene, writes its outputs and the viewer page into `out` and reports;
-// returns the exit code. With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
+// The signal that asked a run to stop (SIGINT, SIGTERM), 0 while none did. The handler only
+// sets it; the run checks it between steps.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  // A second signal while the run winds down ends the process the default way.
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+// Routes SIGINT and SIGTERM to on_stop_signal while it lives; restores the old handlers.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction act {};
+    act.sa_handler = on_stop_signal;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGINT, &act, &old_int_);
+    sigaction(SIGTERM, &act, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// Simulates a loaded scene into `out` (prepared: prepare_output_dir), streaming steps.csv and
+// trajectory.npy as steps complete; then writes the summary and the viewer page and reports.
+// SIGINT/SIGTERM stop the run after the current step: the outputs then hold the steps done,
+// summary.json says "interrupted by SIG… after step k of n", and the exit code is 128 + the
+// signal (130, 143). With `vtk`, also writes a ParaView series (trajectory.pvd + vtk/frame_*.vtu).
 int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOptions* vtk = nullptr) {
   const Model& model = *scene.model;
   Simulator sim(model);
+  RunWriter writer(out, scene, model.params().defaults(), sim.linear_solver_name());
   Trajectory traj;
   {
+    const StopSignals signals;
     Progress progress(model.scheme().steps, model.scheme().h, quiet);
-    traj = sim.run(model.params().defaults(), [&](const StepReport& r) { progress(r); });
+    traj = sim.run(
+        model.params().defaults(), [&](const StepReport& r) { progress(r); },
+        [&](const Trajectory& t) {
+          writer.append(t);
+          return g_stop_signal == 0;
+        });
   }
-  write_outputs(out, scene, traj, sim.linear_solver_name());
+  const int stop_signal = g_stop_signal;
+  if (stop_signal != 0 && traj.failed_step < 0 && !traj.completed())
+    traj.failure = std::string("interrupted by ") + (stop_signal == SIGINT ? "SIGINT" : "SIGTERM") + " after step " +
+                   std::to_string(traj.q.size() - 1) + " of " + std::to_string(model.scheme().steps);
+  writer.finish(traj);
   if (vtk) write_vtk_series(out, scene, traj, *vtk);
   const ViewerResult page = write_viewer_page(out, quiet);
   // One line per finding (floor-accepted steps, energy growth, initial penetration), also in
@@ -77,9 +131,9 @@ int run_scene(const Scene& scene, const fs::path& out, bool quiet, const VtkOpti
   for (const std::string& w : check_run(scene, traj).warnings)
     std::cerr << "addsim: warning: " << scene.source << ": " << w << "\n";
   if (!traj.completed()) {
-    std::cerr << "addsim: error: " << scene.source << ": " << traj.failure << "; outputs of the "
-              << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";
-    return kSimulationFailed;
+    std::cerr << "addsim: " << (traj.failed_step < 0 ? "" : "error: ") << scene.source << ": " << traj.failure
+              << "; outputs of the " << traj.q.size() - 1 << " completed steps are in " << out.string() << "\n";
+    return traj.failed_step < 0 && stop_signal != 0 ? 128 + stop_signal : kSimulationFailed;
   }
   if (!quiet) {
     int iterations = 0, max_iterations = 0;
@@ -126,9 +180,11 @@ std::function<int()> setup_simulate(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   return [opt]() {
     if (opt->steps > 0) opt->sets.push_back("steps=" + std::to_string(opt->steps));
+    // The output folder is made and probed before the scene is meshed.
+    const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
+    prepare_output_dir(out);
     const Scene scene = load_scene_with_notice(opt->scene, opt->sets, opt->quiet);
     print_notices(scene);
-    const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
     vtk.every = opt->vtk_every;
@@ -147,6 +203,7 @@ std::function<int()> setup_demo(CLI::App& app) {
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
   app.add_flag("--no-png", opt->no_png, "Do not save final_frame.png (a still of the viewer, needs chromium)");
   return [opt]() {
+    prepare_output_dir(opt->out);
     const Scene scene = load_scene_text(kDemoSceneJson, "demo.json");
     if (!opt->quiet) std::printf("addsim demo: %s\n", scene.description.c_str());
     const int code = run_scene(scene, opt->out, opt->quiet);

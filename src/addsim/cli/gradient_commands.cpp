@@ -18,6 +18,7 @@
 #include "addsim/cli/arguments.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
+#include "addsim/cli/output_paths.h"
 #include "addsim/cli/process.h"
 #include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
@@ -79,44 +80,36 @@ Task load_task(const std::string& file, std::vector<std::string> sets, int steps
   return task;
 }
 
-// Runs the task's forward rollout at p, its steps counted on `line`; a failed run is an error
-// (its gradient does not exist).
-Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p, ProgressLine& line) {
-  const auto count = line.counter("forward step", "steps");
-  const int n = task.scene.model->scheme().steps;
-  Trajectory traj = sim.run(p, [&](const StepReport& r) { count(r.step, n); });
-  line.clear();
-  if (!traj.completed())
-    throw SimulationError(task.source + ": forward run failed at step " + std::to_string(traj.failed_step) + ": " +
-                          traj.failure,
-                          traj.failed_step);
-  return traj;
-}
-
-// Creates `dir` (and its parents); InputError naming `option` when it cannot (a path under a
-// regular file, no permission, ...).
-void make_output_dir(const fs::path& dir, const std::string& option) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw InputError(option + ": " + dir.string() + ": cannot create the output directory" +
-                     (ec ? ": " + ec.message() : std::string(" (a file of that name exists)")));
-}
-
+// Writes an --out file (its folder was prepared before the run, prepare_output_file).
 void write_text(const fs::path& file, const std::string& text) {
-  if (file.has_parent_path()) make_output_dir(file.parent_path(), "--out");
-  if (fs::is_directory(file)) throw InputError("--out: " + file.string() + ": is a directory, not a file");
   std::ofstream out(file);
   out << text;
   if (!out) throw InputError(file.string() + ": cannot write");
 }
 
-// Checks before a long run that an --out file can be written there (its folder is created).
-void probe_output_file(const std::string& out) {
-  if (out.empty()) return;
-  const fs::path file(out);
-  if (file.has_parent_path()) make_output_dir(file.parent_path(), "--out");
-  if (fs::is_directory(file)) throw InputError("--out: " + out + ": is a directory, not a file");
+// Runs the task's forward rollout at p; a failed run is an error (its gradient does not exist).
+// Then the --out file `out` (if any) says so: completed false, the failed step and why, so no
+// earlier result in it looks like this run's.
+// Runs the task's forward rollout at p, its steps counted on `line`. A failed run is an error (its
+// gradient does not exist); with --out, the file then says which step failed and why.
+Trajectory run_forward(const Task& task, Simulator& sim, const VecX& p, ProgressLine& line, const std::string& out) {
+  const auto count = line.counter("forward step", "steps");
+  const int n = task.scene.model->scheme().steps;
+  Trajectory traj = sim.run(p, [&](const StepReport& r) { count(r.step, n); });
+  line.clear();
+  if (!traj.completed() && !out.empty())
+    write_text(out, json{{"task", task.name},
+                         {"completed", false},
+                         {"steps_completed", traj.q.size() - 1},
+                         {"failed_step", traj.failed_step},
+                         {"failure", traj.failure}}
+                        .dump(2) +
+                        "\n");
+  if (!traj.completed())
+    throw SimulationError(task.source + ": forward run failed at step " + std::to_string(traj.failed_step) + ": " +
+                          traj.failure,
+                          traj.failed_step);
+  return traj;
 }
 
 json term_report(const Task& task, const Trajectory& traj) {
@@ -173,14 +166,14 @@ std::function<int()> make_gradient(CLI::App& app) {
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
+    if (!opt->out.empty()) prepare_output_file(opt->out);
+    if (!opt->view.empty()) prepare_output_dir(opt->view, "--view");
     const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
-    probe_output_file(opt->out);
-    if (!opt->view.empty()) make_output_dir(opt->view, "--view");
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
     ProgressLine line(opt->quiet);
-    const Trajectory traj = run_forward(task, sim, p, line);
+    const Trajectory traj = run_forward(task, sim, p, line, opt->out);
     double phi = 0.0, seconds = 0.0;
     VecX g;
     if (opt->method == "adjoint") {
@@ -204,6 +197,7 @@ std::function<int()> make_gradient(CLI::App& app) {
       values[task.selection.names()[k]] = p[task.selection.indices()[k]];
     }
     json out = {{"task", task.name},
+                {"completed", true},
                 {"method", opt->method},
                 {"scaled", opt->scaled},
                 {"phi", phi},
@@ -323,13 +317,13 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       throw InputError("--tolerance: must be a finite number > 0, got " + std::to_string(opt->tolerance));
     if (std::isnan(opt->fd_step) || std::isinf(opt->fd_step))
       throw InputError("--fd-step: must be a finite number > 0, got " + std::to_string(opt->fd_step));
+    if (!opt->out.empty()) prepare_output_file(opt->out);
     const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
-    probe_output_file(opt->out);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
     ProgressLine line(opt->quiet);
-    const Trajectory traj = run_forward(task, sim, p, line);
+    const Trajectory traj = run_forward(task, sim, p, line, opt->out);
     const GradientResult adj = gradient_adjoint(model, traj, task.objective, line.counter("adjoint sweep step", "steps"));
     DirectOptions direct;
     direct.progress = line.counter("direct sensitivities step", "steps");
@@ -447,6 +441,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
     }
     if (!opt->out.empty()) {
       const json out = {{"task", task.name},
+                        {"completed", true},
                         {"phi", adj.phi},
                         {"contact_rich", contact_rich},
                         {"contact_steps", contact_steps},
@@ -496,6 +491,9 @@ std::function<int()> make_landscape(CLI::App& app) {
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
   return [opt]() {
+    // The output folder is made and probed before the task is meshed.
+    const fs::path out(opt->out);
+    prepare_output_dir(out);
     const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
     const Model& model = *task.scene.model;
     const VecX p = task.p();
@@ -551,16 +549,13 @@ std::function<int()> make_landscape(CLI::App& app) {
         }
       }
 
-    // Probe the output directory before the grid runs.
-    const fs::path out(opt->out);
-    make_output_dir(out, "--out");
-
     // Evaluate the grid as one batch over all cores (batch/batch.h): one fresh simulator per
     // point, so the CSV is the same for any thread count.
     const int total = static_cast<int>(points_requested);
     struct Point {
       double x = 0, y = 0, phi = 0, g0 = 0, g1 = 0;
       std::string failure;
+      int failed_step = -1;
     };
     std::vector<Point> points(total);
     std::vector<VecX> ps(total, p);
@@ -587,6 +582,7 @@ std::function<int()> make_landscape(CLI::App& app) {
       Point& pt = points[k];
       if (!results[k].completed) {
         pt.failure = results[k].failure;
+        pt.failed_step = results[k].failed_step;
         continue;
       }
       pt.phi = results[k].phi;
@@ -594,10 +590,11 @@ std::function<int()> make_landscape(CLI::App& app) {
       pt.g1 = results[k].dphi_dp[idx[1]];
     }
 
-    // CSV: one row per grid point; failed points have NaN values and completed = 0.
+    // CSV: one row per grid point; failed points have NaN values, completed = 0 and the step
+    // that did not converge (−1 for a completed point or a failed gradient).
     std::ostringstream csv;
     csv.precision(17);
-    csv << "i,j," << axes[0] << "," << axes[1] << ",phi,dphi_d" << axes[0] << ",dphi_d" << axes[1] << ",completed\n";
+    csv << "i,j," << axes[0] << "," << axes[1] << ",phi,dphi_d" << axes[0] << ",dphi_d" << axes[1] << ",completed,failed_step\n";
     int failed = 0;
     std::string first_failure;
     for (int k = 0; k < total; ++k) {
@@ -606,9 +603,9 @@ std::function<int()> make_landscape(CLI::App& app) {
       if (!okp && failed++ == 0) first_failure = pt.failure;
       csv << k / n[1] << "," << k % n[1] << "," << pt.x << "," << pt.y << ",";
       if (okp)
-        csv << pt.phi << "," << pt.g0 << "," << pt.g1 << ",1\n";
+        csv << pt.phi << "," << pt.g0 << "," << pt.g1 << ",1,-1\n";
       else
-        csv << "nan,nan,nan,0\n";
+        csv << "nan,nan,nan,0," << pt.failed_step << "\n";
     }
     write_text(out / "landscape.csv", csv.str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "addsim/cli/commands.h"
+#include "addsim/cli/output_paths.h"
 #include "addsim/core/error.h"
 
 namespace {
@@ -19,6 +20,7 @@ std::string one_line(std::string s) {
 }
 
 int fail(int code, const std::string& what) {
+  addsim::cli::remove_unused_output_dirs();
   std::cerr << "addsim: error: " << one_line(what) << "\n";
   return code;
 }

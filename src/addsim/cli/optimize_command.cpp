@@ -19,6 +19,7 @@
 
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
+#include "addsim/cli/output_paths.h"
 #include "addsim/cli/process.h"
 #include "addsim/cli/progress.h"
 #include "addsim/core/error.h"
@@ -245,22 +246,12 @@ int run_optimize(const Options& opt) {
         throw InputError((out / f).string() + ": the folder holds an earlier run (use --resume, or another --out)");
   }
 
+  // The output folder is made and probed before the task is meshed.
+  prepare_output_dir(out);
   // Meshes generated while the tasks load are reported on stderr.
   const MeshProgress meshes(opt.quiet);
   auto first = std::make_shared<Task>(load_task_file(task_file, sets));
   print_notices(first->scene);
-  // The output folder is created and probed after the task loaded and before anything is simulated.
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) throw InputError(out.string() + ": cannot create the output folder");
-  {
-    const fs::path probe = out / ".addsim_probe";
-    std::ofstream p(probe);
-    p << "probe";
-    if (!p) throw InputError(out.string() + ": the output folder is not writable");
-    p.close();
-    fs::remove(probe, ec);
-  }
 
   // Stages: the task's list, or the task itself as the one stage.
   std::vector<TaskStage> task_stages = first->stages;
@@ -434,6 +425,9 @@ int run_optimize(const Options& opt) {
   const StageResult& last = result.stages.back();
   const OptimizationResult& lr = last.result;
   const bool interrupted = result.reason == StopReason::kInterrupted;
+  // A failed simulation at a stage's starting point ends the run with nothing optimised: no
+  // optimized_scene.json, result.json says completed false, exit code 3.
+  const bool failed_start = result.reason == StopReason::kInitialFailure;
 
   // optimized_scene.json: the last stage's scene with the best parameters written back to
   // their scene keys, verified by loading it again.
@@ -443,8 +437,8 @@ int run_optimize(const Options& opt) {
   // point is the scene's defaults with the optimised values written over them.
   const VecX best_p = apply_named_values(model.params(), model.params().defaults(), result.best);
   json scene = final_task.scene.json;
-  std::string scene_note;
-  {
+  std::string scene_note = failed_start ? "the simulation at the starting point failed" : "";
+  if (!failed_start) {
     absolutize_files(scene, fs::absolute(fs::path(final_task.scene.source)).parent_path());
     std::vector<const ParamEntry*> entries;
     for (const auto& [name, value] : result.best) {
@@ -516,6 +510,7 @@ int run_optimize(const Options& opt) {
               {"failed_simulations", 0},
               {"iterations", result.iterations},
               {"seconds", result.seconds},
+              {"completed", !interrupted && !failed_start},
               {"stop_reason", to_string(result.reason)},
               {"message", result.message},
               {"resumed", opt.resume},
@@ -523,8 +518,12 @@ int run_optimize(const Options& opt) {
               {"stages", stage_reports}};
   res["failed_simulations"] = failed_total;
   write_atomic(out / kResult, res.dump(2) + "\n");
-  if (!interrupted)
+  if (!interrupted && !failed_start)
     write_checkpoint(num_stages - 1, result.simulations, result.seconds, result.iterations, lr.phi0, result.best, true);
+  if (failed_start)
+    throw SimulationError(first->source + ": stage " + std::to_string(result.stages.size()) + " (" + last.name +
+                              "): " + result.message + "; nothing optimised (" + (out / kResult).string() + ")",
+                          -1);
 
   // convergence.png by /usr/bin/python3 with matplotlib, without a shell.
   if (access("/usr/bin/python3", X_OK) != 0 ||
@@ -533,6 +532,7 @@ int run_optimize(const Options& opt) {
            .ok()) {
     std::fprintf(stderr, "addsim: warning: %s not drawn (needs /usr/bin/python3 with matplotlib)\n", kPlot);
   } else {
+    std::error_code ec;
     fs::rename(out / ".convergence.tmp.png", out / kPlot, ec);
   }
   std::printf("%s: phi %.6e  phi/phi0 %.3e  %ld simulations  %.2f s  stop: %s\n", first->name.c_str(), lr.phi_best,

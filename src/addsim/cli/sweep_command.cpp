@@ -18,6 +18,7 @@
 
 #include "addsim/batch/batch.h"
 #include "addsim/cli/arguments.h"
+#include "addsim/cli/output_paths.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/process.h"
 #include "addsim/cli/progress.h"
@@ -292,25 +293,15 @@ std::function<int()> setup_sweep(CLI::App& app) {
       throw InputError("sweep: give either a grid (--axes, --grid, --range) or --samples N, not both or neither");
     if (grid && (opt->axes.empty() || opt->grid.empty() || opt->range.empty()))
       throw InputError("sweep: a grid needs all of --axes, --grid and --range");
+    // The output folder is made and probed before the task is meshed.
+    const fs::path out(opt->out);
+    prepare_output_dir(out);
     const Task task = [&] {
       const MeshProgress meshes(opt->quiet);
       return load_task_file(opt->task, opt->sets);
     }();
     const Model& model = *task.scene.model;
     const Design d = grid ? grid_design(task, *opt) : sample_design(task, *opt);
-
-    // The output folder is made and probed before the first rollout.
-    const fs::path out(opt->out);
-    if (fs::exists(out) && !fs::is_directory(out)) throw InputError("--out: " + out.string() + " is not a directory");
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    if (ec) throw InputError("--out: cannot create " + out.string() + ": " + ec.message());
-    {
-      const fs::path probe = out / ".sweep.probe";
-      std::ofstream(probe) << "";
-      if (!fs::exists(probe)) throw InputError("--out: cannot write into " + out.string());
-      fs::remove(probe);
-    }
 
     std::vector<VecX> ps;
     ps.reserve(d.values.size());

@@ -1,5 +1,6 @@
 #include "addsim/io/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -19,25 +20,64 @@ constexpr std::size_t kMagicSize = 6;
 // The npy header (magic, version, length and dict) is padded to a multiple of 64 bytes.
 constexpr std::size_t kAlign = 64;
 static_assert(std::endian::native == std::endian::little, "npy output assumes a little-endian host");
-}  // namespace
 
-void write_npy(const std::filesystem::path& file, const std::vector<VecX>& rows, std::size_t cols) {
-  for (const VecX& r : rows) ADDSIM_CHECK(static_cast<std::size_t>(r.size()) == cols, "npy rows differ in length");
-  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(rows.size()) + ", " +
+// The header of a (rows × cols) '<f8' array, padded with spaces to `size` bytes or to the
+// next multiple of kAlign, whichever is larger.
+std::string npy_header(std::size_t rows, std::size_t cols, std::size_t size) {
+  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
                      std::to_string(cols) + "), }";
   // magic (6) + version (2) + header length (2) + dict + padding + '\n'.
   const std::size_t unpadded = kMagicSize + 2 + 2 + dict.size() + 1;
-  dict.append((kAlign - unpadded % kAlign) % kAlign, ' ');
+  const std::size_t total = std::max(size, unpadded + (kAlign - unpadded % kAlign) % kAlign);
+  dict.append(total - unpadded, ' ');
   dict += '\n';
+  std::string head(kMagic, kMagicSize);
+  head += '\x01';
+  head += '\x00';
+  const std::uint16_t len = static_cast<std::uint16_t>(dict.size());
+  head += static_cast<char>(len & 0xff);
+  head += static_cast<char>(len >> 8);
+  return head + dict;
+}
+// Size of a streamed header: the longest dict ("shape": two 20-digit numbers) fits.
+constexpr std::size_t kStreamHeaderSize = 2 * kAlign;
+}  // namespace
+
+NpyRowWriter::NpyRowWriter(const std::filesystem::path& file, std::size_t cols) : file_(file), cols_(cols) {
+  f_ = std::fopen(file.c_str(), "wb");
+  if (!f_) throw InputError(file.string() + ": cannot open for writing");
+  flush();
+}
+
+NpyRowWriter::~NpyRowWriter() {
+  try {
+    flush();
+  } catch (const InputError&) {
+  }
+  std::fclose(f_);
+}
+
+void NpyRowWriter::flush() {
+  const std::string head = npy_header(rows_, cols_, kStreamHeaderSize);
+  ADDSIM_CHECK(head.size() == kStreamHeaderSize, "npy header outgrew its fixed size");
+  // fseek writes the buffered rows before the header that counts them is written.
+  if (std::fseek(f_, 0, SEEK_SET) != 0 || std::fwrite(head.data(), 1, head.size(), f_) != head.size() ||
+      std::fseek(f_, 0, SEEK_END) != 0 || std::fflush(f_) != 0)
+    throw InputError(file_.string() + ": write failed");
+}
+
+void NpyRowWriter::append(const VecX& row) {
+  ADDSIM_CHECK(static_cast<std::size_t>(row.size()) == cols_, "npy rows differ in length");
+  if (std::fwrite(row.data(), sizeof(double), cols_, f_) != cols_) throw InputError(file_.string() + ": write failed");
+  ++rows_;
+}
+
+void write_npy(const std::filesystem::path& file, const std::vector<VecX>& rows, std::size_t cols) {
+  for (const VecX& r : rows) ADDSIM_CHECK(static_cast<std::size_t>(r.size()) == cols, "npy rows differ in length");
+  const std::string head = npy_header(rows.size(), cols, 0);
   std::ofstream out(file, std::ios::binary);
   if (!out) throw InputError(file.string() + ": cannot open for writing");
-  out.write(kMagic, kMagicSize);
-  const char version[2] = {1, 0};
-  out.write(version, 2);
-  const std::uint16_t len = static_cast<std::uint16_t>(dict.size());
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
+  out.write(head.data(), static_cast<std::streamsize>(head.size()));
   for (const VecX& r : rows)
     out.write(reinterpret_cast<const char*>(r.data()), static_cast<std::streamsize>(cols * sizeof(double)));
   if (!out) throw InputError(file.string() + ": write failed");

@@ -214,15 +214,8 @@ ViewerResult write_viewer(const fs::path& dir, const Scene& scene, const Traject
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw InputError(dir.string() + ": cannot create output directory");
-  const double h = scene.model->scheme().h;
-  {
-    std::ofstream out(dir / "meta.json");
-    if (!out) throw InputError((dir / "meta.json").string() + ": cannot open for writing");
-    out << make_meta(scene, &traj.p).dump() << "\n";
-  }
-  write_npy(dir / "trajectory.npy", traj.q, static_cast<std::size_t>(scene.model->num_dofs()));
-  write_steps_csv(dir / "steps.csv", traj, h);
-  write_energies_csv(dir / "energies.csv", make_energies(scene, traj), h);
+  // The run's data files (no summary.json: the caller writes its own).
+  RunWriter(dir, scene, traj.p, "", /*summary=*/false).finish(traj);
   if (!plots.is_null()) {
     std::ofstream out(dir / "plots.json");
     if (!out) throw InputError((dir / "plots.json").string() + ": cannot open for writing");

@@ -63,7 +63,7 @@ bool SimulationProblem::simulate(const VecX& x, int slot, Trajectory& traj, std:
   }
   traj = simulators_[slot]->run(p);
   if (!traj.completed()) {
-    why = "step " + std::to_string(traj.failed_step) + ": " + traj.failure;
+    why = traj.failure;  // names the step, e.g. "step 16 (t = 0.16 s) did not converge: ..."
     return false;
   }
   return true;

@@ -197,7 +197,8 @@ double Simulator::evaluate_trial(int step, const VecX& q, const VecX& v_hist, co
   return std::numeric_limits<double>::infinity();
 }
 
-Trajectory Simulator::run(const VecX& p, const std::function<void(const StepReport&)>& progress) {
+Trajectory Simulator::run(const VecX& p, const std::function<void(const StepReport&)>& progress,
+                          const std::function<bool(const Trajectory&)>& after_step) {
   const auto t0 = Clock::now();
   model_.params().check(p);
   // Every run starts from the simulator's initial state (the symbolic analysis is kept): no
@@ -258,6 +259,7 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
       msg << "step " << i << " (t = " << i * s.h << " s) did not converge: " << rep.failure << " (‖r‖ = "
           << rep.residual_norm << " after " << rep.iterations << " iterations)";
       traj.failure = msg.str();
+      if (after_step) after_step(traj);
       break;
     }
     traj.q.push_back(q);
@@ -268,6 +270,10 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
     if (i < s.steps && wv0.wv == 0.0 && wv0.wa == 0.0)
       for (const auto& b : model_.bodies())
         if (b->wants_rechart(q)) traj.charts.push_back({i, b.get()});
+    if (after_step && !after_step(traj) && i < s.steps) {
+      traj.failure = "stopped after step " + std::to_string(i) + " of " + std::to_string(s.steps);
+      break;
+    }
   }
   traj.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return traj;

@@ -94,7 +94,12 @@ class Simulator {
   /// Runs all steps of the model's scheme from parameters p (|p|, checked). Each run starts
   /// afresh (ReusedFactorization::reset): the result depends only on p, not on earlier runs
   /// of this simulator, so a reused simulator gives the same bits as a new one.
-  Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {});
+  /// `after_step`, if given, sees the run after every attempted step (its last report is
+  /// that step's; q holds the converged states, so a writer can stream them); returning
+  /// false stops the run there: `failure` then says "stopped after step i of n" (the caller
+  /// may replace it with why, e.g. an interrupt), `failed_step` stays −1 (no step failed).
+  Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {},
+                 const std::function<bool(const Trajectory&)>& after_step = {});
 
   /// Sums all terms at one state into `out` (residual, and partials if asked). With two
   /// threads the helper assembles the second half of every splittable term's items
