@@ -53,7 +53,7 @@ TEST(Output, WritesTheFourFilesOfACompletedRun) {
   std::getline(csv, line);
   EXPECT_EQ(line,
             "step,time,newton_iterations,residual_norm,line_search_halvings,factorizations,krylov_iterations,wall_ms,"
-            "kinetic_energy,potential_energy,contact_points,min_gap,block.com_x,block.com_y,block.com_z,"
+            "accepted_at_floor,relative_residual,kinetic_energy,potential_energy,contact_points,min_gap,block.com_x,block.com_y,block.com_z,"
             "block.vcom_x,block.vcom_y,block.vcom_z");
   std::string last;
   while (std::getline(csv, line)) {
@@ -65,21 +65,22 @@ TEST(Output, WritesTheFourFilesOfACompletedRun) {
   std::vector<double> cells;
   std::stringstream row(last);
   for (std::string cell; std::getline(row, cell, ',');) cells.push_back(std::stod(cell));
-  ASSERT_EQ(cells.size(), 18u);
+  ASSERT_EQ(cells.size(), 20u);
+  EXPECT_EQ(cells[8], 0.0);  // accepted on the tolerance, not at the round-off floor
   const VecX v10 = traj.velocity(scene.model->scheme(), 10);
-  EXPECT_DOUBLE_EQ(cells[8], 0.5 * v10.squaredNorm());  // kinetic energy, m = 1 kg
+  EXPECT_DOUBLE_EQ(cells[10], 0.5 * v10.squaredNorm());  // kinetic energy, m = 1 kg
   const Vec3 g(3.3552176060248105, 0, -9.218384609909762);
-  EXPECT_GT(cells[9], -g.dot(traj.q[10]) - 1e-12);  // gravity plus the (non-negative) penalty energy
-  EXPECT_EQ(cells[10], 1.0);                         // one contact point
-  EXPECT_DOUBLE_EQ(cells[11], traj.q[10][2]);        // gap to the plane z = 0, negative
-  EXPECT_LT(cells[11], 0.0);
+  EXPECT_GT(cells[11], -g.dot(traj.q[10]) - 1e-12);  // gravity plus the (non-negative) penalty energy
+  EXPECT_EQ(cells[12], 1.0);                         // one contact point
+  EXPECT_DOUBLE_EQ(cells[13], traj.q[10][2]);        // gap to the plane z = 0, negative
+  EXPECT_LT(cells[13], 0.0);
   for (int a = 0; a < 3; ++a) {
-    EXPECT_DOUBLE_EQ(cells[12 + a], traj.q[10][a]);
-    EXPECT_DOUBLE_EQ(cells[15 + a], v10[a]);
+    EXPECT_DOUBLE_EQ(cells[14 + a], traj.q[10][a]);
+    EXPECT_DOUBLE_EQ(cells[17 + a], v10[a]);
   }
   // energies.csv has the same kinetic energy (one computation for both files).
   const Energies e = make_energies(scene, traj);
-  EXPECT_DOUBLE_EQ(e.values[10][0], cells[8]);
+  EXPECT_DOUBLE_EQ(e.values[10][0], cells[10]);
 
   const NpyArray a = read_npy(dir / "trajectory.npy");
   EXPECT_EQ(a.rows, 11u);
