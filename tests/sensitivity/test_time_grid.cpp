@@ -173,6 +173,25 @@ TEST(TimeGrid, RetriedRunDifferentiatesExactly) {
   check_gradients(m, sim, kFdParams, "retry");
 }
 
+// The failure the retry is for: a soft ball (E = 1 kPa) hitting the floor inverts an element
+// at the nominal step; as sub-steps the impact simulates, and its gradient is exact.
+TEST(TimeGrid, RetriedInversionDifferentiatesExactly) {
+  const std::vector<std::string> soft{"bodies.0.material.youngs_modulus=1000", "bodies.0.velocity=[1.5,0,-2]"};
+  Scene off = ball(soft);
+  Simulator plain(*off.model);
+  const Trajectory failed = plain.run(off.model->params().defaults());
+  ASSERT_FALSE(failed.completed());
+  EXPECT_NE(failed.failure.find("inverted"), std::string::npos) << failed.failure;
+  std::vector<std::string> with = soft;
+  with.push_back("solver.substep_retry={\"max_depth\": 4}");
+  const Scene scene = ball(with);
+  Simulator sim(*scene.model);
+  const Trajectory traj = sim.run(scene.model->params().defaults());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  ASSERT_TRUE(traj.substepped());
+  check_gradients(*scene.model, sim, kFdParams, "retry after inversion");
+}
+
 // Sub-steps combine with the other start-ups (the grid's first steps use the start-up's rule).
 TEST(TimeGrid, RetriedRunWithConstantAcceleration) {
   const Scene scene = ball({"solver.max_iterations=4", "solver.substep_retry={\"max_depth\": 3}",
