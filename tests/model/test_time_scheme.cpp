@@ -100,7 +100,8 @@ TEST(TimeScheme, StartupsUnderConstantAcceleration) {
 }
 
 // A grid of full steps has the uniform scheme's coefficients exactly; a grid with sub-steps
-// reproduces linear motion exactly (v exact, a = 0) through every change of step size.
+// reproduces linear motion exactly (v exact, a = 0) through every change of step size, and
+// uses the variable-step BDF2 differences except where the size grows more than twofold.
 TEST(TimeScheme, GridsAreConsistent) {
   for (Startup su : {Startup::kTrapezoidal, Startup::kConstantVelocity, Startup::kConstantAcceleration,
                      Startup::kBdf1FirstStep}) {
@@ -116,9 +117,9 @@ TEST(TimeScheme, GridsAreConsistent) {
       EXPECT_EQ(g.at(i).a0_a, s.at(i).a0_a);
       EXPECT_EQ(g.at(i).h, s.h);
     }
-    // Sub-steps: depths 0 0 1 1 2 2 1 0 0 0 (the interval of row 3 split as ½, ¼ ¼, then ½ … ).
+    // Sub-steps of sizes h/2^depth; the size grows fourfold from step 12 to 13 (BDF1 there).
     TimeScheme sub = s.grid();
-    const std::vector<int> depth{0, 0, 1, 2, 2, 1, 0, 0, 0, 1, 1, 0, 0};
+    const std::vector<int> depth{0, 0, 1, 2, 2, 1, 0, 0, 0, 1, 2, 2, 0, 0};
     std::vector<double> t{0.0};
     for (std::size_t k = 0; k < depth.size(); ++k) {
       sub.push_step(depth[k], static_cast<int>(k) + 1);
@@ -132,11 +133,23 @@ TEST(TimeScheme, GridsAreConsistent) {
       rates_of(sub, i, q, v0, 0.0, &v, &a);
       EXPECT_NEAR(v, v0, 1e-12) << to_string(su) << " step " << i;
       EXPECT_NEAR(a, 0.0, 1e-9) << to_string(su) << " step " << i;
-      const int expected_order = i == 1 ? s.at(1).order : (depth[i - 1] == depth[i - 2] ? 2 : 1);
+      const int expected_order = i == 1 ? s.at(1).order : (depth[i - 2] - depth[i - 1] >= 2 ? 1 : 2);
       EXPECT_EQ(sub.at(i).order, expected_order) << to_string(su) << " step " << i;
     }
     sub.pop_step();
     EXPECT_EQ(sub.grid_steps(), static_cast<int>(depth.size()) - 1);
+    // Variable-step BDF2 is exact on quadratics: a step whose V and A read only BDF2 forms
+    // (steps 6 and 7: sizes ½ → h → h after ¼ ¼) sees q̈ exactly.
+    if (su == Startup::kConstantVelocity || su == Startup::kConstantAcceleration) {
+      std::vector<double> qq;
+      for (double tk : t) qq.push_back(0.4 + v0 * tk - 2.5 * tk * tk);
+      for (int i : {6, 7, 8}) {
+        double v, a;
+        rates_of(sub, i, qq, v0, -5.0, &v, &a);
+        EXPECT_NEAR(v, v0 - 5.0 * t[i], 1e-10) << to_string(su) << " step " << i;
+        EXPECT_NEAR(a, -5.0, 1e-7) << to_string(su) << " step " << i;
+      }
+    }
   }
 }
 

@@ -59,18 +59,25 @@ StepCoefficients TimeScheme::build_step(int j, int depth, int row) {
     if (startup == Startup::kConstantAcceleration) f.a0 = 0.5 * m * m * rho * rho;
     return f;
   };
+  // BDF coefficients over the nodes t_{m−2}, t_{m−1}, t_m with ω = (t_m − t_{m−1})/(t_{m−1} − t_{m−2})
+  // (variable-step BDF2; ω = 1: 3/2, −2, 1/2), in units of 1/(t_m − t_{m−1}).
+  auto coefficients = [](int o, double omega) {
+    if (o == 1) return std::vector<double>{1.0, -1.0};
+    if (omega == 1.0) return std::vector<double>{1.5, -2.0, 0.5};
+    return std::vector<double>{(1.0 + 2.0 * omega) / (1.0 + omega), -(1.0 + omega), omega * omega / (1.0 + omega)};
+  };
   // h·V of an order-o BDF difference of the states ending at index m, for steps of size ρ h.
-  auto bdf_velocity = [&](int o, int m) {
+  auto bdf_velocity = [&](int o, int m, double omega) {
     RateForm f;
-    const std::vector<double> c = o == 1 ? std::vector<double>{1.0, -1.0} : std::vector<double>{1.5, -2.0, 0.5};
+    const std::vector<double> c = coefficients(o, omega);
     for (int k = 0; k <= o; ++k) f.add(state(m - k), c[k] * inv);
     return f;
   };
   if (j == 1) {
     forms_.clear();
     if (virtual_history) {
-      forms_.push_back(bdf_velocity(model_order, 0));  // h·V_0 (= h v⁰ for BDF2, exact on quadratics)
-      vm1_ = bdf_velocity(model_order, -1);            // h·V_{−1}
+      forms_.push_back(bdf_velocity(model_order, 0, 1.0));  // h·V_0 (= h v⁰ for BDF2, exact on quadratics)
+      vm1_ = bdf_velocity(model_order, -1, 1.0);            // h·V_{−1}
     } else {
       RateForm v0;
       v0.v0 = 1.0;  // V_0 = v⁰
@@ -78,16 +85,19 @@ StepCoefficients TimeScheme::build_step(int j, int depth, int row) {
     }
   }
   ADDSIM_CHECK(static_cast<int>(forms_.size()) == j, "time scheme: steps must be built in order");
-  // Order of step j: the model's in the steady state; BDF1 where the step size changes (the
-  // BDF2 differences need equally spaced states); the start-up's choice at step 1.
+  // Order of step j: the model's, with the variable-step BDF2 differences where the step size
+  // changes (ω = h_j/h_{j−1} = 1/2, 1/4, … or 2); BDF1 where it grows more than twofold (beyond
+  // ω = 1 + √2 variable-step BDF2 loses zero-stability); the start-up's choice at step 1.
   int order = model_order;
   bool trapezoid = false;
+  double omega = 1.0;
   if (model_order == 2) {
     if (j == 1) {
       trapezoid = startup == Startup::kTrapezoidal;
       if (startup == Startup::kTrapezoidal || startup == Startup::kBdf1FirstStep) order = 1;
-    } else if (table_.back().depth != depth) {
-      order = 1;
+    } else {
+      omega = std::ldexp(1.0, table_.back().depth - depth);
+      if (omega > 2.0) order = 1;
     }
   }
   auto velocity_form = [&](int m) -> const RateForm& { return m >= 0 ? forms_[m] : vm1_; };
@@ -98,11 +108,11 @@ StepCoefficients TimeScheme::build_step(int j, int depth, int row) {
     V.add(state(j - 1), -2.0 * inv);
     V.add(forms_[j - 1], -1.0);
   } else {
-    V = bdf_velocity(order, j);
+    V = bdf_velocity(order, j, omega);
   }
   forms_.push_back(V);
   RateForm A;
-  const std::vector<double> c = order == 1 ? std::vector<double>{1.0, -1.0} : std::vector<double>{1.5, -2.0, 0.5};
+  const std::vector<double> c = coefficients(order, omega);
   for (int k = 0; k <= order; ++k) A.add(velocity_form(j - k), c[k] * inv);
 
   StepCoefficients sc;
