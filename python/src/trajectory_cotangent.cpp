@@ -37,6 +37,10 @@ double TrajectoryCotangent::evaluate(const Model& model, const Trajectory& traj,
   if (!with_v) return phi;
 
   // Velocities: v⁰ is the initial velocity itself; v^i (i ≥ 1) the time scheme's combination.
+  if (traj.substepped())
+    throw InputError("vjp: dL_dv of a run with sub-steps (solver.substep_retry) is not supported; pass dL_dq only");
+  if (s.uses_initial_acceleration())
+    throw InputError("vjp: dL_dv with integrator_startup = constant_acceleration is not supported; pass dL_dq only");
   const StateHistory hist = traj.history();
   VecX g_v0 = dl_dv_.row(0).transpose();
   phi += g_v0.dot(traj.v0);

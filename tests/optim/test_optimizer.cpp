@@ -201,9 +201,10 @@ TEST(Optimizer, CmaesConvergesOnATinyProblem) {
 }
 
 TEST(Optimizer, FailedSimulationsAreInfiniteForTheMethodsAndCounted) {
-  // Φ pulls the box down over its first 8 steps (monotone in v_z); v_z ≲ −3.5 m/s inverts an element.
+  // Φ pulls the box down over its first 8 steps (monotone in v_z); v_z ≲ −3.5 m/s inverts an
+  // element (sub-step retry off: the problems' default would rescue most of these runs).
   auto make = [] {
-    auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}});
+    auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}}, {"solver.substep_retry={\"max_depth\": 0}"});
     t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0, 0, -0.5), StepWindow::range(1, 8)));
     return test::make_problem(t);
   };
@@ -242,6 +243,25 @@ TEST(Optimizer, FailedSimulationsAreInfiniteForTheMethodsAndCounted) {
     EXPECT_GT(r.values_best[0], -4.5) << to_string(m);  // a completed run
     EXPECT_LT(r.values_best[0], -1.5) << to_string(m);  // that went downhill
   }
+}
+
+// The problems retry failed steps as sub-steps unless the scene says otherwise: a drop at
+// v_z = −5 m/s, which inverts an element at the nominal step, evaluates with an exact gradient.
+TEST(Optimizer, ProblemsRetryFailedStepsAsSubsteps) {
+  auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}});
+  t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0, 0, -0.5), StepWindow::range(1, 8)));
+  auto problem = test::make_problem(t);
+  const Evaluation e = problem->evaluate(VecX::Constant(1, -5.0), true);
+  EXPECT_FALSE(e.failed) << e.failure;
+  ASSERT_EQ(e.gradient.size(), 1);
+  const double d = 1e-6;
+  const double fd = (problem->evaluate(VecX::Constant(1, -5.0 + d), false).phi -
+                     problem->evaluate(VecX::Constant(1, -5.0 - d), false).phi) / (2.0 * d);
+  EXPECT_NEAR(e.gradient[0], fd, 1e-5 * std::abs(fd));
+  EXPECT_EQ(problem->failures(), 0);
+  auto off = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}}, {"solver.substep_retry={\"max_depth\": 0}"});
+  off->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0, 0, -0.5), StepWindow::range(1, 8)));
+  EXPECT_TRUE(test::make_problem(off)->evaluate(VecX::Constant(1, -5.0), false).failed);
 }
 
 TEST(Optimizer, CmaesOnTwoThreadsFollowsTheSameSearch) {

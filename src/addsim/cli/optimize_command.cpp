@@ -437,6 +437,10 @@ int run_optimize(const Options& opt) {
   // point is the scene's defaults with the optimised values written over them.
   const VecX best_p = apply_named_values(model.params(), model.params().defaults(), result.best);
   json scene = final_task.scene.json;
+  // The evaluations ran with sub-step retry unless the scene set solver.substep_retry
+  // (SimulationProblem): the replay gets it too, so a retried optimum simulates the same.
+  if (model.solver().substep_retry < 0)
+    scene["solver"]["substep_retry"] = json{{"max_depth", kOptimizationSubstepDepth}};
   std::string scene_note = failed_start ? "the simulation at the starting point failed" : "";
   if (!failed_start) {
     absolutize_files(scene, fs::absolute(fs::path(final_task.scene.source)).parent_path());

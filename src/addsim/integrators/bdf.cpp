@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "addsim/core/error.h"
+
 namespace addsim {
 
 bool StateHistory::recharted(int reader, int j) const {
@@ -47,29 +49,40 @@ std::vector<std::pair<const Body*, MatX>> StateHistory::chart_jacobians(int read
 
 void bdf_history_terms(const TimeScheme& s, const StateHistory& hist, int step, VecX& v_hist, VecX& a_hist) {
   const StepCoefficients& c = s.at(step);
+  const double h = c.h;
   v_hist = c.v0_v * hist.v0();
-  a_hist = (c.v0_a / s.h) * hist.v0();
+  a_hist = (c.v0_a / h) * hist.v0();
+  if (c.a0_v != 0.0 || c.a0_a != 0.0) {
+    ADDSIM_CHECK(hist.a0(), "the constant-acceleration start-up needs the initial acceleration a⁰");
+    v_hist += (c.a0_v * h) * *hist.a0();
+    a_hist += c.a0_a * *hist.a0();
+  }
   for (int k = 1; k <= s.window() && step - k >= 0; ++k) {
-    if (c.cv[k] != 0.0) hist.add_scaled_for(step, step - k, c.cv[k] / s.h, v_hist);
-    if (c.ca[k] != 0.0) hist.add_scaled_for(step, step - k, c.ca[k] / (s.h * s.h), a_hist);
+    if (c.cv[k] != 0.0) hist.add_scaled_for(step, step - k, c.cv[k] / h, v_hist);
+    if (c.ca[k] != 0.0) hist.add_scaled_for(step, step - k, c.ca[k] / (h * h), a_hist);
   }
 }
 
 void bdf_rates(const TimeScheme& s, int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, VecX& v, VecX& a) {
   const StepCoefficients& c = s.at(step);
-  v = (c.cv[0] / s.h) * q + v_hist;
-  a = (c.ca[0] / (s.h * s.h)) * q + a_hist;
+  v = (c.cv[0] / c.h) * q + v_hist;
+  a = (c.ca[0] / (c.h * c.h)) * q + a_hist;
 }
 
 JacobianWeights bdf_weights(const TimeScheme& s, int step, int k) {
   if (step - k < 0 || k > s.window()) return {0.0, 0.0, 0.0};
   const StepCoefficients& c = s.at(step);
-  return {k == 0 ? 1.0 : 0.0, c.cv[k] / s.h, c.ca[k] / (s.h * s.h)};
+  return {k == 0 ? 1.0 : 0.0, c.cv[k] / c.h, c.ca[k] / (c.h * c.h)};
 }
 
 JacobianWeights bdf_v0_weights(const TimeScheme& s, int step) {
   const StepCoefficients& c = s.at(step);
-  return {0.0, c.v0_v, c.v0_a / s.h};
+  return {0.0, c.v0_v, c.v0_a / c.h};
+}
+
+JacobianWeights bdf_a0_weights(const TimeScheme& s, int step) {
+  const StepCoefficients& c = s.at(step);
+  return {0.0, c.a0_v * c.h, c.a0_a};
 }
 
 void combine_partials(const JacobianWeights& w, const VecX& kq, const VecX& kv, const VecX& ka, VecX& values) {

@@ -3,7 +3,9 @@
 /// integrator turns the terms' local partials into step Jacobians by the chain rule:
 ///   dr^i/dq^{i-k} = [k = 0] ∂r/∂q + (cv_i[k]/h) ∂r/∂v + (ca_i[k]/h²) ∂r/∂a
 ///   dr^i/dv⁰      = v0_v,i ∂r/∂v + (v0_a,i/h) ∂r/∂a
-/// where (cv_i, ca_i, v0_v,i, v0_a,i) = TimeScheme::at(i); terms never see which
+///   dr^i/da⁰      = a0_v,i h ∂r/∂v + a0_a,i ∂r/∂a
+/// where (cv_i, ca_i, v0_v,i, v0_a,i, a0_v,i, a0_a,i, h = h_i) = TimeScheme::at(i) (a time
+/// grid's steps have their own h_i); terms never see which
 /// integrator runs and the integrator never sees which terms exist.
 
 #include <vector>
@@ -24,11 +26,13 @@ struct ChartSwitch {
   const Body* body = nullptr;
 };
 
-/// Stored states q^0 … q^m of a run plus the initial velocity v⁰ and the chart switches.
+/// Stored states q^0 … q^m of a run plus the initial velocity v⁰, the initial acceleration
+/// a⁰ (constant-acceleration start-up only; null otherwise) and the chart switches.
 class StateHistory {
  public:
-  StateHistory(const std::vector<VecX>* q, const VecX* v0, const std::vector<ChartSwitch>* charts = nullptr)
-      : q_(q), v0_(v0), charts_(charts) {}
+  StateHistory(const std::vector<VecX>* q, const VecX* v0, const std::vector<ChartSwitch>* charts = nullptr,
+               const VecX* a0 = nullptr)
+      : q_(q), v0_(v0), charts_(charts), a0_(a0) {}
   /// Adds w · q^j to out (|q|); j ≥ 0 and already stored (in its own chart).
   void add_scaled(int j, double w, VecX& out) const { out += w * (*q_)[j]; }
   /// Adds w · q^j as step `reader` > j reads it: in the chart of step `reader` (every
@@ -42,6 +46,8 @@ class StateHistory {
   /// restricted to the body's block (dof_count × dof_count), composed over the switches.
   std::vector<std::pair<const Body*, MatX>> chart_jacobians(int reader, int j) const;
   const VecX& v0() const { return *v0_; }
+  /// a⁰, or null when the start-up does not read it.
+  const VecX* a0() const { return a0_; }
   /// Number of DOFs |q|.
   int size() const { return static_cast<int>(v0_->size()); }
 
@@ -49,6 +55,7 @@ class StateHistory {
   const std::vector<VecX>* q_;
   const VecX* v0_;
   const std::vector<ChartSwitch>* charts_;
+  const VecX* a0_;
 };
 
 /// The parts of v^i and a^i that do not depend on q^i (past states and v⁰).
@@ -61,6 +68,8 @@ void bdf_rates(const TimeScheme& s, int step, const VecX& q, const VecX& v_hist,
 JacobianWeights bdf_weights(const TimeScheme& s, int step, int k);
 /// Weights of dr^i/dv⁰ (non-zero only in the start-up steps).
 JacobianWeights bdf_v0_weights(const TimeScheme& s, int step);
+/// Weights of dr^i/da⁰ (non-zero only in the constant-acceleration start-up steps).
+JacobianWeights bdf_a0_weights(const TimeScheme& s, int step);
 
 /// values = wq·kq + wv·kv + wa·ka (value arrays over one pattern).
 void combine_partials(const JacobianWeights& w, const VecX& kq, const VecX& kv, const VecX& ka, VecX& values);

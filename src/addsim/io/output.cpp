@@ -168,6 +168,11 @@ json make_summary(const Scene& scene, const Trajectory& traj, const std::string&
   j["factorizations_total"] = factorizations;
   j["background_factorizations_total"] = background;
   j["krylov_iterations_total"] = krylov;
+  j["integrator_startup"] = to_string(s.startup);
+  // Steps retried as sub-steps (solver.substep_retry, docs/solver.md) and the internal steps run.
+  j["substepped_steps"] = std::count_if(traj.reports.begin(), traj.reports.end(),
+                                        [](const StepReport& r) { return r.substeps > 1; });
+  j["internal_steps"] = traj.internal_steps();
   j["completed"] = traj.completed();
   j["failure"] = traj.completed() ? json(nullptr) : json(traj.failure);
   j["failed_step"] = traj.failed_step >= 0 ? json(traj.failed_step) : json(nullptr);

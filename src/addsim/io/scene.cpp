@@ -60,7 +60,12 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
   if (r.has("kt")) {
     const double kt = r.number("kt", std::nullopt, Bound::kNonNegative);
     b.contact.kt_param = params.add("contact.kt", "", ParamKind::kContact, VecX::Constant(1, kt), 1, 1, 0.0, inf);
+    if (r.has("kt_rule")) r.fail("kt_rule", "applies only without contact.kt (k_t = k_n h_t); remove one of the two");
   }
+  // k_t = k_n h ("h", the paper's text) or k_n h / cv[0] ("effective_step": (2/3) h for BDF2,
+  // the step in BDF2's velocity v = (3/2)(q^i − …)/h; the authors' code) — docs/contact.md.
+  if (r.choice("kt_rule", "h", {"h", "effective_step"}) == "effective_step")
+    b.contact.kt_step_factor = 1.0 / b.model->scheme().cv[0];
   // C¹ normal-penalty width (m, docs/contact.md); absent = 0 = eq. linPenN exactly, and no entry in p.
   if (r.has("smoothing")) {
     const double w = r.number("smoothing", std::nullopt, Bound::kNonNegative);
@@ -72,6 +77,9 @@ void parse_contact(ObjectReader& top, SceneBuilder& b) {
   }
   r.finish();
 }
+
+// Deepest sub-step retry a scene may ask for: a step split 2^10 ways is already 1,024 solves.
+constexpr int kMaxSubstepDepth = 10;
 
 void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   static const json kEmpty = json::object();
@@ -90,6 +98,14 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
+  if (r.has("substep_retry")) {
+    ObjectReader retry(r.raw("substep_retry"), "solver.substep_retry", source);
+    s.substep_retry = retry.integer("max_depth", std::nullopt, 0);
+    if (s.substep_retry > kMaxSubstepDepth)
+      retry.fail("max_depth", "must be at most " + std::to_string(kMaxSubstepDepth) + " (sub-steps of h/" +
+                                  std::to_string(1 << kMaxSubstepDepth) + "), got " + std::to_string(s.substep_retry));
+    retry.finish();
+  }
   r.finish();
 }
 
@@ -315,7 +331,13 @@ Scene build_scene(const json& doc, const std::string& source) {
   const double dt = top.number("dt", 0.01, Bound::kPositive);
   const int steps = top.integer("steps", 100, 1);
   const std::string integrator = top.choice("integrator", "bdf2", {"bdf1", "bdf2"});
-  model.scheme_mut() = TimeScheme::make(integrator == "bdf1" ? Integrator::kBdf1 : Integrator::kBdf2, dt, steps);
+  const std::string startup = top.choice(
+      "integrator_startup", "trapezoidal", {"trapezoidal", "constant_velocity", "constant_acceleration", "bdf1_first_step"});
+  const Startup su = startup == "constant_velocity"       ? Startup::kConstantVelocity
+                     : startup == "constant_acceleration" ? Startup::kConstantAcceleration
+                     : startup == "bdf1_first_step"       ? Startup::kBdf1FirstStep
+                                                          : Startup::kTrapezoidal;
+  model.scheme_mut() = TimeScheme::make(integrator == "bdf1" ? Integrator::kBdf1 : Integrator::kBdf2, dt, steps, su);
   b.gravity = top.vec3("gravity", Vec3(0.0, 0.0, -9.81));
   scene.gravity = b.gravity;
   parse_solver(top, model, source);

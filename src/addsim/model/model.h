@@ -32,6 +32,10 @@ struct SolverSettings {
   /// Threads of one simulation: with 2, the element loops of every evaluation are split with
   /// a helper thread (Simulator::evaluate). Results then differ from 1 thread at round-off.
   int threads = 1;
+  /// Sub-step retry depth (solver.substep_retry.max_depth): a step that fails is solved again
+  /// as sub-steps down to h / 2^depth (Simulator). −1: not set (off for simulate, on for
+  /// optimisation problems); 0: off.
+  int substep_retry = -1;
 };
 
 class Model {

@@ -45,6 +45,10 @@ SimulationProblem::SimulationProblem(const Model& model, const Objective& object
     upper_[k] = hi;
   }
   for (int s = 0; s < slots; ++s) simulators_.push_back(std::make_unique<Simulator>(model_, threads_per_slot));
+  // A step that fails is retried as sub-steps unless the scene says otherwise
+  // (solver.substep_retry): a start far from the optimum (a 10× softer material) must simulate.
+  if (model_.solver().substep_retry < 0)
+    for (auto& sim : simulators_) sim->set_substep_retry({kOptimizationSubstepDepth});
 }
 
 VecX SimulationProblem::project(const VecX& x) const { return x.cwiseMax(lower_).cwiseMin(upper_); }

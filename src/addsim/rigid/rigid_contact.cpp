@@ -197,7 +197,7 @@ void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
       active = true;
       Mat36 Pv;
       Pv << Mat3::Identity(), pk.Xv;
-      const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + ctx.scheme.h * f.df_dkt);
+      const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + tangential_step(settings_, ctx.scheme.h) * f.df_dkt);
       block.col(0) -= Pv.transpose() * dkn;
       block.col(1) -= Pv.transpose() * f.df_dcf;
       if (col_kd >= 0) block.col(col_kd) -= Pv.transpose() * f.df_dkd;

@@ -88,7 +88,7 @@ void rigid_slip_correction_param_derivatives(const RigidContactTerm& term, const
   if (pen.regime == ContactRegime::kSeparated) return;
   const ContactForce slip = friction_force(s.x, s.xdot, obstacle, c, FrictionMode::kCoulomb);
   // k_t = k_n h when derived: the penalty's ∂/∂k_t enters the k_n column.
-  const Vec3 pen_dkn = settings.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + ctx.scheme.h * pen.df_dkt);
+  const Vec3 pen_dkn = settings.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + tangential_step(settings, ctx.scheme.h) * pen.df_dkt);
   int idx[4];
   Eigen::Matrix<double, 6, 4> block;
   int m = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "addsim/sensitivity/step_linearization.h"
+#include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/reused_factorization.h"
 
 namespace addsim {
@@ -25,13 +26,15 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
                                 const std::function<void(int done, int total)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   require_complete_trajectory(model, traj, "adjoint");
-  const TimeScheme& s = model.scheme();
-  const int n = s.steps;
+  // The sweep runs over the internal steps (the output steps, or a sub-stepped run's grid);
+  // ∂Φ/∂q^k of output step k enters at its internal step.
+  const TimeScheme& s = traj.scheme(model.scheme());
+  const int n = traj.internal_steps();
   const int K = s.window();
   const int nq = model.num_dofs();
 
   // Objective value and its partials ∂Φ/∂q^i (sparse in time), ∂Φ/∂p.
-  ObjectiveGradient og(nq, model.params().size(), n);
+  ObjectiveGradient og(nq, model.params().size(), model.scheme().steps);
   GradientResult out;
   out.phi = objective.evaluate(model, traj, &og);
   out.dphi_dp = og.dphi_dp();
@@ -39,7 +42,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   // acc[j mod (K+1)] collects Σ_{k≥1} (dr^{j+k}/dq^j)ᵀ λ^{j+k} for the K steps below the
   // current one; gq0, gv0 collect −(dr^i/dq⁰)ᵀ λ^i and −(dr^i/dv⁰)ᵀ λ^i of the start-up steps.
   std::vector<VecX> acc(K + 1, VecX::Zero(nq));
-  VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq);
+  VecX gq0 = VecX::Zero(nq), gv0 = VecX::Zero(nq), ga0 = VecX::Zero(nq);  // ga0: −Σ (dr^i/da⁰)ᵀ λ^i
   VecX rhs(nq), lambda(nq), guess(nq), sink_lambda(nq);
   std::array<VecX, 3> later_lambda{VecX(nq), VecX(nq), VecX(nq)};  // λ^{i+2}, λ^{i+3}, λ^{i+4} at step i
   // Only the products of the history blocks with λ^i are needed: they are formed without
@@ -65,7 +68,8 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     // Right-hand side: (∂Φ/∂q^i)ᵀ minus the later steps' history products.
     VecX& acc_i = acc[i % (K + 1)];
     rhs = -acc_i;
-    if (const VecX* g = og.find_dphi_dq(i)) rhs += *g;
+    if (const int k = traj.output_of(i); k >= 0)
+      if (const VecX* g = og.find_dphi_dq(k)) rhs += *g;
     acc_i.setZero();
     // (dr^i/dq^i)ᵀ λ^i = rhs.
     // GMRES starts from the cubic extrapolation 4λ^{i+1} − 6λ^{i+2} + 4λ^{i+3} − λ^{i+4} of
@@ -78,7 +82,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
     std::swap(later_lambda[1], later_lambda[2]);
     std::swap(later_lambda[0], later_lambda[1]);
     later_lambda[0] = lambda;
-    lu->set_configuration(traj.q[i]);
+    lu->set_configuration(traj.state(i));
     if (!lu->solve(lin.step_jacobian(), rhs, lambda, /*transpose=*/true, 0.0, i < n ? &guess : nullptr))
       throw SimulationError("adjoint: step Jacobian dr/dq of step " + std::to_string(i) + " is singular", i);
     if (!lambda.allFinite())
@@ -94,6 +98,7 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
         gq0 -= lin.history_product(k);
     }
     if (lin.depends_on_v0()) gv0 -= lin.v0_product();
+    if (lin.depends_on_a0()) ga0 -= lin.a0_product();
   };
 
   // Fresh LUs: the steps just before a forward step that factorised (on its own thread or
@@ -106,14 +111,14 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
   std::vector<char> fresh(n + 1, 0);
   if (lu->reuses())
     for (int i = 1; i < n; ++i)
-      fresh[i] = traj.reports[i].factorizations + traj.reports[i].background_factorizations > 0;
+      fresh[i] = traj.internal_report(i + 1).factorizations + traj.internal_report(i + 1).background_factorizations > 0;
   long fresh_factorizations = 0;
   auto make_spare = [&] { return make_linear_solver(model.solver().linear_solver, &model.pattern()); };
   // Adopts `spare`, factorised for step i's Jacobian (`ok`: not singular); a singular one is
   // left to the reuse rule, whose own factorisation reports it.
   auto adopt_fresh = [&](std::unique_ptr<LinearSolver>& spare, bool ok, int i) {
     if (!ok) return;
-    spare = lu->adopt(std::move(spare), traj.q[i]);
+    spare = lu->adopt(std::move(spare), traj.state(i));
     ++fresh_factorizations;
   };
 
@@ -304,6 +309,12 @@ GradientResult gradient_adjoint(const Model& model, const Trajectory& traj, cons
 
   // Initial state: ∂Φ/∂q⁰ plus the history products, chained through q⁰(p), v⁰(p).
   if (const VecX* g = og.find_dphi_dq(0)) gq0 += *g;
+  // Constant-acceleration start-up: a⁰(q⁰, v⁰, p) is implicit in the dynamics at t₀.
+  if (s.uses_initial_acceleration()) {
+    InitialAcceleration a0(model);
+    a0.linearize(traj.q0, traj.v0, traj.a0, traj.p);
+    a0.vjp(ga0, gq0, gv0, out.dphi_dp);
+  }
   for (const auto& b : model.bodies()) b->initial_state_vjp(traj.p, gq0, gv0, out.dphi_dp);
   out.factorizations = lu->stats().factorizations + fresh_factorizations;
   out.krylov_iterations = lu->stats().krylov_iterations;

@@ -44,7 +44,7 @@ int ContactSignature::contact_steps() const {
 
 ContactSignature contact_signature(const Model& model, const Trajectory& traj) {
   ADDSIM_CHECK(model.finalized(), "the model must be finalised");
-  const TimeScheme& s = model.scheme();
+  const TimeScheme& s = traj.scheme(model.scheme());
   std::vector<const PointContactTerm*> points;
   std::vector<const RigidContactTerm*> rigids;
   ContactSignature out;
@@ -63,21 +63,22 @@ ContactSignature contact_signature(const Model& model, const Trajectory& traj) {
                               " / " + rc->obstacles()[o]->name());
     }
   }
-  const int m = static_cast<int>(traj.q.size()) - 1;
+  // Over the internal steps (a sub-stepped run's grid included).
+  const int m = traj.internal_steps();
   const StateHistory hist = traj.history();
   VecX q, v, a, v_hist, a_hist;
   for (int i = 1; i <= m; ++i) {
     // Rates at the converged state, as the forward step formed them.
     bdf_history_terms(s, hist, i, v_hist, a_hist);
-    q = traj.q[i];
+    q = traj.state(i);
     bdf_rates(s, i, q, v_hist, a_hist, v, a);
-    const TermContext ctx{q, v, a, traj.p, i, s};
+    const TermContext ctx{q, v, a, traj.p, s.row(i), s};
     // Hybrid labels of the step: held points (by DOF, or body DOF and proxy point) and sliding ones.
     std::set<std::tuple<DofIndex, int, int>> held;
     std::set<std::tuple<const PointContactTerm*, int, int>> sliding;
     std::set<std::tuple<const RigidContactTerm*, int, int>> rigid_sliding;
-    if (i <= static_cast<int>(traj.reports.size())) {
-      const ContactState& c = traj.reports[i - 1].contact;
+    if (traj.substepped() || i <= static_cast<int>(traj.reports.size())) {
+      const ContactState& c = traj.internal_report(i).contact;
       for (const StickPoint& sp : c.sticking) held.insert({sp.dof, sp.point, sp.obstacle});
       for (const StickPoint& sp : c.rigid_sticking) held.insert({sp.dof, sp.point, sp.obstacle});
       for (const SlipPoint& sp : c.sliding) sliding.insert({sp.term, sp.k, sp.obstacle});

@@ -8,6 +8,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/step_linearization.h"
+#include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/worker_thread.h"
 
@@ -17,9 +18,12 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
                              std::span<const int> params, const DirectOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   require_complete_trajectory(model, traj, "direct sensitivities");
-  const TimeScheme& s = model.scheme();
+  // The pass runs over the internal steps (the output steps, or a sub-stepped run's grid);
+  // outputs (∂Φ/∂q^k, kept sensitivities) belong to the output steps.
+  const TimeScheme& s = traj.scheme(model.scheme());
   const SparsePattern& pattern = model.pattern();
-  const int n = s.steps;
+  const int n = traj.internal_steps();
+  const int n_out = model.scheme().steps;
   const int K = s.window();
   const int nq = model.num_dofs();
   const int np = model.params().size();
@@ -39,7 +43,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
     throw InputError("direct sensitivities: direction has " + std::to_string(options.direction.size()) +
                      " weights for " + std::to_string(m) + " listed parameters");
 
-  ObjectiveGradient og(nq, np, n);
+  ObjectiveGradient og(nq, np, n_out);
   DirectResult out;
   out.phi = objective.evaluate(model, traj, &og);
   out.dphi_dp.resize(m);
@@ -49,19 +53,26 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   // ring[c][i mod R] = s^i_c for the last R steps (the K the history reads, and the four the
   // initial guess extrapolates from).
   const int R = std::max(K + 1, 5);
-  std::vector<VecX> dq0(m, VecX::Zero(nq)), dv0(m, VecX::Zero(nq));
+  std::vector<VecX> dq0(m, VecX::Zero(nq)), dv0(m, VecX::Zero(nq)), da0(m);
   std::vector<std::vector<VecX>> ring(m, std::vector<VecX>(R, VecX::Zero(nq)));
+  // Constant-acceleration start-up: da⁰/dp_j from the dynamics at t₀ (solver/initial_acceleration.h).
+  std::unique_ptr<InitialAcceleration> a0;
+  if (s.uses_initial_acceleration()) {
+    a0 = std::make_unique<InitialAcceleration>(model);
+    a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
+  }
   for (int c = 0; c < m; ++c) {
     for (const auto& b : model.bodies()) b->initial_state_jvp(traj.p, params[c], dq0[c], dv0[c]);
+    if (a0) da0[c] = a0->jvp(params[c], dq0[c], dv0[c]);
     ring[c][0] = dq0[c];
     if (const VecX* g = og.find_dphi_dq(0)) out.dphi_dp[c] += g->dot(dq0[c]);
   }
   if (keep >= 0) {
-    out.sensitivities.reserve(n + 1);
+    out.sensitivities.reserve(n_out + 1);
     out.sensitivities.push_back(dq0[keep]);
   }
   if (directional) {
-    out.directional.assign(n + 1, VecX::Zero(nq));
+    out.directional.assign(n_out + 1, VecX::Zero(nq));
     for (int c = 0; c < m; ++c) out.directional[0] += options.direction[c] * dq0[c];
   }
 
@@ -74,8 +85,9 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
   VecX rhs(nq), sol(nq), guess(nq);
   // Step i with its linearisation `lin`: s^i_j for every listed parameter.
   auto forward_step = [&](const StepLinearization& lin, int i) {
-    lu->set_configuration(traj.q[i]);
-    const VecX* g = og.find_dphi_dq(i);
+    lu->set_configuration(traj.state(i));
+    const int out_step = traj.output_of(i);
+    const VecX* g = out_step >= 0 ? og.find_dphi_dq(out_step) : nullptr;
     for (int c = 0; c < m; ++c) {
       // rhs = −(∂r^i/∂p_j + Σ_k dr^i/dq^{i-k} s^{i-k}_j + dr^i/dv⁰ ∂v⁰/∂p_j).
       rhs.setZero();
@@ -85,6 +97,7 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
       for (int k = 1; k <= K && i - k >= 0; ++k)
         pattern.multiply_add(lin.history_jacobian(k), ring[c][(i - k) % R], rhs);
       if (lin.depends_on_v0()) pattern.multiply_add(lin.v0_jacobian(), dv0[c], rhs);
+      if (lin.depends_on_a0()) pattern.multiply_add(lin.a0_jacobian(), da0[c], rhs);
       rhs = -rhs;
       // GMRES starts from the cubic extrapolation of s^{i-1}_j … s^{i-4}_j (lower orders
       // while fewer exist): sensitivities change smoothly from step to step. Cylinder drop,
@@ -102,8 +115,8 @@ DirectResult gradient_direct(const Model& model, const Trajectory& traj, const O
                               i);
       ring[c][i % R] = sol;
       if (g) out.dphi_dp[c] += g->dot(sol);
-      if (c == keep) out.sensitivities.push_back(sol);
-      if (directional) out.directional[i] += options.direction[c] * sol;
+      if (out_step >= 0 && c == keep) out.sensitivities.push_back(sol);
+      if (out_step >= 0 && directional) out.directional[out_step] += options.direction[c] * sol;
     }
   };
 

@@ -16,6 +16,8 @@ StepLinearization::StepLinearization(const Model& model, History history)
   a_hist_.setZero(n);
   jac_.setZero(nnz);
   v0_jac_.setZero(nnz);
+  a0_jac_.setZero(nnz);
+  a0_prod_.setZero(n);
   hist_jac_.assign(model.scheme().window(), VecX::Zero(nnz));
   hist_prod_.assign(model.scheme().window(), VecX::Zero(n));
   uv_.setZero(n);
@@ -44,40 +46,46 @@ void StepLinearization::apply_chart_jacobian(const Body& body, const MatX& G, Ve
 }
 
 void StepLinearization::evaluate(const Trajectory& traj, int i) {
-  const TimeScheme& s = model_.scheme();
-  ADDSIM_CHECK(i >= 1 && i < static_cast<int>(traj.q.size()), "step outside the recorded trajectory");
+  const TimeScheme& s = traj.scheme(model_.scheme());
+  scheme_ = &s;
+  ADDSIM_CHECK(i >= 1 && i <= traj.internal_steps(), "step outside the recorded trajectory");
   step_ = i;
   traj_ = &traj;
   p_ = &traj.p;
   // Rates at the converged state, exactly as the forward step formed them.
   const StateHistory hist = traj.history();
   bdf_history_terms(s, hist, i, v_hist_, a_hist_);
-  q_ = traj.q[i];
+  q_ = traj.state(i);
   bdf_rates(s, i, q_, v_hist_, a_hist_, v_, a_);
   // Local partials of every term, then the chain rule through the BDF weights.
-  const TermContext ctx{q_, v_, a_, traj.p, i, s};
+  const TermContext ctx{q_, v_, a_, traj.p, s.row(i), s};
+  // The step's contact state (hybrid labels); a hand-built trajectory may have no reports.
+  const StepReport* report =
+      traj.substepped() || i <= static_cast<int>(traj.reports.size()) ? &traj.internal_report(i) : nullptr;
   assembly_.reset(EvalMode::kResidualAndJacobians);
   for (const auto& t : model_.terms()) t->evaluate(ctx, assembly_);
   // Hybrid contact (paper §4.3): released points feel the sliding force, not the penalty.
   slips_.clear();
-  if (i <= static_cast<int>(traj.reports.size())) slips_ = traj.reports[i - 1].contact.sliding;
+  if (report) slips_ = report->contact.sliding;
   add_slip_corrections(slips_, ctx, assembly_);
   rigid_slips_.clear();
-  if (i <= static_cast<int>(traj.reports.size())) rigid_slips_ = traj.reports[i - 1].contact.rigid_sliding;
+  if (report) rigid_slips_ = report->contact.rigid_sliding;
   add_rigid_slip_corrections(rigid_slips_, ctx, assembly_);
   combine_partials(bdf_weights(s, i, 0), assembly_.kq, assembly_.kv, assembly_.ka, jac_);
   // Rigid stick constraints (hybrid): r_c = P v + (I − P) r per body, before the chart
   // Jacobians so that ∂v/∂q^{i−k} = wv_k G carries the chart switch; ∂P/∂q^i only in jac_.
   bodies_.clear();
-  if (i <= static_cast<int>(traj.reports.size())) bodies_ = traj.reports[i - 1].contact.bodies;
+  if (report) bodies_ = report->contact.bodies;
   if (!bodies_.empty() && stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
   stick_rows_.constrain_body_matrix(bodies_, bdf_weights(s, i, 0).wv, true, jac_);
   const JacobianWeights w_v0 = bdf_v0_weights(s, i);
   depends_on_v0_ = w_v0.wq != 0.0 || w_v0.wv != 0.0 || w_v0.wa != 0.0;
+  const JacobianWeights w_a0 = bdf_a0_weights(s, i);
+  depends_on_a0_ = w_a0.wq != 0.0 || w_a0.wv != 0.0 || w_a0.wa != 0.0;
   // Hybrid contact (paper §4.3): the step's stick constraints T̄ ẋ^i = 0 replace their rows in
   // every Jacobian, with ∂ẋ^i/∂(state) = wv of its weights (terms/stick_constraints.h).
   sticks_.clear();
-  if (i <= static_cast<int>(traj.reports.size())) sticks_ = traj.reports[i - 1].contact.sticking;
+  if (report) sticks_ = report->contact.sticking;
   if (!sticks_.empty()) {
     if (stick_rows_.empty()) stick_rows_ = StickRows(model_.pattern());
     stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, 0).wv, jac_);
@@ -89,7 +97,7 @@ void StepLinearization::evaluate(const Trajectory& traj, int i) {
 }
 
 void StepLinearization::form_history_matrices(const StateHistory& hist) {
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = *scheme_;
   const int i = step_;
   // Rigid stick constraints before the chart Jacobians, so that ∂v/∂q^{i−k} = wv_k G carries
   // the chart switch.
@@ -103,14 +111,18 @@ void StepLinearization::form_history_matrices(const StateHistory& hist) {
   const JacobianWeights w_v0 = bdf_v0_weights(s, i);
   if (depends_on_v0_) combine_partials(w_v0, assembly_.kq, assembly_.kv, assembly_.ka, v0_jac_);
   if (depends_on_v0_) stick_rows_.constrain_body_matrix(bodies_, w_v0.wv, false, v0_jac_);
+  const JacobianWeights w_a0 = bdf_a0_weights(s, i);
+  if (depends_on_a0_) combine_partials(w_a0, assembly_.kq, assembly_.kv, assembly_.ka, a0_jac_);
+  if (depends_on_a0_) stick_rows_.constrain_body_matrix(bodies_, w_a0.wv, false, a0_jac_);
   if (!sticks_.empty()) {
     for (int k = 1; k <= s.window(); ++k) stick_rows_.constrain_matrix(sticks_, bdf_weights(s, i, k).wv, hist_jac_[k - 1]);
     if (depends_on_v0_) stick_rows_.constrain_matrix(sticks_, w_v0.wv, v0_jac_);
+    if (depends_on_a0_) stick_rows_.constrain_matrix(sticks_, w_a0.wv, a0_jac_);
   }
 }
 
 void StepLinearization::history_vjp(const VecX& lambda) {
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = *scheme_;
   const SparsePattern& pat = model_.pattern();
   const int i = step_;
   if (have_history_matrices_) {
@@ -121,6 +133,10 @@ void StepLinearization::history_vjp(const VecX& lambda) {
     if (depends_on_v0_) {
       v0_prod_.setZero();
       pat.transpose_multiply_add(v0_jac_, lambda, v0_prod_);
+    }
+    if (depends_on_a0_) {
+      a0_prod_.setZero();
+      pat.transpose_multiply_add(a0_jac_, lambda, a0_prod_);
     }
     return;
   }
@@ -157,10 +173,14 @@ void StepLinearization::history_vjp(const VecX& lambda) {
     ADDSIM_CHECK(w.wq == 0.0, "start-up Jacobian with a ∂r/∂q part");
     v0_prod_ = w.wv * uv_ + w.wa * ua_;
   }
+  if (depends_on_a0_) {
+    const JacobianWeights w = bdf_a0_weights(s, i);
+    a0_prod_ = w.wv * uv_ + w.wa * ua_;
+  }
 }
 
 void StepLinearization::param_derivatives(ParamSink& sink) const {
-  const TermContext ctx{q_, v_, a_, *p_, step_, model_.scheme()};
+  const TermContext ctx{q_, v_, a_, *p_, scheme_->row(step_), *scheme_};
   for (const auto& t : model_.terms()) t->param_derivatives(ctx, sink);
   slip_corrections_param_derivatives(slips_, ctx, sink);
   rigid_slip_corrections_param_derivatives(rigid_slips_, ctx, sink);

@@ -59,7 +59,8 @@ class StepLinearization {
   /// outlive the use of this step's results).
   void evaluate(const Trajectory& traj, int i);
 
-  /// dr^i/dq^i = ∂r/∂q + (cv_i[0]/h) ∂r/∂v + (ca_i[0]/h²) ∂r/∂a (nnz values).
+  /// dr^i/dq^i = ∂r/∂q + (cv_i[0]/h) ∂r/∂v + (ca_i[0]/h²) ∂r/∂a (nnz values). Steps are the
+  /// trajectory's internal steps (Trajectory::internal_steps(); its own grid if sub-stepped).
   const VecX& step_jacobian() const { return jac_; }
   /// dr^i/dq^{i-k} = (cv_i[k]/h) ∂r/∂v + (ca_i[k]/h²) ∂r/∂a for k ∈ [1, K] (nnz values;
   /// zero when i − k < 0). History::kMatrices only.
@@ -86,6 +87,15 @@ class StepLinearization {
   const VecX& v0_product() const { return v0_prod_; }
   /// True in the start-up steps whose rates read the initial velocity v⁰ directly.
   bool depends_on_v0() const { return depends_on_v0_; }
+  /// dr^i/da⁰ = a0_v,i h ∂r/∂v + a0_a,i ∂r/∂a (constant-acceleration start-up; meaningful if
+  /// depends_on_a0(); History::kMatrices only) and its transposed product with the λ of
+  /// history_vjp().
+  const VecX& a0_jacobian() const {
+    ADDSIM_CHECK(history_ == History::kMatrices, "history matrices are not formed in History::kProducts");
+    return a0_jac_;
+  }
+  const VecX& a0_product() const { return a0_prod_; }
+  bool depends_on_a0() const { return depends_on_a0_; }
   /// Residual r^i at the stored state (|q|), for checks: ‖r‖ is the forward tolerance.
   const VecX& residual() const { return assembly_.r; }
   /// Adds ∂r^i/∂p through `sink` (every term's param_derivatives at the stored state).
@@ -120,7 +130,7 @@ class StepLinearization {
   // The step's history blocks are stored in hist_jac_, v0_jac_ (always in kMatrices; in
   // kProducts only for steps with stick constraints, whose rows they replace).
   bool have_history_matrices_ = false;
-  VecX q_, v_, a_, v_hist_, a_hist_, jac_, v0_jac_;
+  VecX q_, v_, a_, v_hist_, a_hist_, jac_, v0_jac_, a0_jac_, a0_prod_;
   std::vector<VecX> hist_jac_;
   VecX uv_, ua_, v0_prod_;  ///< (∂r/∂v)ᵀλ, (∂r/∂a)ᵀλ, (dr^i/dv⁰)ᵀλ
   std::vector<VecX> hist_prod_;
@@ -128,6 +138,8 @@ class StepLinearization {
   const VecX* p_ = nullptr;
   int step_ = 0;
   bool depends_on_v0_ = false;
+  bool depends_on_a0_ = false;
+  const TimeScheme* scheme_ = nullptr;  ///< the evaluated trajectory's scheme of internal steps
 };
 
 }  // namespace addsim

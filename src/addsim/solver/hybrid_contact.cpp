@@ -309,7 +309,7 @@ int HybridContact::update_rigid_labels(const TermContext& ctx, const VecX& r, Co
 
 StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistory& hist, const VecX& p, VecX& q) {
   const auto t_step = Clock::now();
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = sim.scheme();
   const SolverSettings& opt = model_.solver();
   Assembly& assembly = sim.assembly();
   StepReport rep;
@@ -385,7 +385,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
     if (norm < std::max(switch_tol, tol)) {
       // assembly holds the full evaluation at q (with Jacobians): labels may change here.
       bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
-      const TermContext ctx{q, v_, a_, p, step, s};
+      const TermContext ctx{q, v_, a_, p, s.row(step), s};
       const int changed = update_labels(ctx, assembly.r, nullptr) + update_rigid_labels(ctx, assembly.r, nullptr);
       const bool unlag = changed == 0 && lagged;
       if (unlag) {
@@ -452,7 +452,7 @@ StepReport HybridContact::solve_step(Simulator& sim, int step, const StateHistor
   }
   if (rep.converged) {
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
-    const TermContext ctx{q, v_, a_, p, step, s};
+    const TermContext ctx{q, v_, a_, p, s.row(step), s};
     update_labels(ctx, assembly.r, &rep.contact);
     update_rigid_labels(ctx, assembly.r, &rep.contact);
   }

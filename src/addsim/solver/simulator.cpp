@@ -8,6 +8,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/solver/hybrid_contact.h"
+#include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/newton_step.h"
 #include "addsim/solver/sqp_solver.h"
 #include "addsim/solver/step_common.h"
@@ -46,22 +47,33 @@ const char* to_string(StepAcceptance a) {
   return "?";
 }
 
+int Trajectory::output_of(int j) const {
+  if (!substepped()) return j;
+  const auto it = std::lower_bound(output_index.begin(), output_index.end(), j);
+  return it != output_index.end() && *it == j ? static_cast<int>(it - output_index.begin()) : -1;
+}
+
+void Trajectory::internal_rates(const TimeScheme& s, int j, VecX& v, VecX& a) const {
+  VecX v_hist, a_hist;
+  bdf_history_terms(s, history(), j, v_hist, a_hist);
+  bdf_rates(s, j, state(j), v_hist, a_hist, v, a);
+}
+
 VecX Trajectory::velocity(const TimeScheme& s, int i) const {
   if (i == 0) return v0;
-  VecX v_hist, a_hist, v, a;
-  bdf_history_terms(s, history(), i, v_hist, a_hist);
-  bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
+  VecX v, a;
+  internal_rates(scheme(s), substepped() ? output_index[i] : i, v, a);
   return v;
 }
 
 VecX Trajectory::acceleration(const TimeScheme& s, int i) const {
-  VecX v_hist, a_hist, v, a;
-  bdf_history_terms(s, history(), i, v_hist, a_hist);
-  bdf_rates(s, i, q[i], v_hist, a_hist, v, a);
+  VecX v, a;
+  internal_rates(scheme(s), substepped() ? output_index[i] : i, v, a);
   return a;
 }
 
 Simulator::Simulator(const Model& model, int threads) : model_(model) {
+  retry_.max_depth = std::max(0, model.solver().substep_retry);
   ADDSIM_CHECK(model.finalized(), "the model must be finalised before simulating");
   assembly_ = Assembly(&model.pattern(), &model.stencils());
   if (threads <= 0) threads = model.solver().threads;
@@ -185,9 +197,9 @@ bool Simulator::admissible(const TermContext& ctx, std::string* why) const {
 double Simulator::evaluate_trial(int step, const VecX& q, const VecX& v_hist, const VecX& a_hist, const VecX& p,
                                  EvalMode mode, VecX& v, VecX& a, Assembly& out, std::string* why,
                                  const std::function<const VecX&(const TermContext&)>& finish) const {
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = scheme();
   bdf_rates(s, step, q, v_hist, a_hist, v, a);
-  const TermContext ctx{q, v, a, p, step, s};
+  const TermContext ctx{q, v, a, p, s.row(step), s};
   if (!admissible(ctx, why)) return std::numeric_limits<double>::infinity();
   out.reset(mode, bdf_weights(s, step, 0));
   evaluate(ctx, out);
@@ -208,82 +220,200 @@ Trajectory Simulator::run(const VecX& p, const std::function<void(const StepRepo
   step_tolerance_ = 0.0;
   newton_constant_ = 0.0;
   last_step_iterations_ = 0;
+  grid_ = nullptr;
   const TimeScheme& s = model_.scheme();
+  const int max_depth = retry_.max_depth;
   Trajectory traj;
   traj.p = p;
   model_.initial_state(p, traj.q0, traj.v0);
   traj.q.reserve(s.steps + 1);
   traj.q.push_back(traj.q0);
   traj.reports.reserve(s.steps);
-  const StateHistory hist = traj.history();
-  VecX q(model_.num_dofs());
+  auto fail = [&](int i, const std::string& what) {
+    traj.failed_step = i;
+    std::ostringstream msg;
+    msg << "step " << i << " (t = " << i * s.h << " s) did not converge: " << what;
+    traj.failure = msg.str();
+  };
+  if (s.uses_initial_acceleration()) {
+    // Constant-acceleration start-up: the virtual history reads a⁰ from the dynamics at t₀.
+    std::string why;
+    if (!InitialAcceleration(model_).solve(traj.q0, traj.v0, p, traj.a0, &why)) {
+      traj.failed_step = 0;
+      traj.failure = "integrator_startup constant_acceleration: " + why;
+      traj.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return traj;
+    }
+  }
   for (int i = 1; i <= s.steps; ++i) {
-    // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}, in this step's chart.
-    q = traj.q[i - 1] + s.h * traj.velocity(s, i - 1);
-    bool recharted = false;
-    for (const ChartSwitch& c : traj.charts)
-      if (c.step == i - 1) {
-        c.body->rechart(q);
-        recharted = true;
+    const int j = traj.internal_steps() + 1;
+    if (traj.substepped()) traj.grid.push_step(0, i);
+    StepReport rep = advance(traj, j, p);
+    if (!rep.converged && max_depth > 0) {
+      // Retry the interval as sub-steps (docs/solver.md): the failed attempt leaves no state.
+      if (!traj.substepped()) start_grid(traj);
+      else traj.grid.pop_step();
+      StepReport agg;
+      agg.step = i;
+      agg.substeps = 0;
+      agg.iterations = rep.iterations;
+      agg.line_search_halvings = rep.line_search_halvings;
+      agg.assemblies = rep.assemblies;
+      agg.factorizations = rep.factorizations;
+      agg.wall_ms = rep.wall_ms;
+      const bool ok = solve_substeps(traj, i, 1, p, agg);
+      agg.converged = ok;
+      agg.note = "retried as " + std::to_string(agg.substeps) + " sub-steps (down to h/" +
+                 std::to_string(1 << agg.substep_depth) + ") after: " + rep.failure;
+      if (ok) {
+        agg.residual_norm = traj.x_reports.back().residual_norm;
+        agg.tolerance_used = traj.x_reports.back().tolerance_used;
+        agg.contact = traj.x_reports.back().contact;
+      } else {
+        agg.failure = agg.failure + " (after sub-step retry down to h/" + std::to_string(1 << max_depth) +
+                      "; first attempt: " + rep.failure + ")";
       }
-    // The plain Newton solver also tries constant-acceleration extrapolation: the q^i whose
-    // BDF acceleration equals a^{i-1}, q^i = h² (a^{i-1} − a_hist) / ca_i[0]. It follows
-    // gravity and the centripetal acceleration of spinning bodies, so free flight and steady
-    // contact start at a much smaller residual; solve_step keeps whichever guess has the
-    // smaller ‖r‖ (at impacts that is often the constant-velocity one).
-    const bool second_guess = !hybrid_ && !sqp_ && i >= 2 && !recharted;
-    if (second_guess) {
-      bdf_history_terms(s, hist, i, v_hist_, a_hist_);
-      guess_ca_ = (s.h * s.h / s.at(i).ca[0]) * (traj.acceleration(s, i - 1) - a_hist_);
+      rep = std::move(agg);
+    } else if (traj.substepped() && !rep.converged) {
+      traj.grid.pop_step();
+    } else if (traj.substepped()) {
+      traj.x_reports.push_back(rep);
     }
-    StepReport rep = solve_step(i, hist, p, q, second_guess ? &guess_ca_ : nullptr);
-    // A step that only the floor or a tiny Newton step accepted, with contributions that did
-    // not cancel even to kFloorFailureRelativeResidual, is not resolved in double precision
-    // (E = 1e30, dt = 1e300, …): it fails rather than being kept as converged.
-    if (rep.accepted_at_floor() && rep.relative_residual > kFloorFailureRelativeResidual) {
-      std::ostringstream why;
-      why << "accepted only at the " << (rep.acceptance == StepAcceptance::kTinyStep ? "tiny-Newton-step" : "round-off")
-          << " floor with relative residual " << rep.relative_residual;
-      if (rep.relative_residual_body >= 0)
-        why << " on body '" << model_.bodies()[rep.relative_residual_body]->name() << "'";
-      why << " (> " << kFloorFailureRelativeResidual
-          << "): the step cannot be resolved in double precision; check the scales of dt, masses and stiffnesses";
-      rep.converged = false;
-      rep.failure = why.str();
-    }
+    rep.step = i;
     traj.reports.push_back(rep);
     if (progress) progress(rep);
     if (!rep.converged) {
-      traj.failed_step = i;
-      std::ostringstream msg;
-      msg << "step " << i << " (t = " << i * s.h << " s) did not converge: " << rep.failure << " (‖r‖ = "
-          << rep.residual_norm << " after " << rep.iterations << " iterations)";
-      traj.failure = msg.str();
+      std::ostringstream what;
+      what << rep.failure << " (‖r‖ = " << rep.residual_norm << " after " << rep.iterations << " iterations)";
+      fail(i, what.str());
       if (after_step) after_step(traj);
       break;
     }
-    traj.q.push_back(q);
-    // Chart switch (docs/rigid.md): a body whose coordinates left their good region (|θ| > 1.25π)
-    // is read by the following steps in its other chart. Deferred while the next step still
-    // reads v⁰ directly (BDF start-up), since v⁰ is not re-expressed.
-    const JacobianWeights wv0 = bdf_v0_weights(s, std::min(i + 1, s.steps));
-    if (i < s.steps && wv0.wv == 0.0 && wv0.wa == 0.0)
-      for (const auto& b : model_.bodies())
-        if (b->wants_rechart(q)) traj.charts.push_back({i, b.get()});
+    if (traj.substepped()) {
+      traj.q.push_back(traj.x.back());
+      traj.output_index.push_back(traj.internal_steps());
+    }
     if (after_step && !after_step(traj) && i < s.steps) {
       traj.failure = "stopped after step " + std::to_string(i) + " of " + std::to_string(s.steps);
       break;
     }
   }
+  grid_ = nullptr;
   traj.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return traj;
+}
+
+void Simulator::start_grid(Trajectory& traj) {
+  // The steps so far, as grid steps of depth 0: the same coefficients as the model's scheme.
+  traj.grid = model_.scheme().grid();
+  const int m = static_cast<int>(traj.q.size()) - 1;
+  for (int j = 1; j <= m; ++j) traj.grid.push_step(0, j);
+  traj.x = traj.q;
+  traj.x_reports = traj.reports;
+  traj.output_index.resize(m + 1);
+  for (int k = 0; k <= m; ++k) traj.output_index[k] = k;
+  grid_ = &traj.grid;
+}
+
+bool Simulator::solve_substeps(Trajectory& traj, int row, int depth, const VecX& p, StepReport& agg) {
+  for (int half = 0; half < 2; ++half) {
+    const int j = traj.internal_steps() + 1;
+    traj.grid.push_step(depth, row);
+    StepReport rep = advance(traj, j, p);
+    agg.iterations += rep.iterations;
+    agg.line_search_halvings += rep.line_search_halvings;
+    agg.assemblies += rep.assemblies;
+    agg.factorizations += rep.factorizations;
+    agg.wall_ms += rep.wall_ms;
+    if (rep.converged) {
+      rep.step = row;
+      rep.substeps = 1;
+      rep.substep_depth = depth;
+      traj.x_reports.push_back(std::move(rep));
+      ++agg.substeps;
+      agg.substep_depth = std::max(agg.substep_depth, depth);
+      continue;
+    }
+    traj.grid.pop_step();
+    if (depth >= retry_.max_depth) {
+      agg.failure = rep.failure;
+      agg.residual_norm = rep.residual_norm;
+      return false;
+    }
+    if (!solve_substeps(traj, row, depth + 1, p, agg)) return false;
+  }
+  return true;
+}
+
+StepReport Simulator::advance(Trajectory& traj, int i, const VecX& p) {
+  const TimeScheme& s = scheme();
+  const double h = s.at(i).h;
+  std::vector<VecX>& states = traj.substepped() ? traj.x : traj.q;
+  const StateHistory hist = traj.history();
+  // Initial guess: constant-velocity extrapolation q^{i-1} + h v^{i-1}, in this step's chart.
+  if (i == 1) {
+    q_guess_ = states[0] + h * traj.v0;
+  } else {
+    traj.internal_rates(s, i - 1, v_, a_);
+    q_guess_ = states[i - 1] + h * v_;
+  }
+  bool recharted = false;
+  for (const ChartSwitch& c : traj.charts)
+    if (c.step == i - 1) {
+      c.body->rechart(q_guess_);
+      recharted = true;
+    }
+  // The plain Newton solver also tries constant-acceleration extrapolation: the q^i whose
+  // BDF acceleration equals a^{i-1}, q^i = h² (a^{i-1} − a_hist) / ca_i[0]. It follows
+  // gravity and the centripetal acceleration of spinning bodies, so free flight and steady
+  // contact start at a much smaller residual; solve_step keeps whichever guess has the
+  // smaller ‖r‖ (at impacts that is often the constant-velocity one).
+  const bool second_guess = !hybrid_ && !sqp_ && i >= 2 && !recharted;
+  if (second_guess) {
+    bdf_history_terms(s, hist, i, v_hist_, a_hist_);
+    traj.internal_rates(s, i - 1, v_, a_);
+    guess_ca_ = (h * h / s.at(i).ca[0]) * (a_ - a_hist_);
+  }
+  StepReport rep = solve_step(i, hist, p, q_guess_, second_guess ? &guess_ca_ : nullptr);
+  // A step that only the floor or a tiny Newton step accepted, with contributions that did
+  // not cancel even to kFloorFailureRelativeResidual, is not resolved in double precision
+  // (E = 1e30, dt = 1e300, …): it fails rather than being kept as converged.
+  if (rep.accepted_at_floor() && rep.relative_residual > kFloorFailureRelativeResidual) {
+    std::ostringstream why;
+    why << "accepted only at the " << (rep.acceptance == StepAcceptance::kTinyStep ? "tiny-Newton-step" : "round-off")
+        << " floor with relative residual " << rep.relative_residual;
+    if (rep.relative_residual_body >= 0)
+      why << " on body '" << model_.bodies()[rep.relative_residual_body]->name() << "'";
+    why << " (> " << kFloorFailureRelativeResidual
+        << "): the step cannot be resolved in double precision; check the scales of dt, masses and stiffnesses";
+    rep.converged = false;
+    rep.failure = why.str();
+  }
+  if (!rep.converged) return rep;
+  states.push_back(q_guess_);
+  // Chart switch (docs/rigid.md): a body whose coordinates left their good region (|θ| > 1.25π)
+  // is read by the following steps in its other chart. Deferred while the next step still
+  // reads v⁰ (or a⁰) directly (BDF start-up), since v⁰ is not re-expressed.
+  bool next_reads_initial;
+  if (traj.substepped()) {
+    next_reads_initial = s.next_reads_initial_state();
+  } else {
+    const JacobianWeights wv0 = bdf_v0_weights(s, std::min(i + 1, s.steps));
+    const JacobianWeights wa0 = bdf_a0_weights(s, std::min(i + 1, s.steps));
+    next_reads_initial = wv0.wv != 0.0 || wv0.wa != 0.0 || wa0.wv != 0.0 || wa0.wa != 0.0;
+  }
+  const bool last = traj.substepped() ? false : i >= s.steps;
+  if (!last && !next_reads_initial)
+    for (const auto& b : model_.bodies())
+      if (b->wants_rechart(q_guess_)) traj.charts.push_back({i, b.get()});
+  return rep;
 }
 
 StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess) {
   if (hybrid_) return hybrid_->solve_step(*this, step, hist, p, q);
   if (sqp_) return sqp_->solve_step(*this, step, hist, p, q);
   const auto t_step = Clock::now();
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = scheme();
   const SolverSettings& opt = model_.solver();
   StepReport rep;
   rep.step = step;

@@ -60,25 +60,63 @@ struct StepReport {
   /// True for a converged step accepted at the floor or on a tiny step, not on the tolerance.
   bool accepted_at_floor() const { return converged && acceptance != StepAcceptance::kTolerance; }
   ContactState contact;            ///< touching/sticking points (hybrid contact, paper §4.3)
+  int substeps = 1;                ///< steps the interval was solved in (> 1: retried as sub-steps)
+  int substep_depth = 0;           ///< deepest halving of the step size (h / 2^depth)
 };
 
+/// Sub-step retry (solver.substep_retry, docs/solver.md): a step that fails is solved again
+/// as two steps of half the size, each of those recursively, down to h / 2^max_depth.
+struct SubstepRetry {
+  int max_depth = 0;  ///< 0: off
+};
+/// Depth the optimisation problems use when the scene does not set solver.substep_retry.
+inline constexpr int kOptimizationSubstepDepth = 4;
+
 /// A recorded run: all the backward pass needs (DESIGN.md §2).
+///
+/// Output steps and internal steps: `q` and `reports` hold one entry per output step (times
+/// t_k = k h), which objectives and outputs index. A run that sub-stepped some step
+/// (substepped()) also records its own time grid and every internal state x^0 … x^m (the
+/// sub-steps' states included, q^k = x^{output_index[k]}); the forward, adjoint and direct
+/// passes walk the internal steps. Without sub-steps the internal steps are the output steps
+/// (x, x_reports, output_index stay empty and the model's scheme applies).
 struct Trajectory {
   VecX p;                          ///< parameters of the run
   VecX q0, v0;                     ///< initial state
+  VecX a0;                         ///< initial acceleration (constant-acceleration start-up), else empty
   std::vector<VecX> q;             ///< q^0 … q^m for the converged steps (m ≤ n)
   std::vector<StepReport> reports; ///< one per attempted step
-  std::vector<ChartSwitch> charts; ///< chart switches in step order (q^j stays in its own chart)
+  std::vector<ChartSwitch> charts; ///< chart switches in internal step order (q^j stays in its own chart)
   std::string failure;             ///< empty if every step converged
   int failed_step = -1;
   double wall_seconds = 0.0;
+  TimeScheme grid;                 ///< the run's time grid (grid.is_grid()) if it sub-stepped
+  std::vector<VecX> x;             ///< internal states x^0 … x^m of a sub-stepped run
+  std::vector<StepReport> x_reports;  ///< one per converged internal step of a sub-stepped run
+  std::vector<int> output_index;   ///< internal index of q^k (sub-stepped runs)
   bool completed() const { return failure.empty(); }
-  /// The stored states as the BDF window reads them (chart switches applied).
-  StateHistory history() const { return StateHistory(&q, &v0, &charts); }
-  /// v^i of a stored step i ≥ 1 (|q|), from the time scheme, in the chart of q^i.
+  bool substepped() const { return grid.is_grid(); }
+  /// The scheme of the internal steps: the run's grid, or the model's scheme `model_scheme`.
+  const TimeScheme& scheme(const TimeScheme& model_scheme) const { return substepped() ? grid : model_scheme; }
+  /// Number of converged internal steps m (states x^0 … x^m).
+  int internal_steps() const { return static_cast<int>(substepped() ? x.size() : q.size()) - 1; }
+  /// Internal state x^j.
+  const VecX& state(int j) const { return substepped() ? x[j] : q[j]; }
+  /// Report of internal step j ≥ 1.
+  const StepReport& internal_report(int j) const { return substepped() ? x_reports[j - 1] : reports[j - 1]; }
+  /// The output step whose state is x^j, or −1 for a sub-step's intermediate state.
+  int output_of(int j) const;
+  /// The stored internal states as the BDF window reads them (chart switches applied).
+  StateHistory history() const {
+    return StateHistory(substepped() ? &x : &q, &v0, &charts, a0.size() > 0 ? &a0 : nullptr);
+  }
+  /// v^i of a stored output step i ≥ 0 (|q|), from the time scheme `s` (the model's; a
+  /// sub-stepped run uses its grid), in the chart of q^i.
   VecX velocity(const TimeScheme& s, int i) const;
-  /// a^i of a stored step i ≥ 1 (|q|).
+  /// a^i of a stored output step i ≥ 1 (|q|).
   VecX acceleration(const TimeScheme& s, int i) const;
+  /// v and a of internal step j ≥ 1 under the scheme `s` of the internal steps.
+  void internal_rates(const TimeScheme& s, int j, VecX& v, VecX& a) const;
 };
 
 class HybridContact;
@@ -100,6 +138,12 @@ class Simulator {
   /// may replace it with why, e.g. an interrupt), `failed_step` stays −1 (no step failed).
   Trajectory run(const VecX& p, const std::function<void(const StepReport&)>& progress = {},
                  const std::function<bool(const Trajectory&)>& after_step = {});
+  /// Sub-step retry of the following runs; overrides the model's solver.substep_retry.
+  void set_substep_retry(SubstepRetry retry) { retry_ = retry; }
+  const SubstepRetry& substep_retry() const { return retry_; }
+  /// The time scheme of the steps being solved: the model's, or the run's grid once it
+  /// sub-stepped. Step indices passed to evaluate_trial and the contact solvers are its.
+  const TimeScheme& scheme() const { return grid_ ? *grid_ : model_.scheme(); }
 
   /// Sums all terms at one state into `out` (residual, and partials if asked). With two
   /// threads the helper assembles the second half of every splittable term's items
@@ -141,6 +185,18 @@ class Simulator {
   // Solves step `step` from the guess q (and, for plain Newton, from alt_guess instead if
   // its residual is smaller); q holds the result.
   StepReport solve_step(int step, const StateHistory& hist, const VecX& p, VecX& q, const VecX* alt_guess = nullptr);
+  // Solves the next internal step j of `traj` (scheme() already holds its coefficients) from
+  // the extrapolated guesses; on success appends the state (and chart switches).
+  StepReport advance(Trajectory& traj, int j, const VecX& p);
+  // Solves the interval ending at output step `row` as two steps of depth `depth` (each
+  // retried deeper on failure, down to retry_.max_depth) into `traj`'s grid; `agg` sums the
+  // reports. False (agg.failure set) if a step at the deepest level failed.
+  bool solve_substeps(Trajectory& traj, int row, int depth, const VecX& p, StepReport& agg);
+  // Turns the uniform record of `traj` into a grid record (before its first sub-step).
+  void start_grid(Trajectory& traj);
+
+  SubstepRetry retry_;
+  const TimeScheme* grid_ = nullptr;  ///< the current run's grid once it sub-stepped
 
   const Model& model_;
   Assembly assembly_;
@@ -150,7 +206,7 @@ class Simulator {
   double step_tolerance_ = 0.0;   ///< scaled_tolerance of the current step (0: solver.tolerance)
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
-  VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_;
+  VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
   // Declared after lu_, so destroyed before it: the helper's thread finishes a background
   // factorisation (into lu_'s spare solver) before lu_ goes.

@@ -351,7 +351,7 @@ int SqpContact::update_labels(const VecX& q, const VecX& v, const VecX& r, const
 
 StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& hist, const VecX& p, VecX& q) {
   const auto t_step = Clock::now();
-  const TimeScheme& s = model_.scheme();
+  const TimeScheme& s = sim.scheme();
   const SolverSettings& opt = model_.solver();
   Assembly& assembly = sim.assembly();
   StepReport rep;
@@ -403,7 +403,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
     if (norm < std::max(switch_tol, tol) || floor_reached) {
       floor_reached = false;
       bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
-      const TermContext ctx{q, v_, a_, p, step, s};
+      const TermContext ctx{q, v_, a_, p, s.row(step), s};
       const int changed =
           update_labels(q, v_, assembly.r, p, s.h, nullptr) + update_rigid_labels(ctx, assembly.r, nullptr);
       rep.contact.label_changes += changed;
@@ -471,7 +471,7 @@ StepReport SqpContact::solve_step(Simulator& sim, int step, const StateHistory& 
   if (rep.converged) {
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
     update_labels(q, v_, assembly.r, p, s.h, &rep.contact);
-    update_rigid_labels(TermContext{q, v_, a_, p, step, s}, assembly.r, &rep.contact);
+    update_rigid_labels(TermContext{q, v_, a_, p, s.row(step), s}, assembly.r, &rep.contact);
   }
   rep.residual_norm = norm;
   rep.tolerance_used = tol;

@@ -9,7 +9,7 @@ ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, co
   c.kd = s.kd_param >= 0 ? p[s.kd_param] : 0.0;
   c.damping_ramp = s.damping_ramp;
   c.slip_eps = s.slip_regularization;
-  c.kt = s.kt_param >= 0 ? p[s.kt_param] : c.kn * h;
+  c.kt = s.kt_param >= 0 ? p[s.kt_param] : c.kn * tangential_step(s, h);
   c.cf = p[o.friction_param()];
   c.smoothing = s.smoothing_param >= 0 ? p[s.smoothing_param] : 0.0;
   return c;
@@ -69,7 +69,7 @@ void PointContactTerm::slip_correction_param_derivatives(const TermContext& ctx,
   const ContactForce pen = friction_force(x, xdot, *obstacles_[o], c, FrictionMode::kPenalty);
   if (pen.regime == ContactRegime::kSeparated) return;
   const ContactForce slip = friction_force(x, xdot, *obstacles_[o], c, FrictionMode::kCoulomb);
-  const double h = ctx.scheme.h;
+  const double h = tangential_step(settings_, ctx.scheme.h);
   // k_t = k_n h when derived: the penalty's ∂/∂k_t enters the k_n column.
   const Vec3 pen_dkn = settings_.kt_param >= 0 ? pen.df_dkn : Vec3(pen.df_dkn + h * pen.df_dkt);
   int idx[4];
@@ -109,7 +109,7 @@ void PointContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
       int idx[5];
       Eigen::Matrix<double, 3, 5> block;
       int m = 0;
-      const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + ctx.scheme.h * f.df_dkt);
+      const Vec3 dkn = settings_.kt_param >= 0 ? f.df_dkn : Vec3(f.df_dkn + tangential_step(settings_, ctx.scheme.h) * f.df_dkt);
       idx[m] = settings_.kn_param, block.col(m++) = -dkn;
       idx[m] = pcf, block.col(m++) = -f.df_dcf;
       if (settings_.kd_param >= 0) idx[m] = settings_.kd_param, block.col(m++) = -f.df_dkd;

@@ -29,13 +29,19 @@ struct ContactSettings {
   double slip_regularization = kDefaultSlipRegularization;  ///< ε, m/s (hybrid sliding direction)
   int kn_param = -1;
   int kd_param = -1;
-  int kt_param = -1;  ///< −1: k_t = k_n h (paper: "we always choose k_t = k_n Δt")
+  int kt_param = -1;  ///< −1: k_t = k_n h_t (paper: "we always choose k_t = k_n Δt")
+  /// Without kt_param: h_t = kt_step_factor · h (contact.kt_rule): 1 ("h", the paper's text,
+  /// default) or the step's velocity weight 1/cv[0] ("effective_step": 2/3 for BDF2, the
+  /// authors' code; 1 for BDF1).
+  double kt_step_factor = 1.0;
   double damping_ramp = kDefaultDampingRamp;  ///< δ, m: damping ramp depth (constant, not in p)
   int smoothing_param = -1;  ///< w, m: C¹ normal-penalty width in p (contact.smoothing); −1: w = 0
 };
 
-/// Contact coefficients for obstacle `o` at parameters p.
+/// Contact coefficients for obstacle `o` at parameters p (h: the nominal time step).
 ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, const VecX& p, double h);
+/// h_t of k_t = k_n h_t without contact.kt, so that ∂k_t/∂k_n = h_t.
+inline double tangential_step(const ContactSettings& s, double h) { return h * s.kt_step_factor; }
 
 class PointContactTerm final : public Term {
  public:
