@@ -8,23 +8,31 @@ c_f = 0.4, thrown at v = (2, 0, 1) m/s with spin (0, -15, 0) rad/s) gives
     paper's "two along each coordinate axis"), every second step, or
   - a synthetic depth-camera point cloud (random points on the camera-facing half of the
     surface, every third step: 33 Hz against the Kinect's 30 Hz; no correspondences),
-with uniform noise U(-a, a) per coordinate (a = 0, 1, 2, 5 mm; numpy seed fixed). The task
-starts 10x softer (E = 2e3 Pa), at c_f = 0.2 and at perturbed initial conditions, and runs
-the paper's three-phase continuation as task `stages` (docs/task-format.md):
-  1. ballistic: initial position, velocity (and spin for markers) against the data before
-     the first contact (steps <= 34),
+with uniform noise U(-a, a) per coordinate (a = 0, 1, 2, 5 mm; numpy seed 14 + 10 a, so every
+contact model sees the same noise). The fit starts 10x softer (E = 2e3 Pa), at c_f = 0.2 and
+at perturbed initial conditions (x0 off by (30, -20, 20) mm, v0 = (1.7, 0.2, 1.2) m/s, spin
+(0, -10, 0) rad/s), and runs the paper's three-phase continuation:
+  1. ballistic: initial position, velocity (and spin, for markers) against the data before
+     the first contact (steps <= 34; contact starts at step 37),
   2. bounce: E and c_f with the initial conditions fixed, over the first bounce
      (steps <= 55),
-  3. all: every parameter over the whole horizon.
-Each stage swaps in its own data file through `objective_set` ({"0.data": ...}).
+  3. all: every parameter over the whole horizon (70 steps by default).
+The stages run as three chained `addsim optimize` tasks (task_<stage>.json, each starting
+from the best parameters of the one before, written into its `set`; each stage has its own
+data file since a stage's horizon must contain every data row), or with --staged as one task
+(task.json) with three `stages` that swap the data file with `objective_set` {"0.data": ...}
+(docs/task-format.md; needs an addsim with `objective_set`). Method: Gauss-Newton /
+Levenberg-Marquardt with direct sensitivities (the paper uses ADAM + L-BFGS; GN needs far
+fewer simulations on these sum-of-squares objectives).
 
 Usage:
   /usr/bin/python3 scripts/noise_study.py run --out DIR [--addsim BIN] [--jobs 2]
-      [--runs tanh:0,linear:0,...] [--steps 70] [--sims 6,10,16] [--method gauss_newton]
+      [--runs markers:tanh:0,cloud:tanh:2,...] [--steps 70] [--sims 6,10,16]
+      [--method gauss_newton] [--staged]
   /usr/bin/python3 scripts/noise_study.py report --out DIR [--figure PNG] [--table MD]
 
-`run` writes DIR/<kind>_<model>_<noise>mm/ (task.json, data/*.csv, the `addsim optimize`
-output in opt/, errors.json) and skips runs whose errors.json exists; `report` prints the
+`run` writes DIR/<kind>_<model>_<noise>mm/ (task_<stage>.json and task.json, data/*.csv, the
+`addsim optimize` outputs opt_<stage>/ or opt/, errors.json) and skips runs whose errors.json exists; `report` prints the
 markdown table of every finished run and draws the figure.
 """
 import argparse
@@ -145,11 +153,15 @@ def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed):
     material = list(BOUNDS)
     stages = [("ballistic", ballistic, BALLISTIC_LAST), ("bounce", material, BOUNCE_LAST),
               ("all", initial + material, steps)]
+    # More budgets than three: further "all" stages, each restarting from the best point
+    # (Gauss-Newton's damping starts afresh).
+    stages += [("all%d" % (k + 2), initial + material, steps) for k in range(len(sims) - 3)]
+    files.update({name: files["all"] for name, _, _ in stages[3:]})
     for k, (stage, names, last) in enumerate(stages):
         task = {
             "name": "noise_%s_%s_%gmm_%s" % (kind, model, a_mm, stage),
             "description": "scripts/noise_study.py: %s data, %s contact, %g mm uniform noise, start 10x "
-            "softer; stage %d of 3 (%s)" % (kind, model, a_mm, k + 1, stage),
+            "softer; stage %d of %d (%s)" % (kind, model, a_mm, k + 1, len(stages), stage),
             "scene": os.path.relpath(SCENE, d),
             "set": {"contact.model": model, "contact.smoothing": SMOOTHING, "steps": last,
                     "bodies.ball.material.youngs_modulus": START["E"],
@@ -162,6 +174,15 @@ def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed):
             "optimize": {"method": method, "max_sims": sims[k]},
         }
         (d / ("task_%s.json" % stage)).write_text(json.dumps(task, indent=2) + "\n")
+    task["name"] = "noise_%s_%s_%gmm" % (kind, model, a_mm)
+    task["description"] = task["description"].split("; stage")[0] + "; %d stages" % len(stages)
+    task["parameters"] = [BOUNDS.get(p, {"path": p}) for p in initial + material]
+    task["set"]["steps"] = steps
+    task["stages"] = [
+        {"name": stage, "parameters": names, "steps": last,
+         "objective_set": {"0.data": files[stage]}, "optimize": {"max_sims": sims[k]}}
+        for k, (stage, names, last) in enumerate(stages)]
+    (d / "task.json").write_text(json.dumps(task, indent=2) + "\n")
 
 
 def by_field(params):
@@ -188,6 +209,10 @@ def as_scene_set(params):
     return {keys[k]: v for k, v in f.items()}
 
 
+def stage_names(n):
+    return ["ballistic", "bounce", "all"] + ["all%d" % (k + 2) for k in range(n - 3)]
+
+
 def errors(results):
     final = results[-1]
     e = by_field(final["parameters"])
@@ -199,10 +224,12 @@ def errors(results):
     e["simulations"] = sum(r["simulations"] for r in results)
     e["failed_simulations"] = sum(r["failed_simulations"] for r in results)
     e["seconds"] = sum(r["seconds"] for r in results)
-    e["stages"] = [{"name": n, "simulations": r["simulations"], "phi_ratio": r["phi_ratio"],
-                    "stop_reason": r["stop_reason"],
-                    "parameters": by_field(r["parameters"])}
-                   for n, r in zip(("ballistic", "bounce", "all"), results)]
+    if len(results) == 1:
+        e["stages"] = final["stages"]
+    else:
+        e["stages"] = [{"name": n, "simulations": r["simulations"], "phi_ratio": r["phi_ratio"],
+                        "stop_reason": r["stop_reason"], "parameters": by_field(r["parameters"])}
+                       for n, r in zip(stage_names(len(results)), results)]
     return e
 
 
@@ -215,9 +242,17 @@ def one_run(args, kind, model, a_mm):
     d.mkdir(parents=True, exist_ok=True)
     sims = [int(s) for s in args.sims.split(",")]
     make_task(d, kind, model, a_mm, x, tris, args.steps, sims, args.method, args.seed + int(10 * a_mm))
+    if args.staged:
+        opt = d / "opt"
+        resume = ["--resume"] if (opt / "checkpoint.json").exists() else []
+        addsim_run(args.addsim, ["optimize", str(d / "task.json"), "--out", str(opt), "--quiet", *resume],
+                   d / "optimize.log")
+        result = json.loads((opt / "result.json").read_text())
+        (d / "errors.json").write_text(json.dumps(errors([result]), indent=2) + "\n")
+        return d
     carried = {}
     results = []
-    for stage in ("ballistic", "bounce", "all"):
+    for stage in stage_names(len(sims)):
         task_file = d / ("task_%s.json" % stage)
         task = json.loads(task_file.read_text())
         task["set"].update(carried)
@@ -269,7 +304,7 @@ def report(args):
              "| pos. err. (mm) | vel. err. (m/s) | spin err. (rad/s) | Φ/Φ₀ | sims (failed) | wall (s) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for kind, model, a, e in rows:
-        lines.append("| %s | %s | %g | %.0f | %.2f %% | %.3f | %.2f %% | %.2f | %.4f | %.2f | %.1e | %d (%d) | %.0f |" % (
+        lines.append("| %s | %s | %g | %.0f | %.2g %% | %.4f | %.2g %% | %.2g | %.2g | %.2g | %.1e | %d (%d) | %.0f |" % (
             kind, model, a, e["E"], 100 * e["rel_E"], e["cf"], 100 * e["rel_cf"],
             1e3 * e["abs_position"], e["abs_velocity"], e["abs_angular_velocity"],
             e["phi"] / e["phi0"] if e["phi0"] else float("nan"), e["simulations"],
@@ -323,6 +358,7 @@ def main():
     r.add_argument("--sims", default="6,10,16", help="simulation budget of the three stages")
     r.add_argument("--method", default="gauss_newton")
     r.add_argument("--seed", type=int, default=14)
+    r.add_argument("--staged", action="store_true", help="run task.json (one task, three stages)")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
     p.add_argument("--figure")
