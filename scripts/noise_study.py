@@ -130,7 +130,7 @@ def write_cloud(path, x, tris, a_mm, seed, last):
     path.write_text("\n".join(rows) + "\n")
 
 
-def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed):
+def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed, known_spin=None):
     data = d / "data"
     data.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -149,6 +149,10 @@ def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed):
     else:
         term = {"type": "point_cloud", "body": "ball", "data": files["all"]}
         initial = ["bodies.ball.position", "bodies.ball.velocity", "bodies.ball.angular_velocity"]
+        if known_spin == "given":  # diagnosis: the spin given at its true value, not estimated
+            initial = initial[:2]
+        elif known_spin == "axis":  # the spin axis known (y, the throw's), its rate estimated
+            initial = initial[:2] + ["bodies.ball.angular_velocity.0.1"]
         ballistic = initial[:2]  # a sphere's cloud carries no spin before contact
     material = list(BOUNDS)
     # The cloud's spin shows only through the bounce (friction), so it joins the material
@@ -171,7 +175,8 @@ def make_task(d, kind, model, a_mm, x, tris, steps, sims, method, seed):
                     "obstacles.floor.friction": START["cf"],
                     "bodies.ball.position": START["position"],
                     "bodies.ball.velocity": START["velocity"],
-                    "bodies.ball.angular_velocity": START["angular_velocity"]},
+                    "bodies.ball.angular_velocity": TRUTH["angular_velocity"] if known_spin == "given"
+                    else START["angular_velocity"]},
             "parameters": [BOUNDS.get(p, {"path": p}) for p in names],
             "objective": [dict(term, data=files[stage])],
             "optimize": {"method": method, "max_sims": sims[k]},
@@ -209,6 +214,9 @@ def as_scene_set(params):
     keys = {"E": "bodies.ball.material.youngs_modulus", "cf": "obstacles.floor.friction",
             "position": "bodies.ball.position", "velocity": "bodies.ball.velocity",
             "angular_velocity": "bodies.ball.angular_velocity"}
+    for k, v in f.items():  # components not estimated (--known-spin axis) keep the start's
+        if isinstance(v, list):
+            f[k] = [START[k][i] if x is None else x for i, x in enumerate(v)]
     return {keys[k]: v for k, v in f.items()}
 
 
@@ -219,6 +227,9 @@ def stage_names(n):
 def errors(results):
     final = results[-1]
     e = by_field(final["parameters"])
+    e.setdefault("angular_velocity", TRUTH["angular_velocity"])  # given (--known-spin given)
+    # --known-spin axis: the components not estimated are the start's (0)
+    e["angular_velocity"] = [0.0 if v is None else v for v in e["angular_velocity"]]
     e["rel_E"] = abs(e["E"] - TRUTH["E"]) / TRUTH["E"]
     e["rel_cf"] = abs(e["cf"] - TRUTH["cf"]) / TRUTH["cf"]
     for k in ("position", "velocity", "angular_velocity"):
@@ -244,7 +255,8 @@ def one_run(args, kind, model, a_mm):
     x, tris = truth_run(args.addsim, out, model, args.steps)
     d.mkdir(parents=True, exist_ok=True)
     sims = [int(s) for s in args.sims.split(",")]
-    make_task(d, kind, model, a_mm, x, tris, args.steps, sims, args.method, args.seed + int(10 * a_mm))
+    make_task(d, kind, model, a_mm, x, tris, args.steps, sims, args.method, args.seed + int(10 * a_mm),
+              args.known_spin)
     if args.staged:
         opt = d / "opt"
         resume = ["--resume"] if (opt / "checkpoint.json").exists() else []
@@ -361,6 +373,8 @@ def main():
     r.add_argument("--sims", default="6,10,16", help="simulation budget of the three stages")
     r.add_argument("--method", default="gauss_newton")
     r.add_argument("--seed", type=int, default=14)
+    r.add_argument("--known-spin", choices=["given", "axis"],
+                   help="point cloud: the spin given at its true value, or only its axis (y) given")
     r.add_argument("--staged", action="store_true", help="run task.json (one task, three stages)")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
