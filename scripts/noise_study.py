@@ -52,7 +52,7 @@ TRUTH = {"E": 2e4, "cf": 0.4, "position": [0.0, 0.0, 0.4], "velocity": [2.0, 0.0
 START = {"E": 2e3, "cf": 0.2, "position": [0.03, -0.02, 0.42], "velocity": [1.7, 0.2, 1.2],
          "angular_velocity": [0.0, -10.0, 0.0]}
 BALLISTIC_LAST = 34  # last step before the first contact (contact starts at step 37)
-BOUNCE_LAST = 55  # the first bounce is over by step 50
+BOUNCE_LAST = 55  # the first bounce (contact at steps 37-42) and the rise after it
 SMOOTHING = 0.005  # C1 normal-penalty blend (m), docs/contact.md; same for truth and fit
 MARKER_EVERY = 2
 CLOUD_EVERY = 3
@@ -284,6 +284,8 @@ def one_run(args, kind, model, a_mm):
 
 
 def run(args):
+    global SMOOTHING
+    SMOOTHING = args.smoothing
     runs = []
     for item in args.runs.split(","):
         kind, model, a = item.split(":")
@@ -375,6 +377,8 @@ def main():
     r.add_argument("--seed", type=int, default=14)
     r.add_argument("--known-spin", choices=["given", "axis"],
                    help="point cloud: the spin given at its true value, or only its axis (y) given")
+    r.add_argument("--smoothing", type=float, default=SMOOTHING,
+                   help="contact.smoothing (m) of truth and fit (0: the unsmoothed penalty)")
     r.add_argument("--staged", action="store_true", help="run task.json (one task, three stages)")
     p = sub.add_parser("report")
     p.add_argument("--out", required=True)
