@@ -134,23 +134,15 @@ LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool
         const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
         const int block = static_cast<int>(
             std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));
-        VecX dp = VecX::Zero(traj.p.size());
-        VecX rho, drho;
-        std::vector<VecX> dq;
+        MatX block_jacobian;
         for (int first = 0; first < size(); first += block) {
           const int count = std::min(block, size() - first);
           const TrajectorySensitivities sens =
               direct_sensitivity_matrices(model_, traj, std::span<const int>(indices).subspan(first, count));
-          for (int c = 0; c < count; ++c) {
-            const int k = first + c;
-            const int j = indices[k];
-            sens.tangent(c, dq);
-            dp[j] = 1.0;
-            const TrajectoryTangent tangent{&dq, &dp};
-            objective_.residuals(model_, traj, rho, &tangent, &drho);
-            dp[j] = 0.0;
-            e.jacobian.col(k) = selection_.log_scale(k) ? (traj.p[j] * drho).eval() : drho;
-          }
+          objective_.residual_jacobian(model_, traj, sens, block_jacobian);
+          e.jacobian.middleCols(first, count) = block_jacobian;
+          for (int c = 0; c < count; ++c)
+            if (selection_.log_scale(first + c)) e.jacobian.col(first + c) *= traj.p[indices[first + c]];
         }
       }
       if (!std::isfinite(e.phi) || (jacobian && !e.jacobian.allFinite())) {
