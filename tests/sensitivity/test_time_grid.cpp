@@ -16,6 +16,7 @@
 #include "addsim/io/scene.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/direct.h"
+#include "addsim/sensitivity/direct_jacobian.h"
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
 #include "../support/source_dir.h"
@@ -77,9 +78,26 @@ void check_gradients(const Model& m, Simulator& sim, const std::vector<std::stri
   const double e_dir = (adj.dphi_dp - dir.dphi_dp).norm() / dir.dphi_dp.norm();
   EXPECT_LT(e_dir, 1e-9) << label;
   std::printf("[ %s ] adjoint vs direct: %.3e\n", label.c_str(), e_dir);
+  // The multi-parameter sweep of the Gauss–Newton Jacobian (sensitivity/direct_jacobian.h)
+  // walks the same grid and start-up: every output step's column equals the single pass.
+  const TrajectorySensitivities jac = direct_sensitivity_matrices(m, traj, all);
+  ASSERT_EQ(jac.num_steps(), m.scheme().steps) << label;
   const std::vector<double> steps{1e-4, 1e-5, 1e-6};
   for (const std::string& name : fd_names) {
     const int j = m.params().require(name).offset;
+    {
+      DirectOptions keep;
+      keep.keep_sensitivities_of = j;
+      const std::vector<int> one{j};
+      const DirectResult single = gradient_direct(m, traj, obj, one, keep);
+      double worst = 0.0, scale = 0.0;
+      for (int k = 0; k <= m.scheme().steps; ++k) {
+        worst = std::max(worst, (jac.column(k, j) - single.sensitivities[k]).norm());
+        scale = std::max(scale, single.sensitivities[k].norm());
+      }
+      EXPECT_GT(scale, 0.0) << label << " " << name;
+      EXPECT_LT(worst, 1e-8 * scale) << label << " " << name << ": multi-parameter sweep vs single pass";
+    }
     {
       const double t = steps.back();
       VecX pp = p, pm = p;

@@ -12,6 +12,7 @@
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/objective_function.h"
 #include "addsim/sensitivity/step_linearization.h"
+#include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/worker_thread.h"
 
@@ -101,9 +102,11 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
                                                     std::span<const int> params, int dense_dofs) {
   const auto t0 = std::chrono::steady_clock::now();
   require_complete_trajectory(model, traj, "direct sensitivities");
-  const TimeScheme& scheme = model.scheme();
+  // The sweep runs over the internal steps (the output steps, or a sub-stepped run's grid,
+  // docs/notation.md §Time grids); the result is stored by output step.
+  const TimeScheme& scheme = traj.scheme(model.scheme());
   const SparsePattern& pattern = model.pattern();
-  const int n = scheme.steps;
+  const int n = traj.internal_steps();
   const int K = scheme.window();
   const int nq = model.num_dofs();
   const int np = model.params().size();
@@ -134,8 +137,15 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
     order.push_back(c);
   };
 
-  // Step 0: S^0 = ∂q⁰/∂p and ∂v⁰/∂p; parameters of the initial state are active from here.
-  MatX dq0 = MatX::Zero(nq, m), dv0 = MatX::Zero(nq, m);
+  // Step 0: S^0 = ∂q⁰/∂p, ∂v⁰/∂p and, with the constant-acceleration start-up, ∂a⁰/∂p
+  // (solver/initial_acceleration.h; a⁰ depends on material and contact parameters too);
+  // parameters of the initial state are active from here.
+  MatX dq0 = MatX::Zero(nq, m), dv0 = MatX::Zero(nq, m), da0 = MatX::Zero(nq, m);
+  std::unique_ptr<InitialAcceleration> a0;
+  if (scheme.uses_initial_acceleration()) {
+    a0 = std::make_unique<InitialAcceleration>(model);
+    a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
+  }
   {
     VecX a(nq), b(nq);
     for (int c = 0; c < m; ++c) {
@@ -144,15 +154,17 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
       for (const auto& body : model.bodies()) body->initial_state_jvp(traj.p, params[c], a, b);
       dq0.col(c) = a;
       dv0.col(c) = b;
-      if (!a.isZero(0.0) || !b.isZero(0.0)) activate(c, 0);
+      if (a0) da0.col(c) = a0->jvp(params[c], a, b);
+      if (!a.isZero(0.0) || !b.isZero(0.0) || !da0.col(c).isZero(0.0)) activate(c, 0);
     }
   }
   const int active0 = static_cast<int>(order.size());
   out.s[0].resize(nq, active0);
-  MatX dv0_active(nq, active0);  // ∂v⁰/∂p in position order (the others are 0)
+  MatX dv0_active(nq, active0), da0_active(nq, active0);  // in position order (the others are 0)
   for (int k = 0; k < active0; ++k) {
     out.s[0].col(k) = dq0.col(order[k]);
     dv0_active.col(k) = dv0.col(order[k]);
+    da0_active.col(k) = da0.col(order[k]);
   }
 
   // Per-step workspaces, allocated once.
@@ -201,6 +213,13 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
         rhs.leftCols(active0) += sparse_view(pattern, lin.v0_jacobian()) * dv0_active;
       }
     }
+    if (lin.depends_on_a0() && active0 > 0) {
+      if (dense) {
+        block_product.add(pattern, lin.a0_jacobian(), da0_active, rhs.leftCols(active0));
+      } else {
+        rhs.leftCols(active0) += sparse_view(pattern, lin.a0_jacobian()) * da0_active;
+      }
+    }
     // One factorisation of dr^i/dq^i, all right-hand sides solved with it.
     MatX& s_i = out.s[i];
     if (dense) {
@@ -244,6 +263,21 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
       if (i < n) following->evaluate(traj, i + 1);
     }
     std::swap(current, following);
+  }
+  // A sub-stepped run: keep the output steps' blocks; a column that starts at an internal
+  // step starts at the first output step at or after it.
+  if (traj.substepped()) {
+    const int n_out = model.scheme().steps;
+    std::vector<MatX> by_output(n_out + 1);
+    for (int k = 0; k <= n_out; ++k) by_output[k] = std::move(out.s[traj.output_index[k]]);
+    out.s = std::move(by_output);
+    for (int c = 0; c < m; ++c)
+      if (out.position[c] >= 0) {
+        const auto it = std::lower_bound(traj.output_index.begin(), traj.output_index.end(), out.first_step[c]);
+        out.first_step[c] = static_cast<int>(it - traj.output_index.begin());
+      } else {
+        out.first_step[c] = n_out + 1;
+      }
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
