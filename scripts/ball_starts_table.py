@@ -48,7 +48,9 @@ def main(root):
             summary[variant][1] += 1
             stop = res["stop_reason"] if res else "running"
             secs = f"{res['seconds']:.0f} s" if res else ""
-            print(f"| {k} | {v} | {w.strip('[]').split(',')[1] if ',' in w else w} | {label} | {len(rows)} | "
+            v = "(" + ", ".join(f"{float(c):g}" for c in v.strip("[]").split(",")) + ")" if "," in v else v
+            w = f"{float(w.strip('[]').split(',')[1]):g}" if "," in w else w
+            print(f"| {k} | {v} | {w} | {label} | {len(rows)} | "
                   f"{dist * 1e3:.3g} mm | {phi / phi0:.2g} | {'yes' if ok else 'no'} | {secs} | {stop} |"
                   if phi0 else f"| {k} | {v} | {w} | {label} | {len(rows)} | {dist * 1e3:.3g} mm | | | {secs} | {stop} |")
     print()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the whole test suite with AddressSanitizer + UndefinedBehaviorSanitizer in a second
 # build folder (build-sanitize, -O1 -g, -fno-sanitize-recover=all: the first finding aborts
-# the test) and runs it. LeakSanitizer reports leaks inside libgmsh 4.8 (no addsim frames);
-# scripts/lsan-gmsh.supp suppresses exactly those. Optional: not part of .ci/run by default.
+# the test) and runs it (without the fuzz smoke tests, label "fuzz"; no benchmarks and no Python
+# module: the module would need libasan preloaded into python). LeakSanitizer reports leaks
+# inside libgmsh 4.8 (no addsim frames); scripts/lsan-gmsh.supp suppresses exactly those.
+# Optional, not part of .ci/run: a cold build did not fit the CI budget (docs/fuzzing.md).
 # Usage: bash scripts/run-sanitizers.sh [ctest arguments, e.g. -R BadInputs]
 # ADDSIM_SANITIZE_TARGETS="addsim test_io" builds only those targets (default: all).
 set -euo pipefail

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -387,6 +388,25 @@ TEST(GradientCli, SoftMaterialTaskFromGeneratedData) {
                        dir);
   ASSERT_EQ(z.code, 0) << z.err;
   EXPECT_LT(json::parse(z.out)["phi"].get<double>(), 1e-20);
+}
+
+}  // namespace
+
+namespace {
+
+// The tracked point of target terms (objectives/tracked_point.h): boundary means of the small
+// soft ball through a contact-rich run, adjoint = direct and = central differences, non-zero.
+TEST(GradientCli, TrackedBoundaryMeanGradcheck) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("gradcheck '" + (source_dir() / "tasks" / "ball_small_tracked.json").string() + "' --out check.json", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json j = json::parse(slurp(dir / "check.json"));
+  ASSERT_EQ(j["parameters"].size(), 6u);
+  EXPECT_TRUE(j["contact_rich"].get<bool>());
+  for (const auto& row : j["parameters"]) {
+    EXPECT_EQ(row["status"], "pass") << row.dump();
+    EXPECT_GT(std::abs(row["adjoint"].get<double>()), 1e-6) << row.dump();
+  }
 }
 
 }  // namespace

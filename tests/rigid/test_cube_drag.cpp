@@ -64,7 +64,8 @@ TEST(CubeDrag, ShortDragGradientsAgreeAdjointDirectFd) {
   // 12 steps of the shipped task, the effector moving at 0.3 m/s along +x so that the
   // strings pull the block (sliding on the floor).
   const Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
-                                   {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]"});
+                                   {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]",
+                                    R"(parameters=["bodies.effector.poses"])"});
   const Model& m = *task.scene.model;
   Simulator sim(m);
   const VecX p = m.params().defaults();

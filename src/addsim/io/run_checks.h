@@ -39,7 +39,8 @@ struct RunChecks {
   int first_floor_step = -1;
   double max_floor_relative_residual = 0.0;  ///< over those steps
   int max_floor_step = -1;
-  // Energy (passive scenes only: no handles, kinematic bodies or driven joints).
+  // Energy (passive scenes only: no handles, kinematic bodies or driven joints, and no body
+  // starting inside an obstacle, whose penalty energy E does not count).
   bool passive = false;
   double initial_energy = 0.0;  ///< E_0 = T + U (J)
   double peak_energy = 0.0;     ///< max_i E_i (J)

@@ -533,6 +533,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
   if (r.has("max_seconds")) o.max_seconds = r.number("max_seconds", std::nullopt, Bound::kPositive);
   if (r.has("phi_ratio")) o.phi_ratio_tolerance = r.number("phi_ratio", std::nullopt, Bound::kNonNegative);
   if (r.has("gradient_norm")) o.gradient_tolerance = r.number("gradient_norm", std::nullopt, Bound::kNonNegative);
+  if (r.has("phi_change")) o.phi_change_tolerance = r.number("phi_change", std::nullopt, Bound::kNonNegative);
   if (r.has("lbfgsb")) {
     ObjectReader m(r.raw("lbfgsb"), join_path(r.path(), "lbfgsb"), r.source());
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);

@@ -225,6 +225,14 @@ ParamSink ParamSink::column(const StencilSet* stencils, int j, VecX* col) {
   return s;
 }
 
+ParamSink ParamSink::columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols) {
+  ParamSink s;
+  s.stencils_ = stencils;
+  s.column_of_ = column_of;
+  s.cols_ = cols;
+  return s;
+}
+
 void ParamSink::add(int stencil_id, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp) {
   add_rows(stencils_->dofs(stencil_id), pidx, dr_dp);
 }
@@ -240,6 +248,15 @@ void ParamSink::add_rows(std::span<const DofIndex> dofs, std::span<const int> pi
       double acc = 0.0;
       for (int r = 0; r < n; ++r) acc += dr_dp(r, c) * (*lambda_)[dofs[r]];
       (*grad_)[pidx[c]] += acc;
+    }
+    return;
+  }
+  if (column_of_) {
+    for (int c = 0; c < m; ++c) {
+      if (pidx[c] < 0) continue;
+      const int k = (*column_of_)[pidx[c]];
+      if (k < 0) continue;
+      for (int r = 0; r < n; ++r) (*cols_)(dofs[r], k) += dr_dp(r, c);
     }
     return;
   }

@@ -228,13 +228,17 @@ class Assembly {
 
 /// Receives local parameter derivatives ∂r_local/∂p (N × m, columns = the listed global
 /// parameter indices) and contracts them, either with an adjoint vector (vjp mode:
-/// grad[p] += (∂r/∂p)ᵀ λ) or into one column ∂r/∂p_j (column mode).
+/// grad[p] += (∂r/∂p)ᵀ λ), into one column ∂r/∂p_j (column mode), or into the columns of
+/// many listed parameters at once (columns mode, the multi-parameter direct pass).
 class ParamSink {
  public:
   /// vjp mode: grad (|p|) += (∂r/∂p)ᵀ lambda (|q|).
   static ParamSink vjp(const StencilSet* stencils, const VecX* lambda, VecX* grad);
   /// column mode: col (|q|) += ∂r/∂p_j.
   static ParamSink column(const StencilSet* stencils, int j, VecX* col);
+  /// columns mode: cols (|q| × m) column column_of[j] += ∂r/∂p_j for every parameter j with
+  /// column_of[j] ≥ 0 (column_of has |p| entries; −1 = not wanted).
+  static ParamSink columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols);
 
   /// Adds a local block: rows follow the stencil's DOFs, columns the global parameter
   /// indices `pidx` (size m).
@@ -242,8 +246,12 @@ class ParamSink {
   /// Adds ∂r/∂p for residual rows given directly by global DOFs (used for terms
   /// whose parameters act on DOF blocks without a stencil).
   void add_rows(std::span<const DofIndex> dofs, std::span<const int> pidx, const Eigen::Ref<const MatX>& dr_dp);
-  /// True when parameter `pidx` matters to this sink (column mode: only j).
-  bool wants(int pidx) const { return lambda_ != nullptr || pidx == column_; }
+  /// True when parameter `pidx` matters to this sink (column mode: only j; columns mode:
+  /// the listed ones).
+  bool wants(int pidx) const {
+    if (column_of_) return pidx >= 0 && (*column_of_)[pidx] >= 0;
+    return lambda_ != nullptr || pidx == column_;
+  }
   /// vjp mode: the adjoint vector λ (|q|); null in column mode. Terms may contract their
   /// local ∂r/∂p with λ themselves (cheaper in closed form) and add the result by
   /// add_contracted().
@@ -260,6 +268,8 @@ class ParamSink {
   VecX* grad_ = nullptr;
   int column_ = -1;
   VecX* col_ = nullptr;
+  const std::vector<int>* column_of_ = nullptr;
+  MatX* cols_ = nullptr;
 };
 
 }  // namespace addsim

@@ -31,6 +31,43 @@ void ObjectiveTerm::residuals(const Model&, const Trajectory&, VecX&, const Traj
   throw InternalError(std::string(name()) + ": not a sum-of-squares term (no residual form)");
 }
 
+void ObjectiveTerm::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                      MatX& out) const {
+  VecX rho, drho;
+  VecX dp = VecX::Zero(traj.p.size());
+  std::vector<VecX> dq;
+  const int m = static_cast<int>(sens.params.size());
+  for (int c = 0; c < m; ++c) {
+    sens.tangent(c, dq);
+    dp[sens.params[c]] = 1.0;
+    const TrajectoryTangent tangent{&dq, &dp};
+    residuals(model, traj, rho, &tangent, &drho);
+    dp[sens.params[c]] = 0.0;
+    if (c == 0) out.resize(drho.size(), m);
+    out.col(c) = drho;
+  }
+  if (m == 0) {
+    residuals(model, traj, rho, nullptr, nullptr);
+    out.resize(rho.size(), 0);
+  }
+}
+
+void Objective::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                  MatX& out) const {
+  std::vector<MatX> parts(terms_.size());
+  Eigen::Index total = 0;
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    terms_[t].second->residual_jacobian(model, traj, sens, parts[t]);
+    total += parts[t].rows();
+  }
+  out.resize(total, static_cast<Eigen::Index>(sens.params.size()));
+  Eigen::Index at = 0;
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    out.middleRows(at, parts[t].rows()) = std::sqrt(terms_[t].first) * parts[t];
+    at += parts[t].rows();
+  }
+}
+
 int Objective::first_non_least_squares_term() const {
   for (size_t t = 0; t < terms_.size(); ++t)
     if (!terms_[t].second->has_residuals()) return static_cast<int>(t);

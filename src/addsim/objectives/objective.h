@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "addsim/sensitivity/direct_jacobian.h"
 #include "addsim/sensitivity/objective_function.h"
 
 namespace addsim {
@@ -49,6 +50,12 @@ class ObjectiveTerm {
   /// dρ = Σ_i ∂ρ/∂q^i dq^i + ∂ρ/∂p dp into `drho` (same size). Throws InternalError otherwise.
   virtual void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                          VecX* drho) const;
+  /// Residual Jacobian for the parameters of `sens` (only if has_residuals()): column c of
+  /// `out` (resized to |ρ| × m) = Σ_i ∂ρ/∂q^i s^i_c + ∂ρ/∂p_c, the Gauss–Newton Jacobian's
+  /// block of this term. The default calls residuals() with one tangent per column; terms
+  /// that read few steps or only p override it with the column loop inside.
+  virtual void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                 MatX& out) const;
 };
 
 /// Φ = Σ_t w_t φ_t.
@@ -64,6 +71,10 @@ class Objective final : public ObjectiveFunction {
   /// squares, else InternalError); the tangent's dρ into `drho` when `tangent` is non-null.
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const;
+  /// dρ/dp (|ρ| × m) of the stacked residuals for the parameters of `sens` (every term's
+  /// residual_jacobian(), scaled by √w_t).
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const;
   /// Unweighted value of every term, in the order added (for reports).
   std::vector<double> term_values(const Model& model, const Trajectory& traj) const;
   int size() const { return static_cast<int>(terms_.size()); }

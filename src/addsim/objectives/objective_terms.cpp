@@ -167,6 +167,32 @@ void ControlSmoothness::residuals(const Model& model, const Trajectory& traj, Ve
   }
 }
 
+void ControlSmoothness::residual_jacobian(const Model& model, const Trajectory& traj,
+                                          const TrajectorySensitivities& sens, MatX& out) const {
+  const std::vector<ControlRows> controls = smoothness_controls(model, controls_, handle_, traj);
+  // Listed column of each parameter (−1: not listed); rows as in residuals().
+  std::vector<int> column(traj.p.size(), -1);
+  for (size_t c = 0; c < sens.params.size(); ++c) column[sens.params[c]] = static_cast<int>(c);
+  const double s = std::sqrt(2.0);
+  Eigen::Index size = 0;
+  for (const ControlRows& c : controls) {
+    const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
+    size += static_cast<Eigen::Index>(c.cols) * (b - a);
+  }
+  out.setZero(size, static_cast<Eigen::Index>(sens.params.size()));
+  Eigen::Index at = 0;
+  for (const ControlRows& c : controls) {
+    const auto [a, b] = rows_.resolve(c.rows - 1, "control_smoothness");
+    for (int r = a; r < b; ++r, at += c.cols) {
+      const int i0 = c.offset + c.cols * r, i1 = i0 + c.cols;
+      for (int k = 0; k < c.cols; ++k) {
+        if (column[i1 + k] >= 0) out(at + k, column[i1 + k]) += s;
+        if (column[i0 + k] >= 0) out(at + k, column[i0 + k]) -= s;
+      }
+    }
+  }
+}
+
 LinearState::LinearState(VecX weights, int step) : weights_(std::move(weights)), step_(step) {}
 
 double LinearState::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {

@@ -73,6 +73,9 @@ class ControlSmoothness final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// dρ/dp = ∂ρ/∂p (±√2 entries; the controls' states do not enter ρ).
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
 
  private:
   int handle_ = -1;

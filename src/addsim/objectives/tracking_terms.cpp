@@ -150,6 +150,35 @@ void MarkerTrajectories::residuals(const Model& model, const Trajectory& traj, V
   }
 }
 
+void MarkerTrajectories::residual_jacobian(const Model& model, const Trajectory& traj,
+                                           const TrajectorySensitivities& sens, MatX& out) const {
+  for (const Marker& m : markers_) check_marker(m, model, name());
+  Eigen::Index count = 0;
+  for (const MarkerFrame& f : frames_) {
+    check_step(f.step, model, traj, name());
+    count += std::count(f.visible.begin(), f.visible.end(), true);
+  }
+  // Rows as in residuals(); the markers do not depend on p, so column c is the marker jvp
+  // of s^{step_f}_c (zero before the column's first step).
+  const int cols = static_cast<int>(sens.params.size());
+  out.setZero(3 * count, cols);
+  Eigen::Index at = 0;
+  VecX dq;
+  for (const MarkerFrame& f : frames_) {
+    const VecX& q = traj.q[f.step];
+    const MatX& s = sens.s[f.step];
+    for (size_t m = 0; m < markers_.size(); ++m) {
+      if (!f.visible[m]) continue;
+      for (int c = 0; c < cols; ++c) {
+        if (f.step < sens.first_step[c]) continue;
+        dq = s.col(sens.position[c]);
+        out.block<3, 1>(at, c) = markers_[m].jvp(q, dq);
+      }
+      at += 3;
+    }
+  }
+}
+
 Vec3 closest_point_on_triangle(const Vec3& y, const Vec3& a, const Vec3& b, const Vec3& c) {
   // Voronoi regions of the vertices, edges and face, tested in turn.
   const Vec3 ab = b - a, ac = c - a, ay = y - a;

@@ -65,6 +65,9 @@ class MarkerTrajectories final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// dρ/dp from the frames' steps only (marker jvps of the stored sensitivity columns).
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
   const std::vector<Marker>& markers() const { return markers_; }
 
  private:

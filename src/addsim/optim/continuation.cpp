@@ -23,12 +23,13 @@ VecX apply_named_values(const ParameterTable& table, VecX p, const NamedValues& 
 }
 
 void merge_named_values(NamedValues& into, const NamedValues& from) {
-  for (const auto& [name, value] : from) {
-    auto it = std::find_if(into.begin(), into.end(), [&](const auto& e) { return e.first == name; });
+  // A plain loop variable, not a structured binding: clang before 16 cannot capture bindings in lambdas.
+  for (const auto& entry : from) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const auto& e) { return e.first == entry.first; });
     if (it != into.end())
-      it->second = value;
+      it->second = entry.second;
     else
-      into.emplace_back(name, value);
+      into.push_back(entry);
   }
 }
 

@@ -1,5 +1,7 @@
 #include "addsim/optim/optimizer.h"
 
+#include <Eigen/Cholesky>
+#include <Eigen/SparseCore>
 #include <LBFGSB.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -42,6 +45,7 @@ const char* to_string(StopReason reason) {
     case StopReason::kNoProgress: return "no_progress";
     case StopReason::kInitialFailure: return "initial_failure";
     case StopReason::kInterrupted: return "interrupted";
+    case StopReason::kPhiChange: return "phi_change";
   }
   return "?";
 }
@@ -153,6 +157,14 @@ class Tracker {
     if (callbacks_.on_iteration && !callbacks_.on_iteration(r))
       throw Stop{StopReason::kInterrupted, "stopped by the caller"};
     check_tolerances();
+    // Relative decrease of the best Φ over this iteration (Gauss–Newton and L-BFGS-B, whose
+    // every iteration is an accepted descent step).
+    const double previous = std::isnan(phi_last_iteration_) ? phi0_ : phi_last_iteration_;
+    phi_last_iteration_ = phi_best_;
+    if (options_.phi_change_tolerance > 0.0 &&
+        (options_.method == OptimizerMethod::kGaussNewton || options_.method == OptimizerMethod::kLbfgsb) &&
+        previous - phi_best_ <= options_.phi_change_tolerance * previous)
+      throw Stop{StopReason::kPhiChange, "an iteration lowered Phi by less than the phi_change tolerance"};
   }
 
   // Φ/Φ₀ and the projected gradient at the best point.
@@ -214,6 +226,7 @@ class Tracker {
   double phi0_;
   VecX x_best_, g_best_;
   double phi_best_ = kInf;
+  double phi_last_iteration_ = std::numeric_limits<double>::quiet_NaN();  ///< best Φ at the last iteration's end
   std::optional<Evaluation> cached_;
 };
 
@@ -320,6 +333,53 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
 // D = diag(JᵀJ) (Marquardt's scaling); a step that lowers Φ is taken and λ shrinks by 3,
 // otherwise (also for a failed simulation) λ grows by 4 from the same point.
 
+// JᵀJ for a residual Jacobian J (|ρ| × |x|) whose rows are partly sparse: per-step
+// regularisers (control_smoothness: two entries per row) next to a few dense rows of
+// tracking residuals. The sparse rows' product is formed as a sparse product and the dense
+// rows' by a symmetric rank update, so the cost follows the dense rows: cube drag (372 rows,
+// 12 dense, 360 columns) 1.6 M instead of 48 M multiply–adds.
+MatX normal_matrix(const MatX& J) {
+  const Eigen::Index rows = J.rows(), n = J.cols();
+  // A row with at most this many non-zeros is sparse (a few per-step controls).
+  const Eigen::Index sparse_limit = std::max<Eigen::Index>(8, n / 16);
+  std::vector<Eigen::Index> dense_rows;
+  std::vector<Eigen::Triplet<double>> sparse_entries;
+  Eigen::Index sparse_count = 0;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const Eigen::Index nnz = (J.row(r).array() != 0.0).count();
+    if (nnz > sparse_limit) {
+      dense_rows.push_back(r);
+      continue;
+    }
+    for (Eigen::Index c = 0; c < n; ++c)
+      if (J(r, c) != 0.0) sparse_entries.emplace_back(sparse_count, c, J(r, c));
+    ++sparse_count;
+  }
+  MatX A = MatX::Zero(n, n);
+  if (!dense_rows.empty()) {
+    MatX Jd(static_cast<Eigen::Index>(dense_rows.size()), n);
+    for (size_t k = 0; k < dense_rows.size(); ++k) Jd.row(static_cast<Eigen::Index>(k)) = J.row(dense_rows[k]);
+    A.selfadjointView<Eigen::Lower>().rankUpdate(Jd.transpose());
+    A.triangularView<Eigen::StrictlyUpper>() = A.transpose();
+  }
+  if (sparse_count > 0) {
+    Eigen::SparseMatrix<double> Js(sparse_count, n);
+    Js.setFromTriplets(sparse_entries.begin(), sparse_entries.end());
+    const Eigen::SparseMatrix<double> JtJ = Js.transpose() * Js;
+    for (Eigen::Index c = 0; c < JtJ.outerSize(); ++c)
+      for (Eigen::SparseMatrix<double>::InnerIterator it(JtJ, c); it; ++it) A(it.row(), it.col()) += it.value();
+  }
+  return A;
+}
+
+// δ = −M⁻¹ g for the damped normal matrix M (symmetric, positive semi-definite plus the
+// regularisers): Cholesky (blocked) first, LDLᵀ if round-off leaves M indefinite.
+VecX solve_normal_equations(const MatX& M, const VecX& g) {
+  Eigen::LLT<MatX> llt(M);
+  if (llt.info() == Eigen::Success) return llt.solve(-g);
+  return M.ldlt().solve(-g);
+}
+
 void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
   LeastSquaresEvaluation cur = t.residuals(x0, true);
   if (cur.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + cur.failure};
@@ -328,7 +388,7 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
   constexpr double kMaxDamping = 1e16;
   for (;;) {
     const VecX g = cur.jacobian.transpose() * cur.residuals;
-    const MatX A = cur.jacobian.transpose() * cur.jacobian;
+    const MatX A = normal_matrix(cur.jacobian);
     // Columns without influence keep a unit scale so that the damped system stays regular.
     VecX D = A.diagonal();
     const double dmax = D.maxCoeff();
@@ -339,7 +399,7 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
       M.diagonal() += lambda * D;
       // A regulariser so that plain Gauss–Newton (λ = 0) still solves a rank-deficient JᵀJ.
       M.diagonal() += 1e-14 * D;
-      const VecX delta = M.ldlt().solve(-g);
+      const VecX delta = solve_normal_equations(M, g);
       const VecX x_new = problem.project(cur.x + delta);
       if ((x_new - cur.x).norm() <= 1e-15 * (1.0 + cur.x.norm()))
         throw Stop{StopReason::kNoProgress, "the Gauss-Newton step is below round-off"};

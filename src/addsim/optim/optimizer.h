@@ -31,10 +31,11 @@ enum class StopReason {
   kNoProgress,        ///< the method cannot move any more (LM damping overflow, step below round-off, CMA-ES converged)
   kInitialFailure,    ///< the simulation at the starting point failed
   kInterrupted,       ///< the iteration callback asked to stop
+  kPhiChange,         ///< an iteration lowered Φ by ≤ phi_change_tolerance · Φ (Gauss–Newton, L-BFGS-B)
 };
 
 /// "phi_ratio", "gradient", "simulation_budget", "time_budget", "line_search", "no_progress",
-/// "initial_failure", "interrupted".
+/// "initial_failure", "interrupted", "phi_change".
 const char* to_string(StopReason reason);
 
 struct OptimizerOptions {
@@ -43,6 +44,11 @@ struct OptimizerOptions {
   double max_seconds = std::numeric_limits<double>::infinity();  ///< wall-time budget (> 0)
   double phi_ratio_tolerance = 0.0;  ///< stop when Φ/Φ₀ ≤ this (0: never)
   double gradient_tolerance = 0.0;   ///< stop when ‖projected dΦ/dx‖₂ ≤ this (0: never)
+  /// Gauss–Newton and L-BFGS-B: stop when an iteration lowers the best Φ by at most this
+  /// fraction of Φ at its start (the relative-decrease test of MINPACK's ftol; 0: never).
+  /// For regularised problems whose Φ/Φ₀ has a floor > 0 (trajectory optimisation with a
+  /// smoothness term), where phi_ratio_tolerance cannot say when the optimum is reached.
+  double phi_change_tolerance = 0.0;
   // L-BFGS-B
   int lbfgs_memory = 6;          ///< correction pairs kept
   int lbfgs_max_linesearch = 20;  ///< trials per line search

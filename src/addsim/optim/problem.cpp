@@ -1,12 +1,14 @@
 #include "addsim/optim/problem.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/adjoint.h"
-#include "addsim/sensitivity/direct.h"
+#include "addsim/sensitivity/direct_jacobian.h"
 
 namespace addsim {
 
@@ -49,6 +51,11 @@ SimulationProblem::SimulationProblem(const Model& model, const Objective& object
   // (solver.substep_retry): a start far from the optimum (a 10× softer material) must simulate.
   if (model_.solver().substep_retry < 0)
     for (auto& sim : simulators_) sim->set_substep_retry({kOptimizationSubstepDepth});
+}
+
+void SimulationProblem::set_sensitivity_memory(double bytes) {
+  if (!(bytes > 0.0)) throw InternalError("optimisation problem: sensitivity memory must be positive");
+  sensitivity_memory_ = bytes;
 }
 
 VecX SimulationProblem::project(const VecX& x) const { return x.cwiseMax(lower_).cwiseMin(upper_); }
@@ -122,22 +129,24 @@ LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool
       objective_.residuals(model_, traj, e.residuals, nullptr, nullptr);
       e.phi = 0.5 * e.residuals.squaredNorm();
       if (jacobian) {
-        // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with the
-        // direct sensitivities s^i_k = dq^i/dp_k of that one parameter kept over the whole run.
+        // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with
+        // s^i_k = dq^i/dp_k from one multi-parameter direct sweep (sensitivity/direct_jacobian.h)
+        // per block of columns; blocks bound the stored sensitivities to
+        // sensitivity_memory_ (one block for the paper's problems).
         e.jacobian.resize(e.residuals.size(), size());
-        VecX dp = VecX::Zero(traj.p.size());
-        VecX rho, drho;
-        for (int k = 0; k < size(); ++k) {
-          const int j = selection_.indices()[k];
-          DirectOptions options;
-          options.keep_sensitivities_of = j;
-          const int params[] = {j};
-          const DirectResult d = gradient_direct(model_, traj, objective_, params, options);
-          dp.setZero();
-          dp[j] = 1.0;
-          const TrajectoryTangent tangent{&d.sensitivities, &dp};
-          objective_.residuals(model_, traj, rho, &tangent, &drho);
-          e.jacobian.col(k) = selection_.log_scale(k) ? (traj.p[j] * drho).eval() : drho;
+        const std::vector<int>& indices = selection_.indices();
+        const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
+        const int block = static_cast<int>(
+            std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));
+        MatX block_jacobian;
+        for (int first = 0; first < size(); first += block) {
+          const int count = std::min(block, size() - first);
+          const TrajectorySensitivities sens =
+              direct_sensitivity_matrices(model_, traj, std::span<const int>(indices).subspan(first, count));
+          objective_.residual_jacobian(model_, traj, sens, block_jacobian);
+          e.jacobian.middleCols(first, count) = block_jacobian;
+          for (int c = 0; c < count; ++c)
+            if (selection_.log_scale(first + c)) e.jacobian.col(first + c) *= traj.p[indices[first + c]];
         }
       }
       if (!std::isfinite(e.phi) || (jacobian && !e.jacobian.allFinite())) {

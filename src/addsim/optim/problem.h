@@ -45,6 +45,10 @@ struct LeastSquaresEvaluation {
 /// Keeps the caller's model and objective alive (e.g. a loaded task); may be null.
 using ProblemOwner = std::shared_ptr<const void>;
 
+/// Memory for the stored sensitivities S^0 … S^n of one direct sweep (bytes); the Gauss–Newton
+/// Jacobian is computed in blocks of columns that fit (cube drag: 0.2 MB for all 366).
+inline constexpr double kSensitivityMemoryBytes = 512.0 * 1024.0 * 1024.0;
+
 class SimulationProblem {
  public:
   /// `model` and `objective` must outlive the problem (or be kept alive by `owner`); p_base
@@ -80,9 +84,16 @@ class SimulationProblem {
   /// Φ(x) and, if `gradient`, dΦ/dx by the adjoint (one forward run + one backward pass).
   /// Uses simulator `slot`; evaluations on different slots may run concurrently.
   Evaluation evaluate(const VecX& x, bool gradient, int slot = 0);
-  /// ρ(x) and, if `jacobian`, dρ/dx column by column from direct sensitivities (one forward
-  /// run + one direct pass per selected scalar). Throws InputError if !least_squares().
+  /// ρ(x) and, if `jacobian`, dρ/dx from direct sensitivities: one forward run + one
+  /// multi-parameter direct sweep for all selected scalars (sensitivity/direct_jacobian.h;
+  /// more sweeps only when the stored sensitivities would exceed kSensitivityMemoryBytes).
+  /// Throws InputError if !least_squares().
   LeastSquaresEvaluation evaluate_residuals(const VecX& x, bool jacobian, int slot = 0);
+
+  /// Memory for the stored sensitivities of one direct sweep (bytes, > 0; default
+  /// kSensitivityMemoryBytes): evaluate_residuals() splits the Jacobian into column blocks
+  /// that fit.
+  void set_sensitivity_memory(double bytes);
 
   /// Forward simulations run so far (the paper's "simulation runs").
   long simulations() const { return simulations_.load(); }
@@ -98,6 +109,7 @@ class SimulationProblem {
   const Objective& objective_;
   ParameterSelection selection_;
   VecX p_base_, lower_, upper_;
+  double sensitivity_memory_ = kSensitivityMemoryBytes;
   std::vector<std::unique_ptr<Simulator>> simulators_;
   std::atomic<long> simulations_{0}, failures_{0};
 };

@@ -107,6 +107,8 @@ class StepLinearization {
     StickRows::project(sticks_, v);
     StickRows::project_bodies(bodies_, v);
   }
+  /// True if this step has stick-constrained rows (project_rows() is not the identity).
+  bool has_constrained_rows() const { return !sticks_.empty() || !bodies_.empty(); }
   /// Pᵀ λ, the adjoint of project_rows().
   void project_rows_transpose(VecX& lambda) const {
     StickRows::project_transpose(sticks_, lambda);

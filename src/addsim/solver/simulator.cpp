@@ -36,6 +36,9 @@ constexpr int kBackgroundIteration = 2;
 // counts as converged on the tolerance while ‖r‖ < this × tolerance (docs/solver.md,
 // "Acceptance"): a rigid body spinning at |θ| ≈ π with h = 1e-3 has its floor at 1.8e-10 N m.
 constexpr double kSilentFloorFactor = 1e3;
+// Fallback initial guesses q^{i-1} + α h v^{i-1} when both extrapolations are inadmissible,
+// in the order tried (docs/solver.md, "Initial guess"); α = 0 is the previous state.
+constexpr double kFallbackGuessScales[] = {0.5, 0.25, 0.125, 0.0};
 }  // namespace
 
 const char* to_string(StepAcceptance a) {
@@ -375,6 +378,40 @@ StepReport Simulator::advance(Trajectory& traj, int i, const VecX& p) {
     guess_ca_ = (h * h / s.at(i).ca[0]) * (a_ - a_hist_);
   }
   StepReport rep = solve_step(i, hist, p, q_guess_, second_guess ? &guess_ca_ : nullptr);
+  if (!rep.converged && rep.iterations == 0 && !std::isfinite(rep.residual_norm)) {
+    // Both extrapolations are inadmissible (an element inverted, or r not finite): soft
+    // material at impact. Shorter extrapolations q^{i-1} + α h v^{i-1}, α = 1/2, 1/4, 1/8,
+    // then q^{i-1} itself, are tried in that order (docs/solver.md, "Initial guess"); the
+    // line search then walks from an admissible point. The step solves the same equation,
+    // so the solution (and its linearisation for the adjoint) does not depend on the guess.
+    // Steps whose first guess is admissible never get here: their results are unchanged.
+    const std::string first_failure = rep.failure;
+    int assemblies = rep.assemblies;
+    double wall_ms = rep.wall_ms;
+    for (const double alpha : kFallbackGuessScales) {
+      if (i == 1) {
+        q_guess_ = states[0] + (alpha * h) * traj.v0;
+      } else {
+        traj.internal_rates(s, i - 1, v_, a_);
+        q_guess_ = states[i - 1] + (alpha * h) * v_;
+      }
+      for (const ChartSwitch& c : traj.charts)
+        if (c.step == i - 1) c.body->rechart(q_guess_);
+      rep = solve_step(i, hist, p, q_guess_, nullptr);
+      assemblies += rep.assemblies;
+      wall_ms += rep.wall_ms;
+      rep.assemblies = assemblies;
+      rep.wall_ms = wall_ms;
+      if (rep.converged || rep.iterations > 0 || std::isfinite(rep.residual_norm)) {
+        std::ostringstream note;
+        note << "initial guess q^{i-1} + " << alpha << " h v^{i-1} after: " << first_failure;
+        rep.note = rep.note.empty() ? note.str() : note.str() + "; " + rep.note;
+        break;
+      }
+    }
+    if (!rep.converged && rep.iterations == 0 && !std::isfinite(rep.residual_norm))
+      rep.failure = first_failure + " (and at q^{i-1} + α h v^{i-1}, α = 1/2, 1/4, 1/8, 0: " + rep.failure + ")";
+  }
   // A step that only the floor or a tiny Newton step accepted, with contributions that did
   // not cancel even to kFloorFailureRelativeResidual, is not resolved in double precision
   // (E = 1e30, dt = 1e300, …): it fails rather than being kept as converged.

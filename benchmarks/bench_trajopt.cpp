@@ -1,0 +1,151 @@
+// Trajectory-optimisation costs of the paper's Table 2 experiments that ship as tasks
+// (docs/validation/trajectory-optimization.md): per task, the time of one simulation, of one
+// gradient by the adjoint (all parameters), of one Gauss–Newton Jacobian dρ/dx by the
+// multi-parameter direct sweep (sensitivity/direct_jacobian.h; the sweep alone and with the
+// residual columns, as SimulationProblem::evaluate_residuals forms them), optionally the old
+// way (one direct pass per parameter), and the task's own `optimize` run to its stopping rule.
+// A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
+// runs are one-off measurements.
+//
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]
+//
+// TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
+// quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
+// --optimize also runs `addsim optimize`'s method with the task's options (iterations,
+// simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
+// |p| single-parameter direct passes (slow: minutes for the larger tasks).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "addsim/core/error.h"
+#include "addsim/io/task.h"
+#include "addsim/optim/optimizer.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
+#include "addsim/sensitivity/direct_jacobian.h"
+
+namespace {
+
+using namespace addsim;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+struct Options {
+  int repeat = 5;
+  bool optimize = false;
+  bool per_parameter = false;
+  std::vector<std::string> tasks;
+};
+
+void run_task(const std::string& name, const Options& o) {
+  const fs::path file = fs::path(ADDSIM_SOURCE_DIR) / "tasks" / (name + ".json");
+  std::unique_ptr<Task> loaded;
+  try {
+    loaded = std::make_unique<Task>(load_task_file(file));
+  } catch (const InputError& e) {
+    std::printf("%-16s skipped: %s\n", name.c_str(), e.what());
+    return;
+  }
+  const Task& task = *loaded;
+  const Model& model = *task.scene.model;
+  const VecX& p = task.p();
+  const std::vector<int>& params = task.selection.indices();
+  Simulator sim(model);
+  std::vector<double> t_sim, t_grad, t_sweep, t_jac;
+  long factorizations = 0;
+  for (int r = 0; r < o.repeat; ++r) {
+    auto t0 = Clock::now();
+    const Trajectory traj = sim.run(p);
+    t_sim.push_back(seconds_since(t0));
+    if (!traj.completed()) {
+      std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
+      return;
+    }
+    t0 = Clock::now();
+    gradient_adjoint(model, traj, task.objective);
+    t_grad.push_back(seconds_since(t0));
+    t0 = Clock::now();
+    const TrajectorySensitivities sens = direct_sensitivity_matrices(model, traj, params);
+    t_sweep.push_back(seconds_since(t0));
+    factorizations = sens.factorizations;
+  }
+  // The whole Gauss–Newton Jacobian as the optimiser gets it: evaluate_residuals with the
+  // Jacobian minus the same without it (both include one forward run).
+  SimulationProblem problem(model, task.objective, task.selection, p, 1, 0);
+  const VecX x0 = problem.x0();
+  for (int r = 0; r < o.repeat; ++r) {
+    const LeastSquaresEvaluation with = problem.evaluate_residuals(x0, true);
+    const LeastSquaresEvaluation without = problem.evaluate_residuals(x0, false);
+    if (with.failed || without.failed) {
+      std::printf("%-16s residual evaluation failed: %s\n", name.c_str(), with.failure.c_str());
+      return;
+    }
+    t_jac.push_back(std::max(0.0, with.seconds - without.seconds));
+  }
+  const double ts = median(t_sim), tg = median(t_grad), tw = median(t_sweep), tj = median(t_jac);
+  std::printf("%-16s |q| %4d  |p| %5zu  steps %4d | sim %9.4f s | adjoint %9.4f s (%5.2fx) | sweep %9.4f s (%5.2fx, %ld LU) "
+              "| GN Jacobian %9.4f s (%5.2fx)\n",
+              name.c_str(), model.num_dofs(), params.size(), model.scheme().steps, ts, tg, tg / ts, tw, tw / ts,
+              factorizations, tj, tj / ts);
+  if (o.per_parameter) {
+    // The Jacobian before the sweep: one direct pass per parameter, each keeping its s^i.
+    const Trajectory traj = sim.run(p);
+    const auto t0 = Clock::now();
+    for (int j : params) {
+      DirectOptions d;
+      d.keep_sensitivities_of = j;
+      gradient_direct(model, traj, task.objective, std::vector<int>{j}, d);
+    }
+    const double tp = seconds_since(t0);
+    std::printf("%-16s per-parameter direct passes %9.4f s (%6.1fx the simulation, %5.1fx the sweep)\n", name.c_str(),
+                tp, tp / ts, tp / tw);
+  }
+  if (o.optimize) {
+    SimulationProblem opt_problem(model, task.objective, task.selection, p, 1, 0);
+    const auto t0 = Clock::now();
+    const OptimizationResult r = minimize(opt_problem, opt_problem.x0(), task.optimize);
+    const double t = seconds_since(t0);
+    std::printf("%-16s optimize (%s): %d iterations, %ld simulations, %.3f s, phi %.4g -> %.4g (ratio %.3g), stop %s%s%s\n",
+                name.c_str(), to_string(task.optimize.method), r.iterations, r.simulations, t, r.phi0, r.phi_best,
+                r.phi_best / r.phi0, to_string(r.reason), r.message.empty() ? "" : ": ", r.message.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int k = 1; k < argc; ++k) {
+    const std::string a = argv[k];
+    if (a == "--repeat" && k + 1 < argc) {
+      o.repeat = std::max(1, std::atoi(argv[++k]));
+    } else if (a == "--optimize") {
+      o.optimize = true;
+    } else if (a == "--per-parameter") {
+      o.per_parameter = true;
+    } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    } else {
+      o.tasks.push_back(a);
+    }
+  }
+  if (o.tasks.empty()) o.tasks = {"cube_drag", "cube_drag_11cm", "kr5_cube_drag", "sheet_flip", "quadruped_short"};
+  for (const std::string& t : o.tasks) run_task(t, o);
+  return 0;
+}
