@@ -37,8 +37,9 @@ task = {
     "description": "Material estimation from the paper's soft start (Sec. 6, Fig. noiseResults): the 451-tet soft ball "
     "of scenes/soft_ball_throw.json with tanh friction and a 5 mm normal-penalty blend, six surface-node markers recorded at E = 2e4 Pa and c_f = 0.4 "
     "(tasks/data/soft_material_451_markers.csv, scripts/make_soft_start_task.py), estimated from E = 2e3 Pa "
-    "(10x softer) and c_f = 0.2. At E = 2e3 Pa the ball inverts an element at impact unless failed steps are "
-    "retried as sub-steps (solver.substep_retry, on by default for addsim optimize).",
+    "(10x softer) and c_f = 0.2. At E = 2e3 Pa the extrapolated Newton guess at impact inverts an element; the "
+    "step starts from an admissible fallback guess instead (docs/solver.md), and failed steps would be retried as "
+    "sub-steps (solver.substep_retry, on by default for addsim optimize).",
     "scene": "../scenes/soft_ball_throw.json",
     "set": {
         "contact.model": "tanh",
@@ -58,7 +59,7 @@ task = {
             "data": "data/soft_material_451_markers.csv",
         }
     ],
-    "optimize": {"method": "lbfgsb", "max_sims": 60, "phi_ratio": 1e-12},
+    "optimize": {"method": "lbfgsb", "max_sims": 100, "phi_ratio": 1e-12},
 }
 # Continuation variant: Young's modulus alone first (the friction stays at its start), then both.
 staged = dict(task)
