@@ -385,11 +385,12 @@ void RunWriter::append(const Trajectory& traj) {
 }
 
 void RunWriter::flush() {
-  // steps.csv gets whole rows only, at the same moments as trajectory.npy its states.
+  // steps.csv gets whole rows only, at the same moments as trajectory.npy its states; the
+  // states go first, so a reader who sees k rows in steps.csv finds q⁰ … q^k in the .npy.
+  npy_->flush();
   if (std::fputs(pending_rows_.c_str(), steps_) < 0 || std::fflush(steps_) != 0)
     throw InputError((dir_ / "steps.csv").string() + ": write failed");
   pending_rows_.clear();
-  npy_->flush();
   last_flush_ = std::chrono::steady_clock::now();
 }
 
