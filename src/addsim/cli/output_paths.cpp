@@ -46,7 +46,12 @@ void prepare_output_dir(const fs::path& dir, const std::string& option) {
     missing.insert(missing.begin(), a);
     if (a == a.parent_path()) break;
   }
-  fs::create_directories(dir, ec);
+  // A parent can vanish between the steps of create_directories when another addsim process
+  // that created it removes it again as unused (remove_unused_output_dirs): try again then.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    fs::create_directories(dir, ec);
+    if (ec != std::errc::no_such_file_or_directory) break;
+  }
   if (!ec) created_dirs().insert(created_dirs().end(), missing.begin(), missing.end());
   if (ec || !fs::is_directory(dir))
     throw InputError(head + "cannot create the output directory" + (ec ? ": " + ec.message() : std::string()));
