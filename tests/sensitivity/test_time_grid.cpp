@@ -21,35 +21,12 @@
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
 #include "../support/source_dir.h"
+#include "centroid_objective.h"
 
 namespace addsim {
 namespace {
 
-// Φ = ½ ‖mean(q^n) − c‖² + ½ ‖mean(q^{n/2})‖² over each coordinate axis (m²).
-class CentroidObjective final : public ObjectiveFunction {
- public:
-  double evaluate(const Model& model, const Trajectory& traj, ObjectiveGradient* grad) const override {
-    const int n = static_cast<int>(traj.q.size()) - 1, mid = n / 2;
-    const int dofs = model.num_dofs();
-    const Vec3 target(1.2, 0.0, 0.1);
-    auto centroid = [&](const VecX& q) {
-      Vec3 c = Vec3::Zero();
-      for (int k = 0; k < dofs; ++k) c[k % 3] += q[k];
-      return Vec3(c / (dofs / 3));
-    };
-    const Vec3 e = centroid(traj.q[n]) - target, m = centroid(traj.q[mid]);
-    if (grad) {
-      VecX gn(dofs), gm(dofs);
-      for (int k = 0; k < dofs; ++k) {
-        gn[k] = e[k % 3] / (dofs / 3);
-        gm[k] = m[k % 3] / (dofs / 3);
-      }
-      grad->dphi_dq(n) += gn;
-      grad->dphi_dq(mid) += gm;
-    }
-    return 0.5 * e.squaredNorm() + 0.5 * m.squaredNorm();
-  }
-};
+using test::CentroidObjective;
 
 const std::vector<std::string> kBall{"steps=40",
                                      "dt=0.01",
