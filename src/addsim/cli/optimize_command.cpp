@@ -255,7 +255,7 @@ int run_optimize(const Options& opt) {
 
   // Stages: the task's list, or the task itself as the one stage.
   std::vector<TaskStage> task_stages = first->stages;
-  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize});
+  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize, {}});
   std::vector<StageSpec> stages;
   for (TaskStage& s : task_stages) {
     if (!method.empty()) s.options.method = parse_optimizer_method(method, "--method");
