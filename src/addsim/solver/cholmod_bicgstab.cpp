@@ -115,7 +115,7 @@ class CholmodBicgstab final : public LinearSolver {
   }
 
   // z = S⁻¹ r with the Cholesky factor.
-  void precondition(const VecX& r, VecX& z) {
+  void apply_cholesky(const VecX& r, VecX& z) {
     std::copy_n(r.data(), r.size(), static_cast<double*>(B_->x));
     cholmod_solve2(CHOLMOD_A, L_, B_, nullptr, &X_, nullptr, &Y_, &E_, &common_);
     z = Eigen::Map<const VecX>(static_cast<double*>(X_->x), r.size());
@@ -135,7 +135,7 @@ class CholmodBicgstab final : public LinearSolver {
       const double beta = (rho_new / rho) * (alpha / omega);
       rho = rho_new;
       p = r + beta * (p - omega * v);
-      precondition(p, y);
+      apply_cholesky(p, y);
       apply(y, v, transpose);
       const double r0v = r0.dot(v);
       if (r0v == 0.0) return false;
@@ -143,7 +143,7 @@ class CholmodBicgstab final : public LinearSolver {
       s = r - alpha * v;
       x += alpha * y;
       if (s.norm() <= kTolerance * bnorm) return verify(b, x, transpose, bnorm);
-      precondition(s, z);
+      apply_cholesky(s, z);
       apply(z, t, transpose);
       const double tt = t.squaredNorm();
       if (tt == 0.0) return false;

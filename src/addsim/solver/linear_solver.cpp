@@ -22,7 +22,7 @@ namespace {
 
 class EigenLu final : public LinearSolver {
  public:
-  explicit EigenLu(const SparsePattern* pattern) : pattern_(pattern) {
+  explicit EigenLu(const SparsePattern* pattern) {
     values_ = VecX::Zero(pattern->nnz());
     matrix_ = pattern->make_matrix(values_);
     lu_.analyzePattern(matrix_);
@@ -42,7 +42,6 @@ class EigenLu final : public LinearSolver {
   const char* name() const override { return "eigen_sparselu"; }
 
  private:
-  const SparsePattern* pattern_;
   VecX values_;
   SparseMat matrix_;
   Eigen::SparseLU<SparseMat, Eigen::COLAMDOrdering<int>> lu_;
