@@ -17,15 +17,13 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from noise_study import marker_nodes  # noqa: E402  (the same six extreme surface nodes)
+
 root = pathlib.Path(__file__).resolve().parent.parent
 q = np.load(pathlib.Path(sys.argv[1]) / "trajectory.npy")
 x0 = q[0].reshape(-1, 3)
-nodes = []
-for axis in range(3):
-    for pick in (np.argmax, np.argmin):
-        k = int(pick(x0[:, axis]))
-        if k not in nodes:
-            nodes.append(k)
+nodes = marker_nodes(x0)
 rows = ["step,marker,x,y,z"]
 for i in range(2, q.shape[0], 2):
     x = q[i].reshape(-1, 3)

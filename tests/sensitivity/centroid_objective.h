@@ -1,7 +1,16 @@
 #pragma once
-// A test objective shared by the gradient tests of sensitivity/ (time grids, smoothed contact).
+// A test objective shared by the gradient tests of sensitivity/ (time grids, smoothed contact),
+// and their common first check: the adjoint equals the direct pass over all of p.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "addsim/core/types.h"
+#include "addsim/sensitivity/adjoint.h"
+#include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/objective_function.h"
 
 namespace addsim::test {
@@ -32,5 +41,18 @@ class CentroidObjective final : public ObjectiveFunction {
     return 0.5 * e.squaredNorm() + 0.5 * m.squaredNorm();
   }
 };
+
+/// Adjoint vs direct over every parameter of `m` (≤ 1e-9 relative); returns the adjoint.
+inline GradientResult expect_adjoint_matches_direct(const Model& m, const Trajectory& traj,
+                                                    const ObjectiveFunction& obj, const std::string& label) {
+  const GradientResult adj = gradient_adjoint(m, traj, obj);
+  std::vector<int> all(m.params().size());
+  for (int j = 0; j < m.params().size(); ++j) all[j] = j;
+  const DirectResult dir = gradient_direct(m, traj, obj, all);
+  const double e_dir = (adj.dphi_dp - dir.dphi_dp).norm() / dir.dphi_dp.norm();
+  EXPECT_LT(e_dir, 1e-9) << label;
+  std::printf("[ %s ] adjoint vs direct: %.3e\n", label.c_str(), e_dir);
+  return adj;
+}
 
 }  // namespace addsim::test
