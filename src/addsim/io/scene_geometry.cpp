@@ -101,7 +101,12 @@ json body_geometry(const Scene& scene, std::size_t k) {
     const auto& rb = static_cast<const RigidBody&>(body);
     g["kind"] = "rigid";
     g["kinematic"] = rb.kinematic();
-    g["shape"] = rigid_shape(scene, k);
+    // A robot link (docs/robots.md) has no scene "shape" of its own (scene body k is not the
+    // scene's bodies[k]); it is shown as the sphere of its inertia, tr Î = 6/5 r² for a solid ball.
+    if (scene.bodies[k].type == "urdf")
+      g["shape"] = {{"type", "sphere"}, {"radius", std::sqrt(5.0 * rb.unit_inertia().trace() / 6.0)}};
+    else
+      g["shape"] = rigid_shape(scene, k);
     json proxies = json::array();
     for (const auto& term : model.terms())
       if (const auto* c = dynamic_cast<const RigidContactTerm*>(term.get()); c && &c->body() == &rb) {
