@@ -2,18 +2,18 @@
 """Writes the inverse-kinematics start of tasks/kr5_cube_drag.json (paper Table 2, cube dragging
 with the KUKA KR5 from URDF) from the free end-effector's solution.
 
-0. Set-up. The robot's holding pose (INITIAL_ANGLES) is written to scenes/kr5_cube_drag.json, the
-   block is placed on the floor right below the palm with the strings pre-stretched by 2 mm, and
-   the task's targets are the block's top corners moved DISTANCE along +x.
-
 Why. The KR5 holds the four strings at its palm; its parameters are the six motors' per-step
 target angles. At the robot's holding pose the block sticks (static friction), and the
 feature points barely respond to the targets (dΦ/dθ ≈ 4e-5 per rad for the elbow): Gauss–Newton
 and L-BFGS-B stall at Φ/Φ₀ = 0.998. A free point end-effector with the same strings does not
 have that trouble once it starts from a path that already pulls the block, so:
 
+0. Set-up. The robot's holding pose (INITIAL_ANGLES) is written to scenes/kr5_cube_drag.json, the
+   block is placed on the floor right below the palm with the strings pre-stretched by 2 mm, and
+   the task's targets are the block's top corners moved DISTANCE along +x.
+
 1. Free palm. `scenes/kr5_free_palm.json` replaces the robot by a kinematic body "effector" at
-   the palm's start (from one simulation of the KR5 scene, steps 0) with the same four strings;
+   the palm's start (from one simulation of the KR5 scene, step 0) with the same four strings;
    `tasks/kr5_free_palm.json` optimises its 60 poses (the cube-drag set-up: smoothness 0.01,
    Gauss–Newton from λ₀ = 1, 30 simulations) from the constant-speed start chosen by
    `scripts/make_cube_drag_start.py`. The run goes to `runs/kr5_free_palm/`.
