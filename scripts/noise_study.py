@@ -281,12 +281,17 @@ def spin_scan(args, task_file, out, log):
     best = int(np.argmin(phi))
     start = int(np.argmin(np.abs(omega - json.loads(task_file.read_text())["set"][
         "bodies.ball.angular_velocity"][1])))
-    # The best grid point outside the winner's basin (farther than 2 rad/s; the basin's
-    # half-width is about 1 rad/s): how clearly the scan decided.
+    # How clearly the scan decided: the winner's and the best other basin's depth below the
+    # median of the grid points farther than 2 rad/s from the winner (the basin's half-width
+    # is about 1 rad/s), in units of their standard deviation (the plateau's scatter).
     far = np.abs(omega - omega[best]) > 2.0
     runner_up = int(np.flatnonzero(far)[np.argmin(phi[far])]) if far.any() else best
+    plateau, scatter = (np.median(phi[far]), phi[far].std()) if far.sum() > 1 else (phi[best], 0.0)
+    depth = (lambda k: float((plateau - phi[k]) / scatter) if scatter > 0 else 0.0)
     record = {"parameters": {"bodies.ball.angular_velocity.0.1": float(omega[best])},
-              "runner_up": {"angular_velocity_y": float(omega[runner_up]), "phi": float(phi[runner_up])},
+              "depth": depth(best),
+              "runner_up": {"angular_velocity_y": float(omega[runner_up]), "phi": float(phi[runner_up]),
+                            "depth": depth(runner_up)},
               "phi": float(phi[best]), "phi0": float(phi[start]), "phi_ratio": float(phi[best] / phi[start]),
               "simulations": int(len(rows)), "failed_simulations": int((~ok).sum()),
               "seconds": time.monotonic() - started,
