@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Φ and its derivative along a line in parameter space, one curve per CSV.
 
-Usage: /usr/bin/python3 scripts/plot_phi_lines.py OUT.png "TITLE" "XLABEL" CSV:X:PHI:DPHI:LABEL [...]
+Usage: /usr/bin/python3 scripts/plot_phi_lines.py [--delta] OUT.png "TITLE" "XLABEL" CSV:X:PHI:DPHI:LABEL [...]
 
 X, PHI and DPHI name the CSV columns of the line coordinate, Φ and dΦ/d(line coordinate)
 (an `addsim sweep` sweep.csv or a `scripts/throw_analysis.py scan` CSV); points are joined
-in file order, failed points (nan) leave gaps. Top: Φ (log scale), bottom: the derivative.
+in file order, failed points (nan) leave gaps. Top: Φ (log scale), or with --delta Φ − min Φ
+of each curve on a linear scale (for lines over a tiny range); bottom: the derivative. A PHI
+column other than `phi` (e.g. `dist` = √(2Φ)) is drawn on a linear scale under its own name.
 """
 import csv
 import math
@@ -18,6 +20,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main(argv):
+    delta = len(argv) > 1 and argv[1] == "--delta"
+    if delta:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 5:
         sys.exit(__doc__)
     out, title, xlabel = argv[1:4]
@@ -29,10 +34,16 @@ def main(argv):
         xs = [float(r[xcol]) for r in rows]
         phi = [float(r[phicol]) if r[phicol] not in ("", "nan") else math.nan for r in rows]
         d = [float(r[dcol]) if r[dcol] not in ("", "nan") else math.nan for r in rows]
-        top.semilogy(xs, phi, ".-", label=label)
+        if phicol != "phi":
+            top.plot(xs, phi, ".-", label=label)
+        elif delta:
+            low = min(v for v in phi if math.isfinite(v))
+            top.plot(xs, [v - low for v in phi], ".-", label=f"{label} (min $\\Phi$ = {low:.6g})")
+        else:
+            top.semilogy(xs, phi, ".-", label=label)
         bottom.plot(xs, d, ".-", label=label)
     bottom.axhline(0.0, color="k", lw=0.8)
-    top.set_ylabel("$\\Phi$")
+    top.set_ylabel(phicol if phicol != "phi" else "$\\Phi - \\min\\Phi$" if delta else "$\\Phi$")
     bottom.set_ylabel("adjoint $d\\Phi/ds$")
     bottom.set_xlabel(xlabel)
     top.set_title(title)
