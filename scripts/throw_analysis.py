@@ -21,7 +21,11 @@ import sys
 
 import numpy as np
 
-import addsim
+try:
+    import addsim
+except ImportError:
+    sys.exit("throw_analysis.py: the addsim Python module is not importable; build it "
+             "(cmake --build build --target addsim_python addsim_python_files) and set PYTHONPATH=build/python")
 
 
 def split_sets(args):
