@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include "addsim/io/task.h"
 #include "addsim/mesh/gmsh_generators.h"
 #include "addsim/mesh/tet_mesh.h"
+#include "addsim/optim/optimizer.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/finite_difference.h"
@@ -177,6 +180,30 @@ TEST(BunnyThrowGradient, AdjointGradientOfThePoseTaskMatchesDirectAndFiniteDiffe
   EXPECT_TRUE(check.pass) << "adjoint " << analytic << " vs FD " << fd.derivative << " (rel. error " << check.rel_error
                           << ")\n"
                           << fd.report();
+}
+
+// tasks/bunny_to_pose_continuation.json (written by scripts/make_bunny_pose_task.py next to
+// the task) must pose the same problem: same parameters and objective, with stages that
+// stiffen the contact up to the scene's own k_n (the last stage overrides nothing).
+TEST_F(BunnyThrow, ContinuationTaskPosesTheSameProblemWithStiffeningContact) {
+  const Task staged = load_task_file(source_dir() / "tasks" / "bunny_to_pose_continuation.json", {"scene.steps=36"});
+  EXPECT_EQ(staged.json.at("objective"), task_->json.at("objective")) << "regenerate with scripts/make_bunny_pose_task.py";
+  EXPECT_EQ(staged.selection.names(), task_->selection.names());
+  EXPECT_EQ(staged.optimize.method, OptimizerMethod::kGaussNewton);
+  ASSERT_EQ(staged.stages.size(), 3u);
+  std::ifstream scene_file(source_dir() / "scenes" / "bunny_throw.json");
+  const double scene_kn = nlohmann::json::parse(scene_file).at("contact").at("kn").get<double>();
+  double previous = 0.0;
+  for (size_t k = 0; k + 1 < staged.stages.size(); ++k) {
+    ASSERT_EQ(staged.stages[k].scene_overrides.size(), 1u) << staged.stages[k].name;
+    const std::string& o = staged.stages[k].scene_overrides[0];
+    ASSERT_EQ(o.rfind("contact.kn=", 0), 0u) << o;
+    const double kn = std::stod(o.substr(o.find('=') + 1));
+    EXPECT_GT(kn, previous) << o;
+    EXPECT_LT(kn, scene_kn) << o;
+    previous = kn;
+  }
+  EXPECT_TRUE(staged.stages.back().scene_overrides.empty());
 }
 
 }  // namespace

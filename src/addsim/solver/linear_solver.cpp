@@ -4,6 +4,9 @@
 #include <Eigen/SparseLU>
 
 #include <dlfcn.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cmath>
 #include <cstdlib>
@@ -178,10 +181,30 @@ void limit_blas_threads() {
     if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
   });
 }
+
+// Every numeric factorisation allocates UMFPACK's (or CHOLMOD's) work and factor memory —
+// several MB for a few thousand DOFs — and frees the previous one. glibc serves such blocks
+// by mmap or returns the top of the heap to the kernel on free (trim), so every
+// factorisation page-faulted its memory in again (zero-filled by the kernel): on the bunny
+// throw (2,631 DOF, 50 LUs) 89,000 minor page faults and 0.25 s of system time against 2.2 s
+// of user time. Keeping freed memory in the process (heap allocation up to glibc's maximum
+// mmap threshold, 32 MiB on 64 bit, and no trimming below 1 GiB of free heap) leaves 10,000
+// faults and 0.05 s; the numbers computed are the same bit for bit. Unless the user set
+// glibc's own variables.
+void keep_freed_memory() {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+  });
+#endif
+}
 }  // namespace
 
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern) {
   limit_blas_threads();
+  keep_freed_memory();
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster
   // per refactorisation than UMFPACK on an 8,232-DOF soft cube, docs/solver.md; it falls
   // back to UMFPACK by itself where it does not pay). Below, UMFPACK's LU reused across
