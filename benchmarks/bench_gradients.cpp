@@ -25,6 +25,7 @@
 
 #include "addsim/io/task.h"
 #include "addsim/mesh/gmsh_generators.h"
+#include "addsim/solver/linear_solver.h"
 #include "addsim/objectives/objective_terms.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/direct.h"
@@ -181,4 +182,13 @@ BENCHMARK_CAPTURE(run_direct, sheet_controls_2threads, std::string("sheet_contro
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// The allocator setting of the `addsim` executable (linear_solver.h), so that the numbers
+// are those of the CLI.
+int main(int argc, char** argv) {
+  addsim::keep_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -8,6 +8,7 @@
 #include "addsim/cli/commands.h"
 #include "addsim/cli/output_paths.h"
 #include "addsim/core/error.h"
+#include "addsim/solver/linear_solver.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ int fail(int code, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  addsim::keep_freed_memory();  // the executable owns its allocator (linear_solver.h)
   using addsim::cli::ExitCode;
   CLI::App app{"addsim: analytically differentiable dynamics with frictional contact", "addsim"};
   app.set_version_flag("--version", "addsim " ADDSIM_VERSION_STRING);

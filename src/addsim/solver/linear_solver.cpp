@@ -4,13 +4,14 @@
 #include <Eigen/SparseLU>
 
 #include <dlfcn.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "addsim/core/error.h"
 #include "addsim/solver/cholmod_bicgstab.h"
@@ -182,6 +183,8 @@ void limit_blas_threads() {
   });
 }
 
+}  // namespace
+
 // Every numeric factorisation allocates UMFPACK's (or CHOLMOD's) work and factor memory —
 // several MB for a few thousand DOFs — and frees the previous one. glibc serves such blocks
 // by mmap or returns the top of the heap to the kernel on free (trim), so every
@@ -190,7 +193,7 @@ void limit_blas_threads() {
 // of user time. Keeping freed memory in the process (heap allocation up to glibc's maximum
 // mmap threshold, 32 MiB on 64 bit, and no trimming below 1 GiB of free heap) leaves 10,000
 // faults and 0.05 s; the numbers computed are the same bit for bit. Unless the user set
-// glibc's own variables.
+// glibc's own variables. Process-wide, hence opt-in (linear_solver.h).
 void keep_freed_memory() {
 #ifdef __GLIBC__
   static std::once_flag once;
@@ -200,11 +203,9 @@ void keep_freed_memory() {
   });
 #endif
 }
-}  // namespace
 
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern) {
   limit_blas_threads();
-  keep_freed_memory();
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster
   // per refactorisation than UMFPACK on an 8,232-DOF soft cube, docs/solver.md; it falls
   // back to UMFPACK by itself where it does not pay). Below, UMFPACK's LU reused across

@@ -38,4 +38,12 @@ std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const Sp
 /// True if this build links UMFPACK.
 bool have_umfpack();
 
+/// Keeps freed heap memory in the process (glibc: mmap threshold 32 MiB, trim threshold
+/// 1 GiB, unless MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ are set), so that repeated
+/// sparse factorisations do not page-fault their memory in again (docs/solver.md). It changes
+/// the whole process's allocator, so the library never calls it by itself: the `addsim`
+/// executable and the benchmarks opt in at start-up; a host such as Python may set the two
+/// environment variables instead. Idempotent; a no-op without glibc.
+void keep_freed_memory();
+
 }  // namespace addsim
