@@ -46,61 +46,141 @@ SparseView sparse_view(const SparsePattern& pattern, const VecX& values) {
                     values.data());
 }
 
-// The same matrix written densely into `out` (|q| × |q|).
+// The same matrix written densely into `out` (|q| × |q|, allocated by the caller).
 void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
-  out.setZero(pattern.size(), pattern.size());
+  out.setZero();
   const int* outer = pattern.outer().data();
   const int* inner = pattern.inner().data();
   for (int c = 0; c < pattern.size(); ++c)
     for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
 }
 
-// y (|q| × k) += A X for the matrix with nonzero `values` on `pattern`, restricted to the
-// rows and columns of A that hold a non-zero value: history blocks dr^i/dq^{i-k} are
-// (∂r/∂v, ∂r/∂a) combinations, non-zero only on the dynamic bodies' inertia, damping and
-// contact rows (cube drag: the block's 6 × 6 of 12 × 12), so the product costs a quarter.
-struct DenseBlockProduct {
-  std::vector<int> rows, cols;
-  MatX a, x, y;
-  void add(const SparsePattern& pattern, const VecX& values, const MatX& X, Eigen::Ref<MatX> Y) {
+// Y (|q| × k) += A X for the matrix A with `values` on `pattern`, touching only A's non-zero
+// values: history blocks dr^i/dq^{i-k} are (∂r/∂v, ∂r/∂a) combinations, non-zero only on the
+// dynamic bodies' inertia, damping and contact entries while the pattern also holds the
+// stiffness couplings. A's non-zeros are gathered per call (the contact entries change from
+// step to step); when they fill at least a quarter of their rows × columns (cube drag: the
+// block's 6 × 6 of 12 × 12) the compressed block is multiplied densely, otherwise entry by
+// entry (mass-spring sheet: a diagonal mass plus spring damping in 75 × 75). All buffers are
+// sized for |q| × m once, so a call allocates nothing.
+class HistoryProduct {
+ public:
+  void reserve(int nq, int m) {
+    row_of_.assign(nq, -1);
+    rows_.reserve(nq);
+    cols_.reserve(nq);
+    entries_.reserve(16 * static_cast<size_t>(nq));
+    a_.resize(nq, nq);
+    x_.resize(nq, m);
+    y_.resize(nq, m);
+  }
+
+  void add(const SparsePattern& pattern, const VecX& values, const Eigen::Ref<const MatX>& X, Eigen::Ref<MatX> Y) {
     const int n = pattern.size();
     const int* outer = pattern.outer().data();
     const int* inner = pattern.inner().data();
-    std::vector<int> row_of(n, -1);
-    rows.clear();
-    cols.clear();
+    rows_.clear();
+    cols_.clear();
+    entries_.clear();
     for (int c = 0; c < n; ++c) {
-      bool any = false;
+      const size_t before = entries_.size();
       for (int e = outer[c]; e < outer[c + 1]; ++e)
         if (values[e] != 0.0) {
-          any = true;
-          if (row_of[inner[e]] < 0) {
-            row_of[inner[e]] = 0;
-            rows.push_back(inner[e]);
+          entries_.push_back({inner[e], c, values[e]});
+          if (row_of_[inner[e]] < 0) {
+            row_of_[inner[e]] = 0;
+            rows_.push_back(inner[e]);
           }
         }
-      if (any) cols.push_back(c);
+      if (entries_.size() > before) cols_.push_back(c);
     }
-    if (rows.empty()) return;
-    std::sort(rows.begin(), rows.end());
-    for (size_t r = 0; r < rows.size(); ++r) row_of[rows[r]] = static_cast<int>(r);
-    const Eigen::Index nr = static_cast<Eigen::Index>(rows.size()), nc = static_cast<Eigen::Index>(cols.size());
-    a.setZero(nr, nc);
-    for (Eigen::Index k = 0; k < nc; ++k)
-      for (int e = outer[cols[k]]; e < outer[cols[k] + 1]; ++e)
-        if (values[e] != 0.0) a(row_of[inner[e]], k) = values[e];
-    x.resize(nc, X.cols());
-    for (Eigen::Index k = 0; k < nc; ++k) x.row(k) = X.row(cols[k]);
+    if (entries_.empty()) return;
+    const Eigen::Index k = X.cols();
+    const Eigen::Index nr = static_cast<Eigen::Index>(rows_.size()), nc = static_cast<Eigen::Index>(cols_.size());
+    if (4 * entries_.size() < static_cast<size_t>(nr * nc)) {
+      for (int r : rows_) row_of_[r] = -1;
+      // Column by column of X and Y (contiguous in column-major storage).
+      for (Eigen::Index j = 0; j < k; ++j) {
+        const double* x = X.col(j).data();
+        double* y = Y.col(j).data();
+        for (const Entry& e : entries_) y[e.row] += e.value * x[e.col];
+      }
+      return;
+    }
+    std::sort(rows_.begin(), rows_.end());
+    for (size_t r = 0; r < rows_.size(); ++r) row_of_[rows_[r]] = static_cast<int>(r);
+    auto a = a_.topLeftCorner(nr, nc);
+    a.setZero();
+    int at = 0;
+    for (Eigen::Index c = 0; c < nc; ++c)
+      for (; at < static_cast<int>(entries_.size()) && entries_[at].col == cols_[c]; ++at)
+        a(row_of_[entries_[at].row], c) = entries_[at].value;
+    auto x = x_.topLeftCorner(nc, k);
+    for (Eigen::Index c = 0; c < nc; ++c) x.row(c) = X.row(cols_[c]);
+    auto y = y_.topLeftCorner(nr, k);
     y.noalias() = a * x;
-    for (Eigen::Index r = 0; r < nr; ++r) Y.row(rows[r]) += y.row(r);
+    for (Eigen::Index r = 0; r < nr; ++r) Y.row(rows_[r]) += y.row(r);
+    for (int r : rows_) row_of_[r] = -1;
   }
+
+ private:
+  struct Entry {
+    int row, col;
+    double value;
+  };
+  std::vector<int> row_of_, rows_, cols_;
+  std::vector<Entry> entries_;
+  MatX a_, x_, y_;
 };
 
 }  // namespace
 
-TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Trajectory& traj,
-                                                    std::span<const int> params, int dense_dofs) {
+struct DirectSensitivitySweep::Workspace {
+  Workspace(const Model& model, int dense_dofs)
+      : dense(model.num_dofs() <= dense_dofs), current(model), following(model) {
+    if (!dense) sparse_lu = make_linear_solver(model.solver().linear_solver, &model.pattern());
+    if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
+    column_of.assign(model.params().size(), -1);
+    const int nq = model.num_dofs();
+    jac_dense.resize(dense ? nq : 0, dense ? nq : 0);
+    column.resize(nq);
+    solution.resize(nq);
+  }
+
+  // Sizes the m-column buffers (kept while m does not grow).
+  void reserve(int nq, int m) {
+    if (dr_dp.cols() >= m && dr_dp.rows() == nq) return;
+    dr_dp.resize(nq, m);
+    rhs.resize(nq, m);
+    dq0.resize(nq, m);
+    dv0.resize(nq, m);
+    da0.resize(nq, m);
+    product.reserve(nq, m);
+  }
+
+  const bool dense;
+  StepLinearization current, following;
+  std::unique_ptr<WorkerThread> worker;
+  std::unique_ptr<InitialAcceleration> a0;
+  std::unique_ptr<LinearSolver> sparse_lu;
+  Eigen::PartialPivLU<MatX> dense_lu;
+  // column_of[j]: the listed column of parameter j (the ParamSink::columns map; −1 = not
+  // listed, restored after each run); order[k]: the listed column stored at position k.
+  std::vector<int> column_of, order;
+  MatX dr_dp, rhs, jac_dense, dq0, dv0, da0, dv0_active, da0_active;
+  HistoryProduct product;
+  VecX column, solution;
+};
+
+DirectSensitivitySweep::DirectSensitivitySweep(const Model& model, int dense_dofs)
+    : model_(model), w_(std::make_unique<Workspace>(model, dense_dofs)) {}
+
+DirectSensitivitySweep::~DirectSensitivitySweep() = default;
+
+const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& traj, std::span<const int> params) {
   const auto t0 = std::chrono::steady_clock::now();
+  const Model& model = model_;
+  Workspace& w = *w_;
   require_complete_trajectory(model, traj, "direct sensitivities");
   // The sweep runs over the internal steps (the output steps, or a sub-stepped run's grid,
   // docs/notation.md §Time grids); the result is stored by output step.
@@ -112,13 +192,22 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   const int np = model.params().size();
   const int m = static_cast<int>(params.size());
 
-  TrajectorySensitivities out;
+  TrajectorySensitivities& out = out_;
   out.params.assign(params.begin(), params.end());
   out.position.assign(m, -1);
   out.first_step.assign(m, n + 1);
   out.s.resize(n + 1);
-  // column_of[j]: the listed column of parameter j (the ParamSink::columns map).
-  std::vector<int> column_of(np, -1);
+  out.factorizations = 0;
+  std::vector<int>& column_of = w.column_of;
+  // Restores column_of to all −1 on return (also when a check below throws).
+  struct ResetColumns {
+    std::vector<int>& map;
+    const std::span<const int> listed;
+    ~ResetColumns() {
+      for (int j : listed)
+        if (j >= 0 && j < static_cast<int>(map.size())) map[j] = -1;
+    }
+  } reset{column_of, params};
   for (int c = 0; c < m; ++c) {
     const int j = params[c];
     if (j < 0 || j >= np)
@@ -128,9 +217,9 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
       throw InputError("direct sensitivities: parameter " + model.params().name_of(j) + " is listed twice");
     column_of[j] = c;
   }
-  // order[k]: the listed column stored at position k; `active` positions are in use.
-  std::vector<int> order;
-  order.reserve(m);
+  w.reserve(nq, m);
+  std::vector<int>& order = w.order;
+  order.clear();
   auto activate = [&](int c, int step) {
     out.position[c] = static_cast<int>(order.size());
     out.first_step[c] = step;
@@ -140,14 +229,17 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   // Step 0: S^0 = ∂q⁰/∂p, ∂v⁰/∂p and, with the constant-acceleration start-up, ∂a⁰/∂p
   // (solver/initial_acceleration.h; a⁰ depends on material and contact parameters too);
   // parameters of the initial state are active from here.
-  MatX dq0 = MatX::Zero(nq, m), dv0 = MatX::Zero(nq, m), da0 = MatX::Zero(nq, m);
-  std::unique_ptr<InitialAcceleration> a0;
+  auto dq0 = w.dq0.leftCols(m), dv0 = w.dv0.leftCols(m), da0 = w.da0.leftCols(m);
+  da0.setZero();
+  InitialAcceleration* a0 = nullptr;
   if (scheme.uses_initial_acceleration()) {
-    a0 = std::make_unique<InitialAcceleration>(model);
+    if (!w.a0) w.a0 = std::make_unique<InitialAcceleration>(model);
+    a0 = w.a0.get();
     a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
   }
   {
-    VecX a(nq), b(nq);
+    VecX& a = w.column;
+    VecX& b = w.solution;
     for (int c = 0; c < m; ++c) {
       a.setZero();
       b.setZero();
@@ -160,34 +252,33 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   }
   const int active0 = static_cast<int>(order.size());
   out.s[0].resize(nq, active0);
-  MatX dv0_active(nq, active0), da0_active(nq, active0);  // in position order (the others are 0)
+  w.dv0_active.resize(nq, active0);  // in position order (the others are 0)
+  w.da0_active.resize(nq, active0);
   for (int k = 0; k < active0; ++k) {
     out.s[0].col(k) = dq0.col(order[k]);
-    dv0_active.col(k) = dv0.col(order[k]);
-    da0_active.col(k) = da0.col(order[k]);
+    w.dv0_active.col(k) = dv0.col(order[k]);
+    w.da0_active.col(k) = da0.col(order[k]);
   }
 
-  // Per-step workspaces, allocated once.
-  const bool dense = nq <= dense_dofs;
-  MatX dr_dp(nq, m), rhs, jac_dense;
-  DenseBlockProduct block_product;
-  VecX column(nq), solution(nq);
-  Eigen::PartialPivLU<MatX> dense_lu;
-  std::unique_ptr<LinearSolver> sparse_lu;
-  if (!dense) sparse_lu = make_linear_solver(model.solver().linear_solver, &pattern);
+  auto dr_dp = w.dr_dp.leftCols(m);
+  MatX& rhs_buffer = w.rhs;
+  HistoryProduct& product = w.product;
+  VecX& column = w.column;
+  VecX& solution = w.solution;
 
   // Step i with its linearisation `lin`: S^i from ∂r^i/∂p and the history.
   auto solve_step = [&](const StepLinearization& lin, int i) {
     // ∂r^i/∂p for all listed parameters in one pass over the terms; columns that turn
     // non-zero here start at this step.
     dr_dp.setZero();
-    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &dr_dp);
+    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp);
     lin.param_derivatives(sink);
     for (int c = 0; c < m; ++c)
       if (out.position[c] < 0 && !dr_dp.col(c).isZero(0.0)) activate(c, i);
     const int active = static_cast<int>(order.size());
-    // rhs = ∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} + dr^i/dv⁰ ∂v⁰/∂p.
-    rhs.resize(nq, active);
+    // rhs = −(∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} +
+    // dr^i/dv⁰ ∂v⁰/∂p), negated at the end.
+    auto rhs = rhs_buffer.leftCols(active);
     for (int k = 0; k < active; ++k) {
       if (lin.has_constrained_rows()) {
         column = dr_dp.col(order[k]);
@@ -200,43 +291,45 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
     for (int k = 1; k <= K && i - k >= 0; ++k) {
       const MatX& past = out.s[i - k];
       if (past.cols() == 0) continue;
-      if (dense) {
-        block_product.add(pattern, lin.history_jacobian(k), past, rhs.leftCols(past.cols()));
+      if (w.dense) {
+        product.add(pattern, lin.history_jacobian(k), past, rhs.leftCols(past.cols()));
       } else {
         rhs.leftCols(past.cols()) += sparse_view(pattern, lin.history_jacobian(k)) * past;
       }
     }
     if (lin.depends_on_v0() && active0 > 0) {
-      if (dense) {
-        block_product.add(pattern, lin.v0_jacobian(), dv0_active, rhs.leftCols(active0));
+      if (w.dense) {
+        product.add(pattern, lin.v0_jacobian(), w.dv0_active, rhs.leftCols(active0));
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.v0_jacobian()) * dv0_active;
+        rhs.leftCols(active0) += sparse_view(pattern, lin.v0_jacobian()) * w.dv0_active;
       }
     }
     if (lin.depends_on_a0() && active0 > 0) {
-      if (dense) {
-        block_product.add(pattern, lin.a0_jacobian(), da0_active, rhs.leftCols(active0));
+      if (w.dense) {
+        product.add(pattern, lin.a0_jacobian(), w.da0_active, rhs.leftCols(active0));
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.a0_jacobian()) * da0_active;
+        rhs.leftCols(active0) += sparse_view(pattern, lin.a0_jacobian()) * w.da0_active;
       }
     }
-    // One factorisation of dr^i/dq^i, all right-hand sides solved with it.
+    rhs = -rhs;
+    // One factorisation of dr^i/dq^i, all right-hand sides solved with it (into the step's
+    // block, whose memory is reused when its size repeats).
     MatX& s_i = out.s[i];
-    if (dense) {
-      to_dense(pattern, lin.step_jacobian(), jac_dense);
-      dense_lu.compute(jac_dense);
+    s_i.resize(nq, active);
+    if (w.dense) {
+      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
+      w.dense_lu.compute(w.jac_dense);
       ++out.factorizations;
-      s_i.noalias() = dense_lu.solve(-rhs);
+      s_i.noalias() = w.dense_lu.solve(rhs);
     } else {
-      if (!sparse_lu->factorize(lin.step_jacobian()))
+      if (!w.sparse_lu->factorize(lin.step_jacobian()))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
                                   " is singular",
                               i);
       ++out.factorizations;
-      s_i.resize(nq, active);
       for (int k = 0; k < active; ++k) {
-        column = -rhs.col(k);
-        sparse_lu->solve(column, solution);
+        column = rhs.col(k);
+        w.sparse_lu->solve(column, solution);
         s_i.col(k) = solution;
       }
     }
@@ -249,15 +342,13 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
 
   // With solver.threads = 2 a helper thread linearises step i + 1 (it needs only the
   // recorded trajectory) while this thread solves step i.
-  auto current = std::make_unique<StepLinearization>(model);
-  auto following = std::make_unique<StepLinearization>(model);
-  std::unique_ptr<WorkerThread> worker;
-  if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
+  StepLinearization* current = &w.current;
+  StepLinearization* following = &w.following;
   if (n >= 1) current->evaluate(traj, 1);
   for (int i = 1; i <= n; ++i) {
-    if (worker && i < n) {
-      worker->run_alongside([&traj, next = following.get(), i] { next->evaluate(traj, i + 1); },
-                            [&] { solve_step(*current, i); });
+    if (w.worker && i < n) {
+      w.worker->run_alongside([&traj, next = following, i] { next->evaluate(traj, i + 1); },
+                              [&] { solve_step(*current, i); });
     } else {
       solve_step(*current, i);
       if (i < n) following->evaluate(traj, i + 1);
@@ -281,6 +372,13 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Trajectory& traj,
+                                                    std::span<const int> params, int dense_dofs) {
+  DirectSensitivitySweep sweep(model, dense_dofs);
+  sweep.run(traj, params);
+  return sweep.take();
 }
 
 }  // namespace addsim
