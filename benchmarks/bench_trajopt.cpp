@@ -7,13 +7,14 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
 // --optimize also runs `addsim optimize`'s method with the task's options (iterations,
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
-// |p| single-parameter direct passes (slow: minutes for the larger tasks).
+// |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
+// only the simulation and the sweep (for a profiler).
 
 #include <algorithm>
 #include <chrono>
@@ -40,10 +41,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// CPU time of the calling thread (s).
+// CPU time of the process, all its threads (s).
 double cpu_seconds() {
   timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
@@ -56,6 +57,7 @@ struct Options {
   int repeat = 5;
   bool optimize = false;
   bool per_parameter = false;
+  bool sweep_only = false;
   std::vector<std::string> tasks;
 };
 
@@ -73,8 +75,8 @@ void run_task(const std::string& name, const Options& o) {
   const VecX& p = task.p();
   const std::vector<int>& params = task.selection.indices();
   Simulator sim(model);
-  // Wall times and the calling thread's CPU times (the ratios under load: the machines are
-  // shared, and CPU time does not count the waits for a core).
+  // Wall times and CPU times (the ratios under load: the machines are shared, and CPU time
+  // does not count the waits for a core; it adds up a helper thread's work).
   std::vector<double> t_sim, t_grad, t_sweep, t_resjac, c_sim, c_sweep, c_resjac;
   long factorizations = 0;
   // The sweep as the optimiser runs it: one workspace kept across evaluations.
@@ -90,21 +92,30 @@ void run_task(const std::string& name, const Options& o) {
       std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
       return;
     }
-    t0 = Clock::now();
-    gradient_adjoint(model, traj, task.objective);
-    t_grad.push_back(seconds_since(t0));
+    if (!o.sweep_only) {
+      t0 = Clock::now();
+      gradient_adjoint(model, traj, task.objective);
+      t_grad.push_back(seconds_since(t0));
+    }
     t0 = Clock::now();
     c0 = cpu_seconds();
     const TrajectorySensitivities& sens = sweep.run(traj, params);
     t_sweep.push_back(seconds_since(t0));
     c_sweep.push_back(cpu_seconds() - c0);
     factorizations = sens.factorizations;
+    if (o.sweep_only) continue;
     // The residual blocks dρ/dp from the stored sensitivities.
     t0 = Clock::now();
     c0 = cpu_seconds();
     task.objective.residual_jacobian(model, traj, sens, jacobian);
     t_resjac.push_back(seconds_since(t0));
     c_resjac.push_back(cpu_seconds() - c0);
+  }
+  if (o.sweep_only) {
+    std::printf("%-16s sim %9.4f s | sweep %9.4f s (%5.2fx, %ld LU) | CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx)\n",
+                name.c_str(), median(t_sim), median(t_sweep), median(t_sweep) / median(t_sim), factorizations,
+                median(c_sim), median(c_sweep), median(c_sweep) / median(c_sim));
+    return;
   }
   // The whole Gauss–Newton Jacobian as the optimiser gets it: the Jacobian of the point last
   // evaluated by evaluate_residuals (no second simulation; sweep, residual blocks, scaling).
@@ -170,8 +181,10 @@ int main(int argc, char** argv) {
       o.optimize = true;
     } else if (a == "--per-parameter") {
       o.per_parameter = true;
+    } else if (a == "--sweep-only") {
+      o.sweep_only = true;
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

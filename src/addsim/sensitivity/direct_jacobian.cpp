@@ -55,7 +55,7 @@ void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
     for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
 }
 
-// Y (|q| × k) += A X for the matrix A with `values` on `pattern`, touching only A's non-zero
+// Y (|q| × k) −= A X for the matrix A with `values` on `pattern`, touching only A's non-zero
 // values: history blocks dr^i/dq^{i-k} are (∂r/∂v, ∂r/∂a) combinations, non-zero only on the
 // dynamic bodies' inertia, damping and contact entries while the pattern also holds the
 // stiffness couplings. A's non-zeros are gathered per call (the contact entries change from
@@ -75,7 +75,11 @@ class HistoryProduct {
     y_.resize(nq, m);
   }
 
-  void add(const SparsePattern& pattern, const VecX& values, const Eigen::Ref<const MatX>& X, Eigen::Ref<MatX> Y) {
+  // Y.row(row_map[r]) −= (A X).row(r): the negated product, its rows placed through
+  // `row_map` (|q|; the LU's row permutation, so that the right-hand side is built in the
+  // order the triangular solves read it).
+  void subtract(const SparsePattern& pattern, const VecX& values, const Eigen::Ref<const MatX>& X, Eigen::Ref<MatX> Y,
+                const std::vector<int>& row_map) {
     const int n = pattern.size();
     const int* outer = pattern.outer().data();
     const int* inner = pattern.inner().data();
@@ -100,6 +104,10 @@ class HistoryProduct {
     if (4 * entries_.size() < static_cast<size_t>(nr * nc)) {
       for (int r : rows_) row_of_[r] = -1;
       // Column by column of X and Y (contiguous in column-major storage).
+      for (Entry& e : entries_) {
+        e.row = row_map[e.row];
+        e.value = -e.value;
+      }
       for (Eigen::Index j = 0; j < k; ++j) {
         const double* x = X.col(j).data();
         double* y = Y.col(j).data();
@@ -119,7 +127,7 @@ class HistoryProduct {
     for (Eigen::Index c = 0; c < nc; ++c) x.row(c) = X.row(cols_[c]);
     auto y = y_.topLeftCorner(nr, k);
     y.noalias() = a * x;
-    for (Eigen::Index r = 0; r < nr; ++r) Y.row(rows_[r]) += y.row(r);
+    for (Eigen::Index r = 0; r < nr; ++r) Y.row(row_map[rows_[r]]) -= y.row(r);
     for (int r : rows_) row_of_[r] = -1;
   }
 
@@ -145,6 +153,8 @@ struct DirectSensitivitySweep::Workspace {
     jac_dense.resize(dense ? nq : 0, dense ? nq : 0);
     column.resize(nq);
     solution.resize(nq);
+    row_map.resize(nq);
+    for (int r = 0; r < nq; ++r) row_map[r] = r;
   }
 
   // Sizes the m-column buffers (kept while m does not grow).
@@ -167,6 +177,9 @@ struct DirectSensitivitySweep::Workspace {
   // column_of[j]: the listed column of parameter j (the ParamSink::columns map; −1 = not
   // listed, restored after each run); order[k]: the listed column stored at position k.
   std::vector<int> column_of, order;
+  // row_map[r]: the row of the right-hand side that holds residual row r (the dense LU's
+  // row permutation; the identity on the sparse path).
+  std::vector<int> row_map;
   MatX dr_dp, rhs, jac_dense, dq0, dv0, da0, dv0_active, da0_active;
   HistoryProduct product;
   VecX column, solution;
@@ -276,59 +289,70 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
     for (int c = 0; c < m; ++c)
       if (out.position[c] < 0 && !dr_dp.col(c).isZero(0.0)) activate(c, i);
     const int active = static_cast<int>(order.size());
-    // rhs = −(∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} +
-    // dr^i/dv⁰ ∂v⁰/∂p), negated at the end.
-    auto rhs = rhs_buffer.leftCols(active);
+    // The dense path factorises dr^i/dq^i first and builds the right-hand side
+    //   −(∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} + dr^i/dv⁰ ∂v⁰/∂p)
+    // in the step's block, rows already in the LU's pivot order, and solves it there with the
+    // two triangular factors (no permutation or negation pass, no copy); the sparse path
+    // builds it in `rhs` and solves column by column.
+    MatX& s_i = out.s[i];
+    if (w.dense) {
+      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
+      w.dense_lu.compute(w.jac_dense);
+      ++out.factorizations;
+      const auto& pivots = w.dense_lu.permutationP().indices();
+      for (int r = 0; r < nq; ++r) w.row_map[r] = pivots[r];
+    }
+    const std::vector<int>& row_map = w.row_map;
+    if (w.dense) s_i.resize(nq, active);
+    auto b = (w.dense ? s_i : rhs_buffer).leftCols(active);
     for (int k = 0; k < active; ++k) {
+      const double* src = dr_dp.col(order[k]).data();
       if (lin.has_constrained_rows()) {
         column = dr_dp.col(order[k]);
         lin.project_rows(column);
-        rhs.col(k) = column;
-      } else {
-        rhs.col(k) = dr_dp.col(order[k]);
+        src = column.data();
       }
+      double* dst = b.col(k).data();
+      for (int r = 0; r < nq; ++r) dst[row_map[r]] = -src[r];
     }
     for (int k = 1; k <= K && i - k >= 0; ++k) {
       const MatX& past = out.s[i - k];
       if (past.cols() == 0) continue;
       if (w.dense) {
-        product.add(pattern, lin.history_jacobian(k), past, rhs.leftCols(past.cols()));
+        product.subtract(pattern, lin.history_jacobian(k), past, b.leftCols(past.cols()), row_map);
       } else {
-        rhs.leftCols(past.cols()) += sparse_view(pattern, lin.history_jacobian(k)) * past;
+        b.leftCols(past.cols()) -= sparse_view(pattern, lin.history_jacobian(k)) * past;
       }
     }
     if (lin.depends_on_v0() && active0 > 0) {
       if (w.dense) {
-        product.add(pattern, lin.v0_jacobian(), w.dv0_active, rhs.leftCols(active0));
+        product.subtract(pattern, lin.v0_jacobian(), w.dv0_active, b.leftCols(active0), row_map);
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.v0_jacobian()) * w.dv0_active;
+        b.leftCols(active0) -= sparse_view(pattern, lin.v0_jacobian()) * w.dv0_active;
       }
     }
     if (lin.depends_on_a0() && active0 > 0) {
       if (w.dense) {
-        product.add(pattern, lin.a0_jacobian(), w.da0_active, rhs.leftCols(active0));
+        product.subtract(pattern, lin.a0_jacobian(), w.da0_active, b.leftCols(active0), row_map);
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.a0_jacobian()) * w.da0_active;
+        b.leftCols(active0) -= sparse_view(pattern, lin.a0_jacobian()) * w.da0_active;
       }
     }
-    rhs = -rhs;
-    // One factorisation of dr^i/dq^i, all right-hand sides solved with it (into the step's
-    // block, whose memory is reused when its size repeats).
-    MatX& s_i = out.s[i];
-    s_i.resize(nq, active);
+    // One factorisation of dr^i/dq^i, all right-hand sides solved with it (the step's block
+    // keeps its memory when its size repeats).
     if (w.dense) {
-      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
-      w.dense_lu.compute(w.jac_dense);
-      ++out.factorizations;
-      s_i.noalias() = w.dense_lu.solve(rhs);
+      const MatX& lu = w.dense_lu.matrixLU();
+      lu.triangularView<Eigen::UnitLower>().solveInPlace(s_i);
+      lu.triangularView<Eigen::Upper>().solveInPlace(s_i);
     } else {
       if (!w.sparse_lu->factorize(lin.step_jacobian()))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
                                   " is singular",
                               i);
       ++out.factorizations;
+      s_i.resize(nq, active);
       for (int k = 0; k < active; ++k) {
-        column = rhs.col(k);
+        column = b.col(k);
         w.sparse_lu->solve(column, solution);
         s_i.col(k) = solution;
       }
