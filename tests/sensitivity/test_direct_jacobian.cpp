@@ -156,6 +156,50 @@ TEST(DirectJacobian, CubeDragColumnsMatchSinglePassesAndDifferences) {
   }
 }
 
+// A DirectSensitivitySweep kept across runs (the optimiser's slot workspace: reused blocks
+// and buffers) gives what a fresh sweep gives, bit for bit: on another trajectory, with
+// another (shorter, reordered) parameter list, after a run that threw for a bad list, and on
+// both the dense and the sparse path.
+TEST(DirectJacobian, ASweepKeptAcrossRunsEqualsFreshSweeps) {
+  Scene s = make_scene(SceneKind::kDraggedSheet, Integrator::kBdf2, ContactModel::kLinear, 0);
+  const Model& m = *s.model;
+  Simulator sim(m);
+  const VecX p0 = m.params().defaults();
+  const Trajectory a = sim.run(p0);
+  ASSERT_TRUE(a.completed()) << a.failure;
+  const std::vector<int> all = all_groups(s);
+  const std::vector<int>& controls = s.groups.at("controls");
+  ASSERT_GT(controls.size(), 6u);
+  VecX p1 = p0;
+  for (int j : controls) p1[j] += 0.01;
+  const Trajectory b = sim.run(p1);
+  ASSERT_TRUE(b.completed()) << b.failure;
+  std::vector<int> part(controls.rbegin(), controls.rend());
+  part.resize(part.size() / 2);
+  auto expect_same = [&](const TrajectorySensitivities& kept, const TrajectorySensitivities& fresh, const char* what) {
+    ASSERT_EQ(kept.s.size(), fresh.s.size()) << what;
+    EXPECT_EQ(kept.position, fresh.position) << what;
+    EXPECT_EQ(kept.first_step, fresh.first_step) << what;
+    EXPECT_EQ(kept.factorizations, fresh.factorizations) << what;
+    double largest = 0.0;
+    for (size_t i = 0; i < fresh.s.size(); ++i) {
+      ASSERT_EQ(kept.s[i].rows(), fresh.s[i].rows()) << what << " step " << i;
+      ASSERT_EQ(kept.s[i].cols(), fresh.s[i].cols()) << what << " step " << i;
+      EXPECT_TRUE(kept.s[i] == fresh.s[i]) << what << " step " << i;
+      if (fresh.s[i].size() > 0) largest = std::max(largest, fresh.s[i].cwiseAbs().maxCoeff());
+    }
+    EXPECT_GT(largest, 1e-6) << what;
+  };
+  for (int dense_dofs : {kDenseSensitivityDofs, 0}) {
+    DirectSensitivitySweep sweep(m, dense_dofs);
+    expect_same(sweep.run(a, all), direct_sensitivity_matrices(m, a, all, dense_dofs), "first run");
+    expect_same(sweep.run(b, all), direct_sensitivity_matrices(m, b, all, dense_dofs), "other trajectory");
+    expect_same(sweep.run(b, part), direct_sensitivity_matrices(m, b, part, dense_dofs), "other parameters");
+    EXPECT_THROW(sweep.run(a, std::vector<int>{part[0], part[1], part[0]}), InputError);
+    expect_same(sweep.run(a, all), direct_sensitivity_matrices(m, a, all, dense_dofs), "after a bad list");
+  }
+}
+
 TEST(DirectJacobian, RejectsBadParameterLists) {
   Scene s = make_scene(SceneKind::kChain, Integrator::kBdf2, ContactModel::kLinear, 5);
   const Model& m = *s.model;
