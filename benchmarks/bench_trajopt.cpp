@@ -7,14 +7,15 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
 // --optimize also runs `addsim optimize`'s method with the task's options (iterations,
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
 // |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
-// only the simulation and the sweep (for a profiler).
+// only the simulation and the sweep (for a profiler); --dense-dofs N moves the sweep's switch
+// from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +59,7 @@ struct Options {
   bool optimize = false;
   bool per_parameter = false;
   bool sweep_only = false;
+  int dense_dofs = kDenseSensitivityDofs;
   std::vector<std::string> tasks;
 };
 
@@ -80,7 +82,7 @@ void run_task(const std::string& name, const Options& o) {
   std::vector<double> t_sim, t_grad, t_sweep, t_resjac, c_sim, c_sweep, c_resjac;
   long factorizations = 0;
   // The sweep as the optimiser runs it: one workspace kept across evaluations.
-  DirectSensitivitySweep sweep(model);
+  DirectSensitivitySweep sweep(model, o.dense_dofs);
   MatX jacobian;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = Clock::now();
@@ -183,8 +185,10 @@ int main(int argc, char** argv) {
       o.per_parameter = true;
     } else if (a == "--sweep-only") {
       o.sweep_only = true;
+    } else if (a == "--dense-dofs" && k + 1 < argc) {
+      o.dense_dofs = std::atoi(argv[++k]);
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

@@ -200,6 +200,31 @@ TEST(DirectJacobian, ASweepKeptAcrossRunsEqualsFreshSweeps) {
   }
 }
 
+// The quadruped (78 DOFs, 13 rigid bodies on compliant joints, motor targets per step):
+// larger than the tiny scenes above, its sparse history blocks take the block-by-block and
+// entry-by-entry products of the dense path. Motor-target columns of three joints (the
+// first 8 steps) and the contact stiffness against the single-parameter pass.
+TEST(DirectJacobian, QuadrupedColumnsMatchTheSingleParameterPass) {
+  const Task task = load_task_file(test::source_dir() / "tasks" / "quadruped_short.json", {"scene.steps=8"});
+  const Model& m = *task.scene.model;
+  ASSERT_GT(m.num_dofs(), 32);
+  Simulator sim(m);
+  const Trajectory traj = sim.run(task.p());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  std::vector<int> params;
+  for (const char* name : {"joints.leg0_hip.target_angles", "joints.leg2_knee.target_angles",
+                           "joints.leg3_abd.target_angles"}) {
+    const auto& e = m.params().require(name);
+    for (int k = 0; k < std::min(e.size, 9); ++k) params.push_back(e.offset + k);
+  }
+  params.push_back(m.params().require("contact.kn").offset);
+  const TrajectorySensitivities sens = direct_sensitivity_matrices(m, traj, params);
+  double largest = 0.0;
+  for (size_t c = 0; c < params.size(); ++c) largest = std::max(largest, sens.column(sens.num_steps(), c).norm());
+  EXPECT_GT(largest, 1e-6);
+  EXPECT_LT(max_relative_deviation(m, traj, task.objective, params, sens), 1e-9);
+}
+
 TEST(DirectJacobian, RejectsBadParameterLists) {
   Scene s = make_scene(SceneKind::kChain, Integrator::kBdf2, ContactModel::kLinear, 5);
   const Model& m = *s.model;

@@ -55,80 +55,88 @@ void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
     for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
 }
 
-// Y (|q| × k) −= A X for the matrix A with `values` on `pattern`, touching only A's non-zero
-// values: history blocks dr^i/dq^{i-k} are (∂r/∂v, ∂r/∂a) combinations, non-zero only on the
-// dynamic bodies' inertia, damping and contact entries while the pattern also holds the
-// stiffness couplings. A's non-zeros are gathered per call (the contact entries change from
-// step to step); when they fill at least a quarter of their rows × columns (cube drag: the
-// block's 6 × 6 of 12 × 12) the compressed block is multiplied densely, otherwise entry by
-// entry (mass-spring sheet: a diagonal mass plus spring damping in 75 × 75). All buffers are
-// sized for |q| × m once, so a call allocates nothing.
+// Y.row(row_map[r]) −= (A X).row(r) for the matrix A with `values` on `pattern` (the
+// negated product, its rows placed through row_map: the LU's row permutation, so that the
+// right-hand side is built in the order the triangular solves read it). History blocks
+// dr^i/dq^{i-k} are (∂r/∂v, ∂r/∂a) combinations, non-zero only on the dynamic bodies'
+// inertia, damping and contact entries while the pattern also holds the stiffness couplings,
+// so A's non-zeros are gathered per call (contact entries change from step to step):
+// - systems up to 32 DOFs (cube drag: a 6 × 6 block of 12 × 12) and A filled to a quarter
+//   or more (mass-spring sheet: spring damping couples neighbours) are one dense product
+//   with the whole matrix, its rows placed through row_map (no gathering of X);
+// - otherwise runs of consecutive columns with the same rows (a rigid body's inertia and
+//   damping columns: quadruped, 372 non-zeros in 78 × 78) are small dense products with those
+//   rows of X, the rest entry by entry.
+// All buffers are sized for |q| × m once, so a call allocates nothing.
 class HistoryProduct {
  public:
   void reserve(int nq, int m) {
-    row_of_.assign(nq, -1);
-    rows_.reserve(nq);
-    cols_.reserve(nq);
     entries_.reserve(16 * static_cast<size_t>(nq));
     a_.resize(nq, nq);
-    x_.resize(nq, m);
     y_.resize(nq, m);
   }
 
-  // Y.row(row_map[r]) −= (A X).row(r): the negated product, its rows placed through
-  // `row_map` (|q|; the LU's row permutation, so that the right-hand side is built in the
-  // order the triangular solves read it).
   void subtract(const SparsePattern& pattern, const VecX& values, const Eigen::Ref<const MatX>& X, Eigen::Ref<MatX> Y,
                 const std::vector<int>& row_map) {
     const int n = pattern.size();
     const int* outer = pattern.outer().data();
     const int* inner = pattern.inner().data();
-    rows_.clear();
-    cols_.clear();
     entries_.clear();
-    for (int c = 0; c < n; ++c) {
-      const size_t before = entries_.size();
+    for (int c = 0; c < n; ++c)
       for (int e = outer[c]; e < outer[c + 1]; ++e)
-        if (values[e] != 0.0) {
-          entries_.push_back({inner[e], c, values[e]});
-          if (row_of_[inner[e]] < 0) {
-            row_of_[inner[e]] = 0;
-            rows_.push_back(inner[e]);
-          }
-        }
-      if (entries_.size() > before) cols_.push_back(c);
-    }
+        if (values[e] != 0.0) entries_.push_back({inner[e], c, values[e]});
     if (entries_.empty()) return;
     const Eigen::Index k = X.cols();
-    const Eigen::Index nr = static_cast<Eigen::Index>(rows_.size()), nc = static_cast<Eigen::Index>(cols_.size());
-    if (4 * entries_.size() < static_cast<size_t>(nr * nc)) {
-      for (int r : rows_) row_of_[r] = -1;
-      // Column by column of X and Y (contiguous in column-major storage).
-      for (Entry& e : entries_) {
-        e.row = row_map[e.row];
-        e.value = -e.value;
-      }
-      for (Eigen::Index j = 0; j < k; ++j) {
-        const double* x = X.col(j).data();
-        double* y = Y.col(j).data();
-        for (const Entry& e : entries_) y[e.row] += e.value * x[e.col];
-      }
+    if (n <= 32 || 4 * entries_.size() >= static_cast<size_t>(n) * n) {
+      auto a = a_.topLeftCorner(n, n);
+      a.setZero();
+      for (const Entry& e : entries_) a(row_map[e.row], e.col) = e.value;
+      Y.noalias() -= a * X;
       return;
     }
-    std::sort(rows_.begin(), rows_.end());
-    for (size_t r = 0; r < rows_.size(); ++r) row_of_[rows_[r]] = static_cast<int>(r);
-    auto a = a_.topLeftCorner(nr, nc);
-    a.setZero();
-    int at = 0;
-    for (Eigen::Index c = 0; c < nc; ++c)
-      for (; at < static_cast<int>(entries_.size()) && entries_[at].col == cols_[c]; ++at)
-        a(row_of_[entries_[at].row], c) = entries_[at].value;
-    auto x = x_.topLeftCorner(nc, k);
-    for (Eigen::Index c = 0; c < nc; ++c) x.row(c) = X.row(cols_[c]);
-    auto y = y_.topLeftCorner(nr, k);
-    y.noalias() = a * x;
-    for (Eigen::Index r = 0; r < nr; ++r) Y.row(row_map[rows_[r]]) -= y.row(r);
-    for (int r : rows_) row_of_[r] = -1;
+    // Entries are in column order. A run of consecutive columns with the same rows is a
+    // dense block: its product with the matching rows of X (contiguous), rows placed through
+    // row_map; what does not form a block of at least 4 entries goes entry by entry.
+    const size_t count = entries_.size();
+    rest_.clear();
+    size_t at = 0;
+    while (at < count) {
+      const int c0 = entries_[at].col;
+      size_t end = at;
+      while (end < count && entries_[end].col == c0) ++end;
+      const size_t h = end - at;
+      int w = 1;
+      size_t next = end;
+      while (next + h <= count && entries_[next].col == c0 + w &&
+             (next + h == count || entries_[next + h].col != c0 + w)) {
+        bool same = entries_[next + h - 1].col == c0 + w;
+        for (size_t r = 0; same && r < h; ++r) same = entries_[next + r].row == entries_[at + r].row;
+        if (!same) break;
+        next += h;
+        ++w;
+      }
+      if (h * static_cast<size_t>(w) < 4) {
+        rest_.insert(rest_.end(), entries_.begin() + static_cast<std::ptrdiff_t>(at),
+                     entries_.begin() + static_cast<std::ptrdiff_t>(next));
+        at = next;
+        continue;
+      }
+      const Eigen::Index hh = static_cast<Eigen::Index>(h);
+      auto a = a_.topLeftCorner(hh, w);
+      for (int j = 0; j < w; ++j)
+        for (size_t r = 0; r < h; ++r) a(static_cast<Eigen::Index>(r), j) = entries_[at + j * h + r].value;
+      auto y = y_.topLeftCorner(hh, k);
+      y.noalias() = a * X.middleRows(c0, w);
+      for (size_t r = 0; r < h; ++r) Y.row(row_map[entries_[at + r].row]) -= y.row(static_cast<Eigen::Index>(r));
+      at = next;
+    }
+    if (rest_.empty()) return;
+    for (Entry& e : rest_) e.row = row_map[e.row];
+    for (Eigen::Index j = 0; j < k; ++j) {
+      const double* x = X.col(j).data();
+      double* yj = Y.col(j).data();
+      for (const Entry& e : rest_) yj[e.row] -= e.value * x[e.col];
+    }
   }
 
  private:
@@ -136,9 +144,8 @@ class HistoryProduct {
     int row, col;
     double value;
   };
-  std::vector<int> row_of_, rows_, cols_;
-  std::vector<Entry> entries_;
-  MatX a_, x_, y_;
+  std::vector<Entry> entries_, rest_;
+  MatX a_, y_;
 };
 
 }  // namespace
@@ -274,6 +281,7 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
   }
 
   auto dr_dp = w.dr_dp.leftCols(m);
+  dr_dp.setZero();
   MatX& rhs_buffer = w.rhs;
   HistoryProduct& product = w.product;
   VecX& column = w.column;
@@ -283,7 +291,8 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
   auto solve_step = [&](const StepLinearization& lin, int i) {
     // ∂r^i/∂p for all listed parameters in one pass over the terms; columns that turn
     // non-zero here start at this step.
-    dr_dp.setZero();
+    // dr_dp is zero here: inactive columns stay zero (a non-zero one is activated), active
+    // ones are cleared after use below.
     ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp);
     lin.param_derivatives(sink);
     for (int c = 0; c < m; ++c)
@@ -314,6 +323,7 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
       }
       double* dst = b.col(k).data();
       for (int r = 0; r < nq; ++r) dst[row_map[r]] = -src[r];
+      dr_dp.col(order[k]).setZero();
     }
     for (int k = 1; k <= K && i - k >= 0; ++k) {
       const MatX& past = out.s[i - k];
