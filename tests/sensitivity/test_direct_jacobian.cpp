@@ -15,6 +15,7 @@
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 #include "addsim/objectives/objective.h"
+#include "addsim/objectives/tracking_terms.h"
 #include "addsim/rigid/rigid_builder.h"
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/direct_jacobian.h"
@@ -223,6 +224,20 @@ TEST(DirectJacobian, QuadrupedColumnsMatchTheSingleParameterPass) {
   for (size_t c = 0; c < params.size(); ++c) largest = std::max(largest, sens.column(sens.num_steps(), c).norm());
   EXPECT_GT(largest, 1e-6);
   EXPECT_LT(max_relative_deviation(m, traj, task.objective, params, sens), 1e-9);
+  // The residual Jacobians of the tracked-point terms (the task's com_target; a com_line over
+  // every step) from the sensitivity blocks equal the generic one-tangent-per-column form.
+  const CenterOfMassLine line(0 /* torso */, Vec3(0.0, 0.0, 0.42), Vec3(1.0, 0.0, 0.0), StepWindow::range(0, -1));
+  std::vector<const ObjectiveTerm*> terms = {&line};
+  for (int t = 0; t < task.objective.size(); ++t) terms.push_back(&task.objective.term(t));
+  for (const ObjectiveTerm* term : terms) {
+    MatX fast, generic;
+    term->residual_jacobian(m, traj, sens, fast);
+    term->ObjectiveTerm::residual_jacobian(m, traj, sens, generic);
+    ASSERT_EQ(fast.rows(), generic.rows()) << term->name();
+    ASSERT_EQ(fast.cols(), generic.cols()) << term->name();
+    EXPECT_GT(generic.norm(), 0.0) << term->name();
+    EXPECT_LT((fast - generic).cwiseAbs().maxCoeff(), 1e-13 * generic.cwiseAbs().maxCoeff()) << term->name();
+  }
 }
 
 TEST(DirectJacobian, RejectsBadParameterLists) {

@@ -81,6 +81,14 @@ void CenterOfMassLine::residuals(const Model& model, const Trajectory& traj, Vec
   }
 }
 
+void CenterOfMassLine::residual_jacobian(const Model& model, const Trajectory& traj,
+                                         const TrajectorySensitivities& sens, MatX& out) const {
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
+  out.resize(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
+  for (int i = a; i <= b; ++i) tracked_point_jacobian(tracked_, model, traj, i, P, sens, out.middleRows(3 * (i - a), 3), name());
+}
+
 CenterOfMassCoordinate::CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window)
     : CenterOfMassCoordinate(TrackedPoint::center_of_mass(body), axis, window) {}
 
