@@ -127,13 +127,16 @@ void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX
   const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
   const int block =
       static_cast<int>(std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));
-  MatX block_jacobian;
   for (int first = 0; first < size(); first += block) {
     const int count = std::min(block, size() - first);
     const TrajectorySensitivities& sens = rs.sweep->run(traj, std::span<const int>(indices).subspan(first, count));
-    objective_.residual_jacobian(model_, traj, sens, block_jacobian);
-    if (first == 0) out.resize(block_jacobian.rows(), size());
-    out.middleCols(first, count) = block_jacobian;
+    if (count == size()) {
+      objective_.residual_jacobian(model_, traj, sens, out, rs.parts);  // one block: no copy
+    } else {
+      objective_.residual_jacobian(model_, traj, sens, rs.block, rs.parts);
+      if (first == 0) out.resize(rs.block.rows(), size());
+      out.middleCols(first, count) = rs.block;
+    }
     for (int c = 0; c < count; ++c)
       if (selection_.log_scale(first + c)) out.col(first + c) *= traj.p[indices[first + c]];
   }

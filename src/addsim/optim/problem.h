@@ -128,6 +128,8 @@ class SimulationProblem {
   // completed trajectory of evaluate_residuals with its x (for add_jacobian).
   struct ResidualSlot {
     std::unique_ptr<DirectSensitivitySweep> sweep;
+    std::vector<MatX> parts;  ///< the objective terms' residual blocks (memory reused)
+    MatX block;               ///< a column block's Jacobian when the columns are split
     Trajectory traj;
     VecX x;
     bool valid = false;
