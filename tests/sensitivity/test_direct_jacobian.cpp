@@ -14,6 +14,7 @@
 #include "../support/source_dir.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
+#include "addsim/objectives/markers.h"
 #include "addsim/objectives/objective.h"
 #include "addsim/objectives/tracking_terms.h"
 #include "addsim/rigid/rigid_builder.h"
@@ -224,10 +225,13 @@ TEST(DirectJacobian, QuadrupedColumnsMatchTheSingleParameterPass) {
   for (size_t c = 0; c < params.size(); ++c) largest = std::max(largest, sens.column(sens.num_steps(), c).norm());
   EXPECT_GT(largest, 1e-6);
   EXPECT_LT(max_relative_deviation(m, traj, task.objective, params, sens), 1e-9);
-  // The residual Jacobians of the tracked-point terms (the task's com_target; a com_line over
-  // every step) from the sensitivity blocks equal the generic one-tangent-per-column form.
+  // The residual Jacobians of the tracked-point and marker terms (the task's com_target; a
+  // com_line and an upright axis of the torso over every step) from the sensitivity blocks
+  // equal the generic one-tangent-per-column form.
   const CenterOfMassLine line(0 /* torso */, Vec3(0.0, 0.0, 0.42), Vec3(1.0, 0.0, 0.0), StepWindow::range(0, -1));
-  std::vector<const ObjectiveTerm*> terms = {&line};
+  const UprightAxis upright(rigid_marker(m, 0, Vec3::Zero()), rigid_marker(m, 0, Vec3(0.0, 0.0, 0.1)),
+                            Vec3(0.0, 0.0, 1.0), StepWindow::range(0, -1));
+  std::vector<const ObjectiveTerm*> terms = {&line, &upright};
   for (int t = 0; t < task.objective.size(); ++t) terms.push_back(&task.objective.term(t));
   for (const ObjectiveTerm* term : terms) {
     MatX fast, generic;
