@@ -7,16 +7,19 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
 // --optimize also runs `addsim optimize`'s method with the task's options (iterations,
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
-// |p| single-parameter direct passes (slow: minutes for the larger tasks).
+// |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
+// only the simulation and the sweep (for a profiler); --dense-dofs N moves the sweep's switch
+// from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +42,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// CPU time of the process, all its threads (s).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -48,6 +58,8 @@ struct Options {
   int repeat = 5;
   bool optimize = false;
   bool per_parameter = false;
+  bool sweep_only = false;
+  int dense_dofs = kDenseSensitivityDofs;
   std::vector<std::string> tasks;
 };
 
@@ -65,42 +77,75 @@ void run_task(const std::string& name, const Options& o) {
   const VecX& p = task.p();
   const std::vector<int>& params = task.selection.indices();
   Simulator sim(model);
-  std::vector<double> t_sim, t_grad, t_sweep, t_jac;
+  // Wall times and CPU times (the ratios under load: the machines are shared, and CPU time
+  // does not count the waits for a core; it adds up a helper thread's work).
+  std::vector<double> t_sim, t_grad, t_sweep, t_resjac, c_sim, c_sweep, c_resjac;
   long factorizations = 0;
+  // The sweep as the optimiser runs it: one workspace kept across evaluations.
+  DirectSensitivitySweep sweep(model, o.dense_dofs);
+  MatX jacobian;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = Clock::now();
+    double c0 = cpu_seconds();
     const Trajectory traj = sim.run(p);
     t_sim.push_back(seconds_since(t0));
+    c_sim.push_back(cpu_seconds() - c0);
     if (!traj.completed()) {
       std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
       return;
     }
+    if (!o.sweep_only) {
+      t0 = Clock::now();
+      gradient_adjoint(model, traj, task.objective);
+      t_grad.push_back(seconds_since(t0));
+    }
     t0 = Clock::now();
-    gradient_adjoint(model, traj, task.objective);
-    t_grad.push_back(seconds_since(t0));
-    t0 = Clock::now();
-    const TrajectorySensitivities sens = direct_sensitivity_matrices(model, traj, params);
+    c0 = cpu_seconds();
+    const TrajectorySensitivities& sens = sweep.run(traj, params);
     t_sweep.push_back(seconds_since(t0));
+    c_sweep.push_back(cpu_seconds() - c0);
     factorizations = sens.factorizations;
+    if (o.sweep_only) continue;
+    // The residual blocks dρ/dp from the stored sensitivities.
+    t0 = Clock::now();
+    c0 = cpu_seconds();
+    task.objective.residual_jacobian(model, traj, sens, jacobian);
+    t_resjac.push_back(seconds_since(t0));
+    c_resjac.push_back(cpu_seconds() - c0);
   }
-  // The whole Gauss–Newton Jacobian as the optimiser gets it: evaluate_residuals with the
-  // Jacobian minus the same without it (both include one forward run).
+  if (o.sweep_only) {
+    std::printf("%-16s sim %9.4f s | sweep %9.4f s (%5.2fx, %ld LU) | CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx)\n",
+                name.c_str(), median(t_sim), median(t_sweep), median(t_sweep) / median(t_sim), factorizations,
+                median(c_sim), median(c_sweep), median(c_sweep) / median(c_sim));
+    return;
+  }
+  // The whole Gauss–Newton Jacobian as the optimiser gets it: the Jacobian of the point last
+  // evaluated by evaluate_residuals (no second simulation; sweep, residual blocks, scaling).
   SimulationProblem problem(model, task.objective, task.selection, p, 1, 0);
   const VecX x0 = problem.x0();
+  std::vector<double> t_jac, c_jac;
   for (int r = 0; r < o.repeat; ++r) {
-    const LeastSquaresEvaluation with = problem.evaluate_residuals(x0, true);
-    const LeastSquaresEvaluation without = problem.evaluate_residuals(x0, false);
-    if (with.failed || without.failed) {
-      std::printf("%-16s residual evaluation failed: %s\n", name.c_str(), with.failure.c_str());
+    LeastSquaresEvaluation e = problem.evaluate_residuals(x0, false);
+    const auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
+    if (!e.failed) problem.add_jacobian(e);
+    t_jac.push_back(seconds_since(t0));
+    c_jac.push_back(cpu_seconds() - c0);
+    if (e.failed) {
+      std::printf("%-16s residual evaluation failed: %s\n", name.c_str(), e.failure.c_str());
       return;
     }
-    t_jac.push_back(std::max(0.0, with.seconds - without.seconds));
   }
-  const double ts = median(t_sim), tg = median(t_grad), tw = median(t_sweep), tj = median(t_jac);
-  std::printf("%-16s |q| %4d  |p| %5zu  steps %4d | sim %9.4f s | adjoint %9.4f s (%5.2fx) | sweep %9.4f s (%5.2fx, %ld LU) "
-              "| GN Jacobian %9.4f s (%5.2fx)\n",
+  const double ts = median(t_sim), tg = median(t_grad), tw = median(t_sweep), tr = median(t_resjac),
+               tj = median(t_jac);
+  const double cs = median(c_sim), cw = median(c_sweep), cr = median(c_resjac), cj = median(c_jac);
+  std::printf("%-16s |q| %4d  |p| %5zu  steps %4d | sim %9.4f s | adjoint %9.4f s (%5.2fx) | sweep %9.4f s (%5.2fx, "
+              "%ld LU) | residual blocks %9.4f s | GN Jacobian %9.4f s (%5.2fx)\n",
               name.c_str(), model.num_dofs(), params.size(), model.scheme().steps, ts, tg, tg / ts, tw, tw / ts,
-              factorizations, tj, tj / ts);
+              factorizations, tr, tj, tj / ts);
+  std::printf("%-16s CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx) | residual blocks %9.4f s (%5.2fx) | GN Jacobian "
+              "%9.4f s (%5.2fx)\n",
+              name.c_str(), cs, cw, cw / cs, cr, cr / cs, cj, cj / cs);
   if (o.per_parameter) {
     // The Jacobian before the sweep: one direct pass per parameter, each keeping its s^i.
     const Trajectory traj = sim.run(p);
@@ -138,8 +183,12 @@ int main(int argc, char** argv) {
       o.optimize = true;
     } else if (a == "--per-parameter") {
       o.per_parameter = true;
+    } else if (a == "--sweep-only") {
+      o.sweep_only = true;
+    } else if (a == "--dense-dofs" && k + 1 < argc) {
+      o.dense_dofs = std::atoi(argv[++k]);
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+#include "../support/source_dir.h"
 #include "addsim/core/error.h"
+#include "addsim/io/task.h"
 #include "addsim/objectives/markers.h"
 #include "addsim/optim/optimizer.h"
 #include "optim_scenes.h"
@@ -109,6 +111,64 @@ TEST(Optimizer, GaussNewtonJacobianInColumnBlocksEqualsOneSweep) {
   ASSERT_EQ(a.jacobian.cols(), 4);
   EXPECT_GT(a.jacobian.leftCols(3).norm(), 0.0);
   EXPECT_LT((a.jacobian - b.jacobian).cwiseAbs().maxCoeff(), 1e-12 * a.jacobian.cwiseAbs().maxCoeff());
+}
+
+TEST(Optimizer, GaussNewtonJacobianFromTheKeptTrajectoryEqualsTheJointEvaluation) {
+  // add_jacobian() after evaluate_residuals(x, false) reuses that run's trajectory (no second
+  // simulation) and gives the Jacobian of evaluate_residuals(x, true); after another point
+  // was evaluated on the slot it simulates x again.
+  auto t = test::scene_task(kRigidSphereThrow, {{"bodies.0.velocity"}, {"contact.kn", true, 0.0}});
+  t->objective.add(2.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0.6, 0.1, 0.1), StepWindow::range(-50, -1)));
+  auto problem = test::make_problem(t);
+  const VecX x = problem->x0();
+  const LeastSquaresEvaluation joint = problem->evaluate_residuals(x, true);
+  ASSERT_FALSE(joint.failed);
+  ASSERT_GT(joint.jacobian.norm(), 0.0);
+  LeastSquaresEvaluation e = problem->evaluate_residuals(x, false);
+  ASSERT_FALSE(e.failed);
+  EXPECT_EQ(e.jacobian.size(), 0);
+  EXPECT_EQ(problem->simulations(), 2);
+  problem->add_jacobian(e);
+  ASSERT_FALSE(e.failed) << e.failure;
+  EXPECT_EQ(problem->simulations(), 2);
+  EXPECT_EQ((e.jacobian - joint.jacobian).cwiseAbs().maxCoeff(), 0.0);
+  VecX other = x;
+  other[0] += 0.1;
+  ASSERT_FALSE(problem->evaluate_residuals(other, false).failed);
+  LeastSquaresEvaluation again = e;
+  again.jacobian.resize(0, 0);
+  problem->add_jacobian(again);
+  ASSERT_FALSE(again.failed) << again.failure;
+  EXPECT_EQ(problem->simulations(), 4);
+  EXPECT_EQ((again.jacobian - joint.jacobian).cwiseAbs().maxCoeff(), 0.0);
+}
+
+TEST(Optimizer, GaussNewtonFormsTheJacobianOnlyAtTheStartAndAtTakenSteps) {
+  // Evaluations with a gradient (Jᵀρ) are exactly the start and the accepted trial points,
+  // one simulation per evaluation; rejected trials have none. The shipped 5 cm cube drag
+  // (paper §6.4, 360 pose controls) with its own options rejects some of its trials.
+  const Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json");
+  SimulationProblem problem(*task.scene.model, task.objective, task.selection, task.p(), 1, 1);
+  const OptimizerOptions& o = task.optimize;
+  long evaluations = 0, with_gradient = 0, accepted = 0;
+  double phi_current = std::numeric_limits<double>::infinity();
+  OptimizerCallbacks cb;
+  cb.on_evaluation = [&](const EvaluationRecord& r) {
+    ++evaluations;
+    const bool taken = !r.failed && r.phi < phi_current;
+    if (taken) {
+      phi_current = r.phi;
+      ++accepted;
+    }
+    EXPECT_EQ(std::isfinite(r.gradient_norm), taken) << "evaluation " << evaluations;
+    with_gradient += std::isfinite(r.gradient_norm);
+  };
+  const OptimizationResult r = minimize(problem, problem.x0(), o, cb);
+  EXPECT_GE(r.iterations, 2) << r.message;
+  EXPECT_EQ(r.simulations, evaluations);
+  EXPECT_EQ(with_gradient, accepted);
+  EXPECT_EQ(accepted, r.iterations + 1);
+  EXPECT_GT(evaluations, accepted) << "no trial was rejected";
 }
 
 TEST(Optimizer, RigidSphereThrowWithSpinByLbfgsbAndGaussNewton) {

@@ -14,7 +14,9 @@
 #include "../support/source_dir.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
+#include "addsim/objectives/markers.h"
 #include "addsim/objectives/objective.h"
+#include "addsim/objectives/tracking_terms.h"
 #include "addsim/rigid/rigid_builder.h"
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/direct_jacobian.h"
@@ -153,6 +155,92 @@ TEST(DirectJacobian, CubeDragColumnsMatchSinglePassesAndDifferences) {
       EXPECT_LT((an - fd).norm(), 1e-3 * std::max(fd.norm(), 1e-3))
           << m.params().name_of(j) << " step " << i << ": analytic " << an.transpose() << "\nfd " << fd.transpose();
     }
+  }
+}
+
+// A DirectSensitivitySweep kept across runs (the optimiser's slot workspace: reused blocks
+// and buffers) gives what a fresh sweep gives, bit for bit: on another trajectory, with
+// another (shorter, reordered) parameter list, after a run that threw for a bad list, and on
+// both the dense and the sparse path.
+TEST(DirectJacobian, ASweepKeptAcrossRunsEqualsFreshSweeps) {
+  Scene s = make_scene(SceneKind::kDraggedSheet, Integrator::kBdf2, ContactModel::kLinear, 0);
+  const Model& m = *s.model;
+  Simulator sim(m);
+  const VecX p0 = m.params().defaults();
+  const Trajectory a = sim.run(p0);
+  ASSERT_TRUE(a.completed()) << a.failure;
+  const std::vector<int> all = all_groups(s);
+  const std::vector<int>& controls = s.groups.at("controls");
+  ASSERT_GT(controls.size(), 6u);
+  VecX p1 = p0;
+  for (int j : controls) p1[j] += 0.01;
+  const Trajectory b = sim.run(p1);
+  ASSERT_TRUE(b.completed()) << b.failure;
+  std::vector<int> part(controls.rbegin(), controls.rend());
+  part.resize(part.size() / 2);
+  auto expect_same = [&](const TrajectorySensitivities& kept, const TrajectorySensitivities& fresh, const char* what) {
+    ASSERT_EQ(kept.s.size(), fresh.s.size()) << what;
+    EXPECT_EQ(kept.position, fresh.position) << what;
+    EXPECT_EQ(kept.first_step, fresh.first_step) << what;
+    EXPECT_EQ(kept.factorizations, fresh.factorizations) << what;
+    double largest = 0.0;
+    for (size_t i = 0; i < fresh.s.size(); ++i) {
+      ASSERT_EQ(kept.s[i].rows(), fresh.s[i].rows()) << what << " step " << i;
+      ASSERT_EQ(kept.s[i].cols(), fresh.s[i].cols()) << what << " step " << i;
+      EXPECT_TRUE(kept.s[i] == fresh.s[i]) << what << " step " << i;
+      if (fresh.s[i].size() > 0) largest = std::max(largest, fresh.s[i].cwiseAbs().maxCoeff());
+    }
+    EXPECT_GT(largest, 1e-6) << what;
+  };
+  for (int dense_dofs : {kDenseSensitivityDofs, 0}) {
+    DirectSensitivitySweep sweep(m, dense_dofs);
+    expect_same(sweep.run(a, all), direct_sensitivity_matrices(m, a, all, dense_dofs), "first run");
+    expect_same(sweep.run(b, all), direct_sensitivity_matrices(m, b, all, dense_dofs), "other trajectory");
+    expect_same(sweep.run(b, part), direct_sensitivity_matrices(m, b, part, dense_dofs), "other parameters");
+    EXPECT_THROW(sweep.run(a, std::vector<int>{part[0], part[1], part[0]}), InputError);
+    expect_same(sweep.run(a, all), direct_sensitivity_matrices(m, a, all, dense_dofs), "after a bad list");
+  }
+}
+
+// The quadruped (78 DOFs, 13 rigid bodies on compliant joints, motor targets per step):
+// larger than the tiny scenes above, its sparse history blocks take the block-by-block and
+// entry-by-entry products of the dense path. Motor-target columns of three joints (the
+// first 8 steps) and the contact stiffness against the single-parameter pass.
+TEST(DirectJacobian, QuadrupedColumnsMatchTheSingleParameterPass) {
+  const Task task = load_task_file(test::source_dir() / "tasks" / "quadruped_short.json", {"scene.steps=8"});
+  const Model& m = *task.scene.model;
+  ASSERT_GT(m.num_dofs(), 32);
+  Simulator sim(m);
+  const Trajectory traj = sim.run(task.p());
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  std::vector<int> params;
+  for (const char* name : {"joints.leg0_hip.target_angles", "joints.leg2_knee.target_angles",
+                           "joints.leg3_abd.target_angles"}) {
+    const auto& e = m.params().require(name);
+    for (int k = 0; k < std::min(e.size, 9); ++k) params.push_back(e.offset + k);
+  }
+  params.push_back(m.params().require("contact.kn").offset);
+  const TrajectorySensitivities sens = direct_sensitivity_matrices(m, traj, params);
+  double largest = 0.0;
+  for (size_t c = 0; c < params.size(); ++c) largest = std::max(largest, sens.column(sens.num_steps(), c).norm());
+  EXPECT_GT(largest, 1e-6);
+  EXPECT_LT(max_relative_deviation(m, traj, task.objective, params, sens), 1e-9);
+  // The residual Jacobians of the tracked-point and marker terms (the task's com_target; a
+  // com_line and an upright axis of the torso over every step) from the sensitivity blocks
+  // equal the generic one-tangent-per-column form.
+  const CenterOfMassLine line(0 /* torso */, Vec3(0.0, 0.0, 0.42), Vec3(1.0, 0.0, 0.0), StepWindow::range(0, -1));
+  const UprightAxis upright(rigid_marker(m, 0, Vec3::Zero()), rigid_marker(m, 0, Vec3(0.0, 0.0, 0.1)),
+                            Vec3(0.0, 0.0, 1.0), StepWindow::range(0, -1));
+  std::vector<const ObjectiveTerm*> terms = {&line, &upright};
+  for (int t = 0; t < task.objective.size(); ++t) terms.push_back(&task.objective.term(t));
+  for (const ObjectiveTerm* term : terms) {
+    MatX fast, generic;
+    term->residual_jacobian(m, traj, sens, fast);
+    term->ObjectiveTerm::residual_jacobian(m, traj, sens, generic);
+    ASSERT_EQ(fast.rows(), generic.rows()) << term->name();
+    ASSERT_EQ(fast.cols(), generic.cols()) << term->name();
+    EXPECT_GT(generic.norm(), 0.0) << term->name();
+    EXPECT_LT((fast - generic).cwiseAbs().maxCoeff(), 1e-13 * generic.cwiseAbs().maxCoeff()) << term->name();
   }
 }
 

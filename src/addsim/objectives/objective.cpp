@@ -54,7 +54,13 @@ void ObjectiveTerm::residual_jacobian(const Model& model, const Trajectory& traj
 
 void Objective::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                                   MatX& out) const {
-  std::vector<MatX> parts(terms_.size());
+  std::vector<MatX> parts;
+  residual_jacobian(model, traj, sens, out, parts);
+}
+
+void Objective::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                  MatX& out, std::vector<MatX>& parts) const {
+  parts.resize(terms_.size());
   Eigen::Index total = 0;
   for (size_t t = 0; t < terms_.size(); ++t) {
     terms_[t].second->residual_jacobian(model, traj, sens, parts[t]);

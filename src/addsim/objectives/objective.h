@@ -75,6 +75,10 @@ class Objective final : public ObjectiveFunction {
   /// residual_jacobian(), scaled by √w_t).
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const;
+  /// The same with the terms' blocks in `parts` (kept by the caller between evaluations, so
+  /// that blocks of repeating sizes reuse their memory: cube drag, a 354 × 360 smoothness block).
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens, MatX& out,
+                         std::vector<MatX>& parts) const;
   /// Unweighted value of every term, in the order added (for reports).
   std::vector<double> term_values(const Model& model, const Trajectory& traj) const;
   int size() const { return static_cast<int>(terms_.size()); }

@@ -51,6 +51,14 @@ void CenterOfMassTarget::residuals(const Model& model, const Trajectory& traj, V
   }
 }
 
+void CenterOfMassTarget::residual_jacobian(const Model& model, const Trajectory& traj,
+                                           const TrajectorySensitivities& sens, MatX& out) const {
+  const auto [a, b] = stored_steps(window_, model, traj, "com_target");
+  out.resize(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
+  for (int i = a; i <= b; ++i)
+    tracked_point_jacobian(point_, model, traj, i, Mat3::Identity(), sens, out.middleRows(3 * (i - a), 3), name());
+}
+
 PointTargets::PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window)
     : dofs_(std::move(dofs)), targets_(std::move(targets)), window_(window) {
   if (dofs_.size() != targets_.size())

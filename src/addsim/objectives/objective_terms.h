@@ -22,6 +22,9 @@ class CenterOfMassTarget final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// From ∂c/∂q^i and the sensitivity blocks (tracked_point_jacobian), not one tangent per column.
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
 
  private:
   TrackedPoint point_;

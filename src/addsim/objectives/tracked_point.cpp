@@ -111,4 +111,37 @@ void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::ve
   }
 }
 
+void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
+                            const Mat3& P, const TrajectorySensitivities& sens, Eigen::Ref<MatX> out,
+                            std::string_view who) {
+  const VecX& q = traj.q[i];
+  const Eigen::Index nq = q.size();
+  MatX jq(3, nq), jp(3, traj.p.size());
+  VecX gq(nq), gp(traj.p.size());
+  for (int k = 0; k < 3; ++k) {
+    gq.setZero();
+    gp.setZero();
+    point.vjp(model, q, traj.p, Vec3::Unit(k), gq, gp, who);
+    jq.row(k) = gq.transpose();
+    jp.row(k) = gp.transpose();
+  }
+  jq = (P * jq).eval();
+  jp = (P * jp).eval();
+  std::vector<Eigen::Index> dofs;
+  for (Eigen::Index d = 0; d < nq; ++d)
+    if (!jq.col(d).isZero(0.0)) dofs.push_back(d);
+  const MatX& s = sens.s[i];
+  MatX local(3, static_cast<Eigen::Index>(dofs.size())), gathered(static_cast<Eigen::Index>(dofs.size()), s.cols());
+  for (size_t d = 0; d < dofs.size(); ++d) {
+    local.col(static_cast<Eigen::Index>(d)) = jq.col(dofs[d]);
+    gathered.row(static_cast<Eigen::Index>(d)) = s.row(dofs[d]);
+  }
+  const MatX product = local * gathered;
+  const int m = static_cast<int>(sens.params.size());
+  for (int c = 0; c < m; ++c) {
+    out.col(c) = jp.col(sens.params[c]);
+    if (i >= sens.first_step[c]) out.col(c) += product.col(sens.position[c]);
+  }
+}
+
 }  // namespace addsim

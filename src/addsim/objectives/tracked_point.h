@@ -10,6 +10,7 @@
 
 #include "addsim/core/types.h"
 #include "addsim/model/model.h"
+#include "addsim/sensitivity/direct_jacobian.h"
 
 namespace addsim {
 
@@ -51,5 +52,14 @@ class TrackedPoint {
 /// The boundary nodes of FEM body `body` (sorted) and their area weights: a third of the rest
 /// area of every boundary triangle they belong to (m²), so Σ w = the rest surface area.
 void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::vector<double>& weights);
+
+/// Three rows of a Gauss–Newton residual Jacobian for P c(q^i, p) at step i: out (3 × m) =
+/// P (∂c/∂q^i s^i_c + ∂c/∂p_c) for the m parameters of `sens` (s^i_c = 0 before the column's
+/// first step). ∂c/∂q^i and ∂c/∂p come from three vjps and ∂c/∂q^i is non-zero on the body's
+/// DOFs only, so the block is one small product with those rows of S^i instead of one jvp per
+/// column (com_target, com_line: quadruped, 2316 columns × 193 steps).
+void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
+                            const Mat3& P, const TrajectorySensitivities& sens, Eigen::Ref<MatX> out,
+                            std::string_view who);
 
 }  // namespace addsim

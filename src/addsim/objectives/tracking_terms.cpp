@@ -81,6 +81,14 @@ void CenterOfMassLine::residuals(const Model& model, const Trajectory& traj, Vec
   }
 }
 
+void CenterOfMassLine::residual_jacobian(const Model& model, const Trajectory& traj,
+                                         const TrajectorySensitivities& sens, MatX& out) const {
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
+  out.resize(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
+  for (int i = a; i <= b; ++i) tracked_point_jacobian(tracked_, model, traj, i, P, sens, out.middleRows(3 * (i - a), 3), name());
+}
+
 CenterOfMassCoordinate::CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window)
     : CenterOfMassCoordinate(TrackedPoint::center_of_mass(body), axis, window) {}
 
@@ -100,6 +108,29 @@ double CenterOfMassCoordinate::evaluate(const Model& model, const Trajectory& tr
   }
   return phi;
 }
+
+namespace {
+
+// out (3 × m) = jac s^i_c for the m columns of `sens` (zero before a column's first step):
+// jac (3 × |q|) is ∂ρ/∂q^i of three residuals at step i, non-zero on a few DOFs (a body's),
+// so one small product with those rows of S^i replaces a jvp per column.
+void step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out) {
+  std::vector<Eigen::Index> dofs;
+  for (Eigen::Index d = 0; d < jac.cols(); ++d)
+    if (!jac.col(d).isZero(0.0)) dofs.push_back(d);
+  const MatX& s = sens.s[i];
+  MatX local(3, static_cast<Eigen::Index>(dofs.size())), gathered(static_cast<Eigen::Index>(dofs.size()), s.cols());
+  for (size_t d = 0; d < dofs.size(); ++d) {
+    local.col(static_cast<Eigen::Index>(d)) = jac.col(dofs[d]);
+    gathered.row(static_cast<Eigen::Index>(d)) = s.row(dofs[d]);
+  }
+  const MatX product = local * gathered;
+  const int m = static_cast<int>(sens.params.size());
+  for (int c = 0; c < m; ++c)
+    if (i >= sens.first_step[c]) out.col(c) = product.col(sens.position[c]);
+}
+
+}  // namespace
 
 MarkerTrajectories::MarkerTrajectories(std::vector<Marker> markers, std::vector<MarkerFrame> frames)
     : markers_(std::move(markers)), frames_(std::move(frames)) {
@@ -158,22 +189,23 @@ void MarkerTrajectories::residual_jacobian(const Model& model, const Trajectory&
     check_step(f.step, model, traj, name());
     count += std::count(f.visible.begin(), f.visible.end(), true);
   }
-  // Rows as in residuals(); the markers do not depend on p, so column c is the marker jvp
-  // of s^{step_f}_c (zero before the column's first step).
-  const int cols = static_cast<int>(sens.params.size());
-  out.setZero(3 * count, cols);
+  // Rows as in residuals(); the markers do not depend on p, so column c is (∂x/∂q) s^{step_f}_c
+  // with ∂x/∂q (3 × |q|) from three vjps (step_block; cube drag: 4 markers × 360 columns).
+  const int nq = model.num_dofs();
+  out.setZero(3 * count, static_cast<Eigen::Index>(sens.params.size()));
   Eigen::Index at = 0;
-  VecX dq;
+  VecX row(nq);
+  MatX jac(3, nq);
   for (const MarkerFrame& f : frames_) {
     const VecX& q = traj.q[f.step];
-    const MatX& s = sens.s[f.step];
     for (size_t m = 0; m < markers_.size(); ++m) {
       if (!f.visible[m]) continue;
-      for (int c = 0; c < cols; ++c) {
-        if (f.step < sens.first_step[c]) continue;
-        dq = s.col(sens.position[c]);
-        out.block<3, 1>(at, c) = markers_[m].jvp(q, dq);
+      for (int k = 0; k < 3; ++k) {
+        row.setZero();
+        markers_[m].vjp(q, Vec3::Unit(k), row);
+        jac.row(k) = row.transpose();
       }
+      step_block(jac, sens, f.step, out.middleRows(at, 3));
       at += 3;
     }
   }
@@ -355,6 +387,34 @@ void UprightAxis::residuals(const Model& model, const Trajectory& traj, VecX& rh
       const Vec3 dd = top_.jvp(q, (*tangent->dq)[i]) - bottom_.jvp(q, (*tangent->dq)[i]);
       drho->segment<3>(3 * (i - a)) = (dd - n * n.dot(dd)) / len;
     }
+  }
+}
+
+void UprightAxis::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                    MatX& out) const {
+  check_marker(bottom_, model, name());
+  check_marker(top_, model, name());
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  // Rows as in residuals(): ∂ρ_i/∂q^i = (I − n nᵀ)(∂x_top/∂q − ∂x_bottom/∂q)/‖d‖ from vjps,
+  // times S^i (step_block); no p dependence.
+  const int nq = model.num_dofs();
+  out.setZero(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
+  VecX row(nq);
+  MatX jac(3, nq);
+  for (int i = a; i <= b; ++i) {
+    const VecX& q = traj.q[i];
+    const Vec3 d = top_.position(q) - bottom_.position(q);
+    const double len = d.norm();
+    if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+    const Vec3 n = d / len;
+    for (int k = 0; k < 3; ++k) {
+      row.setZero();
+      top_.vjp(q, Vec3::Unit(k), row);
+      bottom_.vjp(q, -Vec3::Unit(k), row);
+      jac.row(k) = row.transpose();
+    }
+    jac = (((Mat3::Identity() - n * n.transpose()) / len) * jac).eval();
+    step_block(jac, sens, i, out.middleRows(3 * (i - a), 3));
   }
 }
 

@@ -24,6 +24,9 @@ class CenterOfMassLine final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// From ∂c/∂q^i and the sensitivity blocks (tracked_point_jacobian), not one tangent per column.
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
 
  private:
   TrackedPoint tracked_;
@@ -111,6 +114,9 @@ class UprightAxis final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// From ∂ρ_i/∂q^i (marker vjps) and the sensitivity blocks, not one tangent per column.
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
 
  private:
   Marker bottom_, top_;

@@ -104,11 +104,15 @@ class Tracker {
     return e;
   }
 
-  LeastSquaresEvaluation residuals(const VecX& x, bool jacobian) {
+  // ρ at x, and dρ/dx only if Φ(x) < jacobian_below (Gauss–Newton: at the start, +∞, and at
+  // the trial points it accepts, so a rejected trial costs one simulation and no sweep). The
+  // Jacobian comes from the trajectory of the same run; a failing sweep fails the point.
+  LeastSquaresEvaluation residuals(const VecX& x, double jacobian_below) {
     check_budget();
-    LeastSquaresEvaluation e = problem_.evaluate_residuals(x, jacobian);
+    LeastSquaresEvaluation e = problem_.evaluate_residuals(x, false);
+    if (!e.failed && e.phi < jacobian_below) problem_.add_jacobian(e);
     VecX g;
-    if (!e.failed && jacobian) g = e.jacobian.transpose() * e.residuals;
+    if (!e.failed && e.jacobian.size() > 0) g = e.jacobian.transpose() * e.residuals;
     record(e.x, e.phi, g, e.failed, e.failure);
     return e;
   }
@@ -331,7 +335,9 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
 // ---------------------------------------------------------------------------------------
 // Gauss–Newton / Levenberg–Marquardt with bounds by projection: (JᵀJ + λ D) δ = −Jᵀρ with
 // D = diag(JᵀJ) (Marquardt's scaling); a step that lowers Φ is taken and λ shrinks by 3,
-// otherwise (also for a failed simulation) λ grows by 4 from the same point.
+// otherwise (also for a failed simulation) λ grows by 4 from the same point. The Jacobian
+// (direct sweep) is computed at the start and at taken steps only: a rejected trial costs
+// one simulation.
 
 // JᵀJ for a residual Jacobian J (|ρ| × |x|) whose rows are partly sparse: per-step
 // regularisers (control_smoothness: two entries per row) next to a few dense rows of
@@ -381,7 +387,7 @@ VecX solve_normal_equations(const MatX& M, const VecX& g) {
 }
 
 void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
-  LeastSquaresEvaluation cur = t.residuals(x0, true);
+  LeastSquaresEvaluation cur = t.residuals(x0, kInf);
   if (cur.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + cur.failure};
   double lambda = o.lm_damping;
   // λ beyond this makes the step smaller than round-off of x: nothing left to try.
@@ -409,7 +415,8 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
       const double predicted = -(g.dot(step) + 0.5 * step.dot(A * step));
       if (predicted <= 1e-15 * cur.phi)
         throw Stop{StopReason::kNoProgress, "Gauss-Newton reached a stationary point (predicted decrease below round-off)"};
-      LeastSquaresEvaluation next = t.residuals(x_new, true);
+      // The Jacobian only if the step is taken (Φ lowered).
+      LeastSquaresEvaluation next = t.residuals(x_new, cur.phi);
       if (!next.failed && next.phi < cur.phi) {
         cur = std::move(next);
         lambda = lambda / 3.0;

@@ -47,6 +47,7 @@ SimulationProblem::SimulationProblem(const Model& model, const Objective& object
     upper_[k] = hi;
   }
   for (int s = 0; s < slots; ++s) simulators_.push_back(std::make_unique<Simulator>(model_, threads_per_slot));
+  residual_slots_.resize(slots);
   // A step that fails is retried as sub-steps unless the scene says otherwise
   // (solver.substep_retry): a start far from the optimum (a 10× softer material) must simulate.
   if (model_.solver().substep_retry < 0)
@@ -114,6 +115,40 @@ Evaluation SimulationProblem::evaluate(const VecX& x, bool gradient, int slot) {
   return e;
 }
 
+void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX& out) {
+  // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with
+  // s^i_k = dq^i/dp_k from one multi-parameter direct sweep (sensitivity/direct_jacobian.h)
+  // per block of columns; blocks bound the stored sensitivities to sensitivity_memory_ (one
+  // block for the paper's problems). The slot's sweep keeps its workspace and blocks between
+  // evaluations.
+  ResidualSlot& rs = residual_slots_[slot];
+  if (!rs.sweep) rs.sweep = std::make_unique<DirectSensitivitySweep>(model_);
+  const std::vector<int>& indices = selection_.indices();
+  const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
+  const int block =
+      static_cast<int>(std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));
+  for (int first = 0; first < size(); first += block) {
+    const int count = std::min(block, size() - first);
+    const TrajectorySensitivities& sens = rs.sweep->run(traj, std::span<const int>(indices).subspan(first, count));
+    if (count == size()) {
+      objective_.residual_jacobian(model_, traj, sens, out, rs.parts);  // one block: no copy
+    } else {
+      objective_.residual_jacobian(model_, traj, sens, rs.block, rs.parts);
+      if (first == 0) out.resize(rs.block.rows(), size());
+      out.middleCols(first, count) = rs.block;
+    }
+    for (int c = 0; c < count; ++c)
+      if (selection_.log_scale(first + c)) out.col(first + c) *= traj.p[indices[first + c]];
+  }
+}
+
+void SimulationProblem::fail(LeastSquaresEvaluation& e) {
+  ++failures_;
+  e.failed = true;
+  e.phi = kInf;
+  e.jacobian.resize(0, 0);
+}
+
 LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool jacobian, int slot) {
   const int bad = objective_.first_non_least_squares_term();
   if (bad >= 0)
@@ -122,33 +157,15 @@ LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool
   const auto t0 = std::chrono::steady_clock::now();
   LeastSquaresEvaluation e;
   e.x = x;
+  ResidualSlot* rs = slot >= 0 && slot < slots() ? &residual_slots_[slot] : nullptr;
+  if (rs) rs->valid = false;
   Trajectory traj;
   bool ok = simulate(x, slot, traj, e.failure);
   if (ok) {
     try {
       objective_.residuals(model_, traj, e.residuals, nullptr, nullptr);
       e.phi = 0.5 * e.residuals.squaredNorm();
-      if (jacobian) {
-        // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with
-        // s^i_k = dq^i/dp_k from one multi-parameter direct sweep (sensitivity/direct_jacobian.h)
-        // per block of columns; blocks bound the stored sensitivities to
-        // sensitivity_memory_ (one block for the paper's problems).
-        e.jacobian.resize(e.residuals.size(), size());
-        const std::vector<int>& indices = selection_.indices();
-        const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
-        const int block = static_cast<int>(
-            std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));
-        MatX block_jacobian;
-        for (int first = 0; first < size(); first += block) {
-          const int count = std::min(block, size() - first);
-          const TrajectorySensitivities sens =
-              direct_sensitivity_matrices(model_, traj, std::span<const int>(indices).subspan(first, count));
-          objective_.residual_jacobian(model_, traj, sens, block_jacobian);
-          e.jacobian.middleCols(first, count) = block_jacobian;
-          for (int c = 0; c < count; ++c)
-            if (selection_.log_scale(first + c)) e.jacobian.col(first + c) *= traj.p[indices[first + c]];
-        }
-      }
+      if (jacobian) residual_jacobian(traj, slot, e.jacobian);
       if (!std::isfinite(e.phi) || (jacobian && !e.jacobian.allFinite())) {
         ok = false;
         e.failure = "non-finite residuals or Jacobian";
@@ -158,14 +175,45 @@ LeastSquaresEvaluation SimulationProblem::evaluate_residuals(const VecX& x, bool
       e.failure = err.what();
     }
   }
-  if (!ok) {
-    ++failures_;
-    e.failed = true;
-    e.phi = kInf;
-    e.jacobian.resize(0, 0);
+  if (ok) {
+    rs->traj = std::move(traj);
+    rs->x = x;
+    rs->valid = true;
+  } else {
+    fail(e);
   }
   e.seconds = seconds_since(t0);
   return e;
+}
+
+void SimulationProblem::add_jacobian(LeastSquaresEvaluation& e, int slot) {
+  if (e.failed) throw InternalError("optimisation problem: a Jacobian asked for at a failed evaluation");
+  if (slot < 0 || slot >= slots())
+    throw InternalError("optimisation problem: simulator slot " + std::to_string(slot) + " does not exist");
+  const auto t0 = std::chrono::steady_clock::now();
+  ResidualSlot& rs = residual_slots_[slot];
+  if (!rs.valid || rs.x.size() != e.x.size() || rs.x != e.x) {
+    // The slot has simulated another point since: run x again (deterministic).
+    LeastSquaresEvaluation again = evaluate_residuals(e.x, false, slot);
+    if (again.failed) {
+      e.failure = again.failure;
+      e.failed = true;
+      e.phi = kInf;
+      e.seconds += seconds_since(t0);
+      return;
+    }
+  }
+  try {
+    residual_jacobian(rs.traj, slot, e.jacobian);
+    if (!e.jacobian.allFinite()) {
+      e.failure = "non-finite residuals or Jacobian";
+      fail(e);
+    }
+  } catch (const SimulationError& err) {
+    e.failure = err.what();
+    fail(e);
+  }
+  e.seconds += seconds_since(t0);
 }
 
 }  // namespace addsim

@@ -16,6 +16,7 @@
 
 #include "addsim/model/model.h"
 #include "addsim/objectives/objective.h"
+#include "addsim/sensitivity/direct_jacobian.h"
 #include "addsim/sensitivity/parameter_selection.h"
 #include "addsim/solver/simulator.h"
 
@@ -87,8 +88,15 @@ class SimulationProblem {
   /// ρ(x) and, if `jacobian`, dρ/dx from direct sensitivities: one forward run + one
   /// multi-parameter direct sweep for all selected scalars (sensitivity/direct_jacobian.h;
   /// more sweeps only when the stored sensitivities would exceed kSensitivityMemoryBytes).
-  /// Throws InputError if !least_squares().
+  /// Throws InputError if !least_squares(). The slot keeps the completed trajectory for
+  /// add_jacobian().
   LeastSquaresEvaluation evaluate_residuals(const VecX& x, bool jacobian, int slot = 0);
+  /// Adds dρ/dx to `e`, a completed evaluate_residuals(x, false) of `slot`, from the
+  /// trajectory that evaluation kept (no second simulation; Gauss–Newton asks for the
+  /// Jacobian only at the points it accepts). If the slot has evaluated another point since,
+  /// x is simulated again (counted). A failing sweep marks `e` failed (Φ = +∞, counted), as
+  /// in evaluate_residuals(x, true). e.seconds grows by the time spent.
+  void add_jacobian(LeastSquaresEvaluation& e, int slot = 0);
 
   /// Memory for the stored sensitivities of one direct sweep (bytes, > 0; default
   /// kSensitivityMemoryBytes): evaluate_residuals() splits the Jacobian into column blocks
@@ -103,6 +111,11 @@ class SimulationProblem {
  private:
   // Runs the forward simulation at x on `slot`; false (with `why`) if it failed.
   bool simulate(const VecX& x, int slot, Trajectory& traj, std::string& why);
+  // dρ/dx (|ρ| × |x|) of the completed `traj` at x with the sweep of `slot` (throws
+  // SimulationError if the sweep fails).
+  void residual_jacobian(const Trajectory& traj, int slot, MatX& out);
+  // Marks `e` failed (Φ = +∞, counted).
+  void fail(LeastSquaresEvaluation& e);
 
   ProblemOwner owner_;
   const Model& model_;
@@ -111,6 +124,17 @@ class SimulationProblem {
   VecX p_base_, lower_, upper_;
   double sensitivity_memory_ = kSensitivityMemoryBytes;
   std::vector<std::unique_ptr<Simulator>> simulators_;
+  // Per slot: the direct sweep's workspace (created at the first Jacobian) and the last
+  // completed trajectory of evaluate_residuals with its x (for add_jacobian).
+  struct ResidualSlot {
+    std::unique_ptr<DirectSensitivitySweep> sweep;
+    std::vector<MatX> parts;  ///< the objective terms' residual blocks (memory reused)
+    MatX block;               ///< a column block's Jacobian when the columns are split
+    Trajectory traj;
+    VecX x;
+    bool valid = false;
+  };
+  std::vector<ResidualSlot> residual_slots_;
   std::atomic<long> simulations_{0}, failures_{0};
 };
 

@@ -46,61 +46,161 @@ SparseView sparse_view(const SparsePattern& pattern, const VecX& values) {
                     values.data());
 }
 
-// The same matrix written densely into `out` (|q| × |q|).
+// The same matrix written densely into `out` (|q| × |q|, allocated by the caller).
 void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
-  out.setZero(pattern.size(), pattern.size());
+  out.setZero();
   const int* outer = pattern.outer().data();
   const int* inner = pattern.inner().data();
   for (int c = 0; c < pattern.size(); ++c)
     for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
 }
 
-// y (|q| × k) += A X for the matrix with nonzero `values` on `pattern`, restricted to the
-// rows and columns of A that hold a non-zero value: history blocks dr^i/dq^{i-k} are
-// (∂r/∂v, ∂r/∂a) combinations, non-zero only on the dynamic bodies' inertia, damping and
-// contact rows (cube drag: the block's 6 × 6 of 12 × 12), so the product costs a quarter.
-struct DenseBlockProduct {
-  std::vector<int> rows, cols;
-  MatX a, x, y;
-  void add(const SparsePattern& pattern, const VecX& values, const MatX& X, Eigen::Ref<MatX> Y) {
+// Y.row(row_map[r]) −= (A X).row(r) for the matrix A with `values` on `pattern` (the
+// negated product, its rows placed through row_map: the LU's row permutation, so that the
+// right-hand side is built in the order the triangular solves read it). History blocks
+// dr^i/dq^{i-k} are (∂r/∂v, ∂r/∂a) combinations, non-zero only on the dynamic bodies'
+// inertia, damping and contact entries while the pattern also holds the stiffness couplings,
+// so A's non-zeros are gathered per call (contact entries change from step to step):
+// - systems up to 32 DOFs (cube drag: a 6 × 6 block of 12 × 12) and A filled to a quarter
+//   or more (mass-spring sheet: spring damping couples neighbours) are one dense product
+//   with the whole matrix, its rows placed through row_map (no gathering of X);
+// - otherwise runs of consecutive columns with the same rows (a rigid body's inertia and
+//   damping columns: quadruped, 372 non-zeros in 78 × 78) are small dense products with those
+//   rows of X, the rest entry by entry.
+// All buffers are sized for |q| × m once, so a call allocates nothing.
+class HistoryProduct {
+ public:
+  void reserve(int nq, int m) {
+    entries_.reserve(16 * static_cast<size_t>(nq));
+    a_.resize(nq, nq);
+    y_.resize(nq, m);
+  }
+
+  void subtract(const SparsePattern& pattern, const VecX& values, const Eigen::Ref<const MatX>& X, Eigen::Ref<MatX> Y,
+                const std::vector<int>& row_map) {
     const int n = pattern.size();
     const int* outer = pattern.outer().data();
     const int* inner = pattern.inner().data();
-    std::vector<int> row_of(n, -1);
-    rows.clear();
-    cols.clear();
-    for (int c = 0; c < n; ++c) {
-      bool any = false;
+    entries_.clear();
+    for (int c = 0; c < n; ++c)
       for (int e = outer[c]; e < outer[c + 1]; ++e)
-        if (values[e] != 0.0) {
-          any = true;
-          if (row_of[inner[e]] < 0) {
-            row_of[inner[e]] = 0;
-            rows.push_back(inner[e]);
-          }
-        }
-      if (any) cols.push_back(c);
+        if (values[e] != 0.0) entries_.push_back({inner[e], c, values[e]});
+    if (entries_.empty()) return;
+    const Eigen::Index k = X.cols();
+    if (n <= 32 || 4 * entries_.size() >= static_cast<size_t>(n) * n) {
+      auto a = a_.topLeftCorner(n, n);
+      a.setZero();
+      for (const Entry& e : entries_) a(row_map[e.row], e.col) = e.value;
+      Y.noalias() -= a * X;
+      return;
     }
-    if (rows.empty()) return;
-    std::sort(rows.begin(), rows.end());
-    for (size_t r = 0; r < rows.size(); ++r) row_of[rows[r]] = static_cast<int>(r);
-    const Eigen::Index nr = static_cast<Eigen::Index>(rows.size()), nc = static_cast<Eigen::Index>(cols.size());
-    a.setZero(nr, nc);
-    for (Eigen::Index k = 0; k < nc; ++k)
-      for (int e = outer[cols[k]]; e < outer[cols[k] + 1]; ++e)
-        if (values[e] != 0.0) a(row_of[inner[e]], k) = values[e];
-    x.resize(nc, X.cols());
-    for (Eigen::Index k = 0; k < nc; ++k) x.row(k) = X.row(cols[k]);
-    y.noalias() = a * x;
-    for (Eigen::Index r = 0; r < nr; ++r) Y.row(rows[r]) += y.row(r);
+    // Entries are in column order. A run of consecutive columns with the same rows is a
+    // dense block: its product with the matching rows of X (contiguous), rows placed through
+    // row_map; what does not form a block of at least 4 entries goes entry by entry.
+    const size_t count = entries_.size();
+    rest_.clear();
+    size_t at = 0;
+    while (at < count) {
+      const int c0 = entries_[at].col;
+      size_t end = at;
+      while (end < count && entries_[end].col == c0) ++end;
+      const size_t h = end - at;
+      int w = 1;
+      size_t next = end;
+      while (next + h <= count && entries_[next].col == c0 + w &&
+             (next + h == count || entries_[next + h].col != c0 + w)) {
+        bool same = entries_[next + h - 1].col == c0 + w;
+        for (size_t r = 0; same && r < h; ++r) same = entries_[next + r].row == entries_[at + r].row;
+        if (!same) break;
+        next += h;
+        ++w;
+      }
+      if (h * static_cast<size_t>(w) < 4) {
+        rest_.insert(rest_.end(), entries_.begin() + static_cast<std::ptrdiff_t>(at),
+                     entries_.begin() + static_cast<std::ptrdiff_t>(next));
+        at = next;
+        continue;
+      }
+      const Eigen::Index hh = static_cast<Eigen::Index>(h);
+      auto a = a_.topLeftCorner(hh, w);
+      for (int j = 0; j < w; ++j)
+        for (size_t r = 0; r < h; ++r) a(static_cast<Eigen::Index>(r), j) = entries_[at + j * h + r].value;
+      auto y = y_.topLeftCorner(hh, k);
+      y.noalias() = a * X.middleRows(c0, w);
+      for (size_t r = 0; r < h; ++r) Y.row(row_map[entries_[at + r].row]) -= y.row(static_cast<Eigen::Index>(r));
+      at = next;
+    }
+    if (rest_.empty()) return;
+    for (Entry& e : rest_) e.row = row_map[e.row];
+    for (Eigen::Index j = 0; j < k; ++j) {
+      const double* x = X.col(j).data();
+      double* yj = Y.col(j).data();
+      for (const Entry& e : rest_) yj[e.row] -= e.value * x[e.col];
+    }
   }
+
+ private:
+  struct Entry {
+    int row, col;
+    double value;
+  };
+  std::vector<Entry> entries_, rest_;
+  MatX a_, y_;
 };
 
 }  // namespace
 
-TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Trajectory& traj,
-                                                    std::span<const int> params, int dense_dofs) {
+struct DirectSensitivitySweep::Workspace {
+  Workspace(const Model& model, int dense_dofs)
+      : dense(model.num_dofs() <= dense_dofs), current(model), following(model) {
+    if (!dense) sparse_lu = make_linear_solver(model.solver().linear_solver, &model.pattern());
+    if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
+    column_of.assign(model.params().size(), -1);
+    const int nq = model.num_dofs();
+    jac_dense.resize(dense ? nq : 0, dense ? nq : 0);
+    column.resize(nq);
+    solution.resize(nq);
+    row_map.resize(nq);
+    for (int r = 0; r < nq; ++r) row_map[r] = r;
+  }
+
+  // Sizes the m-column buffers (kept while m does not grow).
+  void reserve(int nq, int m) {
+    if (dr_dp.cols() >= m && dr_dp.rows() == nq) return;
+    dr_dp.resize(nq, m);
+    rhs.resize(nq, m);
+    dq0.resize(nq, m);
+    dv0.resize(nq, m);
+    da0.resize(nq, m);
+    product.reserve(nq, m);
+  }
+
+  const bool dense;
+  StepLinearization current, following;
+  std::unique_ptr<WorkerThread> worker;
+  std::unique_ptr<InitialAcceleration> a0;
+  std::unique_ptr<LinearSolver> sparse_lu;
+  Eigen::PartialPivLU<MatX> dense_lu;
+  // column_of[j]: the listed column of parameter j (the ParamSink::columns map; −1 = not
+  // listed, restored after each run); order[k]: the listed column stored at position k.
+  std::vector<int> column_of, order;
+  // row_map[r]: the row of the right-hand side that holds residual row r (the dense LU's
+  // row permutation; the identity on the sparse path).
+  std::vector<int> row_map;
+  MatX dr_dp, rhs, jac_dense, dq0, dv0, da0, dv0_active, da0_active;
+  HistoryProduct product;
+  VecX column, solution;
+};
+
+DirectSensitivitySweep::DirectSensitivitySweep(const Model& model, int dense_dofs)
+    : model_(model), w_(std::make_unique<Workspace>(model, dense_dofs)) {}
+
+DirectSensitivitySweep::~DirectSensitivitySweep() = default;
+
+const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& traj, std::span<const int> params) {
   const auto t0 = std::chrono::steady_clock::now();
+  const Model& model = model_;
+  Workspace& w = *w_;
   require_complete_trajectory(model, traj, "direct sensitivities");
   // The sweep runs over the internal steps (the output steps, or a sub-stepped run's grid,
   // docs/notation.md §Time grids); the result is stored by output step.
@@ -112,13 +212,22 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   const int np = model.params().size();
   const int m = static_cast<int>(params.size());
 
-  TrajectorySensitivities out;
+  TrajectorySensitivities& out = out_;
   out.params.assign(params.begin(), params.end());
   out.position.assign(m, -1);
   out.first_step.assign(m, n + 1);
   out.s.resize(n + 1);
-  // column_of[j]: the listed column of parameter j (the ParamSink::columns map).
-  std::vector<int> column_of(np, -1);
+  out.factorizations = 0;
+  std::vector<int>& column_of = w.column_of;
+  // Restores column_of to all −1 on return (also when a check below throws).
+  struct ResetColumns {
+    std::vector<int>& map;
+    const std::span<const int> listed;
+    ~ResetColumns() {
+      for (int j : listed)
+        if (j >= 0 && j < static_cast<int>(map.size())) map[j] = -1;
+    }
+  } reset{column_of, params};
   for (int c = 0; c < m; ++c) {
     const int j = params[c];
     if (j < 0 || j >= np)
@@ -128,9 +237,9 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
       throw InputError("direct sensitivities: parameter " + model.params().name_of(j) + " is listed twice");
     column_of[j] = c;
   }
-  // order[k]: the listed column stored at position k; `active` positions are in use.
-  std::vector<int> order;
-  order.reserve(m);
+  w.reserve(nq, m);
+  std::vector<int>& order = w.order;
+  order.clear();
   auto activate = [&](int c, int step) {
     out.position[c] = static_cast<int>(order.size());
     out.first_step[c] = step;
@@ -140,14 +249,17 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   // Step 0: S^0 = ∂q⁰/∂p, ∂v⁰/∂p and, with the constant-acceleration start-up, ∂a⁰/∂p
   // (solver/initial_acceleration.h; a⁰ depends on material and contact parameters too);
   // parameters of the initial state are active from here.
-  MatX dq0 = MatX::Zero(nq, m), dv0 = MatX::Zero(nq, m), da0 = MatX::Zero(nq, m);
-  std::unique_ptr<InitialAcceleration> a0;
+  auto dq0 = w.dq0.leftCols(m), dv0 = w.dv0.leftCols(m), da0 = w.da0.leftCols(m);
+  da0.setZero();
+  InitialAcceleration* a0 = nullptr;
   if (scheme.uses_initial_acceleration()) {
-    a0 = std::make_unique<InitialAcceleration>(model);
+    if (!w.a0) w.a0 = std::make_unique<InitialAcceleration>(model);
+    a0 = w.a0.get();
     a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
   }
   {
-    VecX a(nq), b(nq);
+    VecX& a = w.column;
+    VecX& b = w.solution;
     for (int c = 0; c < m; ++c) {
       a.setZero();
       b.setZero();
@@ -160,83 +272,98 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   }
   const int active0 = static_cast<int>(order.size());
   out.s[0].resize(nq, active0);
-  MatX dv0_active(nq, active0), da0_active(nq, active0);  // in position order (the others are 0)
+  w.dv0_active.resize(nq, active0);  // in position order (the others are 0)
+  w.da0_active.resize(nq, active0);
   for (int k = 0; k < active0; ++k) {
     out.s[0].col(k) = dq0.col(order[k]);
-    dv0_active.col(k) = dv0.col(order[k]);
-    da0_active.col(k) = da0.col(order[k]);
+    w.dv0_active.col(k) = dv0.col(order[k]);
+    w.da0_active.col(k) = da0.col(order[k]);
   }
 
-  // Per-step workspaces, allocated once.
-  const bool dense = nq <= dense_dofs;
-  MatX dr_dp(nq, m), rhs, jac_dense;
-  DenseBlockProduct block_product;
-  VecX column(nq), solution(nq);
-  Eigen::PartialPivLU<MatX> dense_lu;
-  std::unique_ptr<LinearSolver> sparse_lu;
-  if (!dense) sparse_lu = make_linear_solver(model.solver().linear_solver, &pattern);
+  auto dr_dp = w.dr_dp.leftCols(m);
+  dr_dp.setZero();
+  MatX& rhs_buffer = w.rhs;
+  HistoryProduct& product = w.product;
+  VecX& column = w.column;
+  VecX& solution = w.solution;
 
   // Step i with its linearisation `lin`: S^i from ∂r^i/∂p and the history.
   auto solve_step = [&](const StepLinearization& lin, int i) {
     // ∂r^i/∂p for all listed parameters in one pass over the terms; columns that turn
     // non-zero here start at this step.
-    dr_dp.setZero();
-    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &dr_dp);
+    // dr_dp is zero here: inactive columns stay zero (a non-zero one is activated), active
+    // ones are cleared after use below.
+    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp);
     lin.param_derivatives(sink);
     for (int c = 0; c < m; ++c)
       if (out.position[c] < 0 && !dr_dp.col(c).isZero(0.0)) activate(c, i);
     const int active = static_cast<int>(order.size());
-    // rhs = ∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} + dr^i/dv⁰ ∂v⁰/∂p.
-    rhs.resize(nq, active);
+    // The dense path factorises dr^i/dq^i first and builds the right-hand side
+    //   −(∂r^i/∂p (constrained rows carry none) + Σ_k dr^i/dq^{i-k} S^{i-k} + dr^i/dv⁰ ∂v⁰/∂p)
+    // in the step's block, rows already in the LU's pivot order, and solves it there with the
+    // two triangular factors (no permutation or negation pass, no copy); the sparse path
+    // builds it in `rhs` and solves column by column.
+    MatX& s_i = out.s[i];
+    if (w.dense) {
+      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
+      w.dense_lu.compute(w.jac_dense);
+      ++out.factorizations;
+      const auto& pivots = w.dense_lu.permutationP().indices();
+      for (int r = 0; r < nq; ++r) w.row_map[r] = pivots[r];
+    }
+    const std::vector<int>& row_map = w.row_map;
+    if (w.dense) s_i.resize(nq, active);
+    auto b = (w.dense ? s_i : rhs_buffer).leftCols(active);
     for (int k = 0; k < active; ++k) {
+      const double* src = dr_dp.col(order[k]).data();
       if (lin.has_constrained_rows()) {
         column = dr_dp.col(order[k]);
         lin.project_rows(column);
-        rhs.col(k) = column;
-      } else {
-        rhs.col(k) = dr_dp.col(order[k]);
+        src = column.data();
       }
+      double* dst = b.col(k).data();
+      for (int r = 0; r < nq; ++r) dst[row_map[r]] = -src[r];
+      dr_dp.col(order[k]).setZero();
     }
     for (int k = 1; k <= K && i - k >= 0; ++k) {
       const MatX& past = out.s[i - k];
       if (past.cols() == 0) continue;
-      if (dense) {
-        block_product.add(pattern, lin.history_jacobian(k), past, rhs.leftCols(past.cols()));
+      if (w.dense) {
+        product.subtract(pattern, lin.history_jacobian(k), past, b.leftCols(past.cols()), row_map);
       } else {
-        rhs.leftCols(past.cols()) += sparse_view(pattern, lin.history_jacobian(k)) * past;
+        b.leftCols(past.cols()) -= sparse_view(pattern, lin.history_jacobian(k)) * past;
       }
     }
     if (lin.depends_on_v0() && active0 > 0) {
-      if (dense) {
-        block_product.add(pattern, lin.v0_jacobian(), dv0_active, rhs.leftCols(active0));
+      if (w.dense) {
+        product.subtract(pattern, lin.v0_jacobian(), w.dv0_active, b.leftCols(active0), row_map);
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.v0_jacobian()) * dv0_active;
+        b.leftCols(active0) -= sparse_view(pattern, lin.v0_jacobian()) * w.dv0_active;
       }
     }
     if (lin.depends_on_a0() && active0 > 0) {
-      if (dense) {
-        block_product.add(pattern, lin.a0_jacobian(), da0_active, rhs.leftCols(active0));
+      if (w.dense) {
+        product.subtract(pattern, lin.a0_jacobian(), w.da0_active, b.leftCols(active0), row_map);
       } else {
-        rhs.leftCols(active0) += sparse_view(pattern, lin.a0_jacobian()) * da0_active;
+        b.leftCols(active0) -= sparse_view(pattern, lin.a0_jacobian()) * w.da0_active;
       }
     }
-    // One factorisation of dr^i/dq^i, all right-hand sides solved with it.
-    MatX& s_i = out.s[i];
-    if (dense) {
-      to_dense(pattern, lin.step_jacobian(), jac_dense);
-      dense_lu.compute(jac_dense);
-      ++out.factorizations;
-      s_i.noalias() = dense_lu.solve(-rhs);
+    // One factorisation of dr^i/dq^i, all right-hand sides solved with it (the step's block
+    // keeps its memory when its size repeats).
+    if (w.dense) {
+      const MatX& lu = w.dense_lu.matrixLU();
+      lu.triangularView<Eigen::UnitLower>().solveInPlace(s_i);
+      lu.triangularView<Eigen::Upper>().solveInPlace(s_i);
     } else {
-      if (!sparse_lu->factorize(lin.step_jacobian()))
+      if (!w.sparse_lu->factorize(lin.step_jacobian()))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
                                   " is singular",
                               i);
       ++out.factorizations;
       s_i.resize(nq, active);
       for (int k = 0; k < active; ++k) {
-        column = -rhs.col(k);
-        sparse_lu->solve(column, solution);
+        column = b.col(k);
+        w.sparse_lu->solve(column, solution);
         s_i.col(k) = solution;
       }
     }
@@ -249,15 +376,13 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
 
   // With solver.threads = 2 a helper thread linearises step i + 1 (it needs only the
   // recorded trajectory) while this thread solves step i.
-  auto current = std::make_unique<StepLinearization>(model);
-  auto following = std::make_unique<StepLinearization>(model);
-  std::unique_ptr<WorkerThread> worker;
-  if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
+  StepLinearization* current = &w.current;
+  StepLinearization* following = &w.following;
   if (n >= 1) current->evaluate(traj, 1);
   for (int i = 1; i <= n; ++i) {
-    if (worker && i < n) {
-      worker->run_alongside([&traj, next = following.get(), i] { next->evaluate(traj, i + 1); },
-                            [&] { solve_step(*current, i); });
+    if (w.worker && i < n) {
+      w.worker->run_alongside([&traj, next = following, i] { next->evaluate(traj, i + 1); },
+                              [&] { solve_step(*current, i); });
     } else {
       solve_step(*current, i);
       if (i < n) following->evaluate(traj, i + 1);
@@ -281,6 +406,13 @@ TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Tr
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+TrajectorySensitivities direct_sensitivity_matrices(const Model& model, const Trajectory& traj,
+                                                    std::span<const int> params, int dense_dofs) {
+  DirectSensitivitySweep sweep(model, dense_dofs);
+  sweep.run(traj, params);
+  return sweep.take();
 }
 
 }  // namespace addsim

@@ -18,6 +18,7 @@
 /// Memory: Σ_i |q| · active_i doubles (at most (n + 1) · |q| · m); callers with large
 /// problems split the parameters into blocks (optim/problem.cpp).
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -54,8 +55,36 @@ struct TrajectorySensitivities {
 /// automatic choice of make_linear_solver (dense below 300 DOF).
 inline constexpr int kDenseSensitivityDofs = 300;
 
+/// The sweep with its workspace kept between calls: the two step linearisations, the LU and
+/// sparse solver (its symbolic analysis), the right-hand-side and product buffers, and the
+/// stored blocks of the last result, whose memory the next run() reuses when its active
+/// column counts repeat (the Gauss–Newton iterations of one problem). A run allocates nothing
+/// per step; at 12 DOF (cube drag) fresh blocks and buffers per step cost as much as the
+/// arithmetic (docs/validation/trajectory-optimization.md §Jacobian cost). Not thread-safe:
+/// one object per thread.
+class DirectSensitivitySweep {
+ public:
+  /// The model must be finalised and outlive this object. `dense_dofs` as below.
+  explicit DirectSensitivitySweep(const Model& model, int dense_dofs = kDenseSensitivityDofs);
+  ~DirectSensitivitySweep();
+  DirectSensitivitySweep(const DirectSensitivitySweep&) = delete;
+  DirectSensitivitySweep& operator=(const DirectSensitivitySweep&) = delete;
+
+  /// S^i of `traj` for `params` (as direct_sensitivity_matrices()); the result stays valid
+  /// until the next run(). Same errors.
+  const TrajectorySensitivities& run(const Trajectory& traj, std::span<const int> params);
+  /// The last result, moved out (the next run() allocates its blocks anew).
+  TrajectorySensitivities take() { return std::move(out_); }
+
+ private:
+  struct Workspace;
+  const Model& model_;
+  std::unique_ptr<Workspace> w_;
+  TrajectorySensitivities out_;
+};
+
 /// Direct sensitivities S^i = dq^i/dp of `traj` for the parameters `params` (indices into p)
-/// in one sweep. Equal to gradient_direct()'s per-parameter sensitivities up to the
+/// in one sweep (a DirectSensitivitySweep used once). Equal to gradient_direct()'s per-parameter sensitivities up to the
 /// tolerance of its GMRES solves (1e-12 relative per step). With solver.threads = 2 a helper
 /// thread linearises step i + 1 while step i is solved. Throws SimulationError (naming the
 /// step) if `traj` did not complete or a step Jacobian is singular; InputError for a
