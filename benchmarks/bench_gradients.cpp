@@ -25,10 +25,10 @@
 
 #include "addsim/io/task.h"
 #include "addsim/mesh/gmsh_generators.h"
-#include "addsim/solver/linear_solver.h"
 #include "addsim/objectives/objective_terms.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/direct.h"
+#include "addsim/solver/linear_solver.h"
 
 namespace {
 
