@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
