@@ -366,4 +366,37 @@ TEST(OptimizeCli, ARobotLinkStateHasNoSceneKeyAndTheResultSaysSo) {
       << r.err;
 }
 
+TEST(OptimizeCli, AMassGivenAsDensityAndHandlePositionsGivenAsAVelocityReplayBitForBit) {
+  const fs::path dir = fresh_temp_dir();
+  // A 0.1 m sphere of density 500 kg/m³ on a zero-length spring to a handle moving at 1 m/s:
+  // the optimised mass replaces `density`, the per-step positions `position`/`velocity`.
+  const json scene = {
+      {"dt", 0.01},
+      {"steps", 10},
+      {"bodies", {{{"type", "rigid"}, {"shape", {{"type", "sphere"}, {"radius", 0.1}}}, {"density", 500}}}},
+      {"handles", {{{"position", {0, 0, 0.2}}, {"velocity", {1, 0, 0}}}}},
+      {"springs", {{{"type", "zero_length"}, {"anchors", {{{"body", 0}}, {{"handle", 0}}}}, {"stiffness", 200}}}}};
+  write_json(dir / "s.json", scene);
+  const json task = {{"scene", "s.json"},
+                     {"parameters", {{{"path", "bodies.0.mass"}, {"log", true}, {"lower", 0.1}, {"upper", 10}},
+                                     "handles.0.positions"}},
+                     {"objective", {{{"type", "com_target"}, {"body", 0}, {"target", {0.3, 0.1, 0.0}}}}},
+                     {"optimize", {{"max_sims", 4}}}};
+  write_json(dir / "t.json", task);
+  const CliRun r = run("optimize t.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
+  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  EXPECT_FALSE(opt["bodies"][0].contains("density"));
+  EXPECT_EQ(opt["bodies"][0]["mass"].get<double>(), res["parameters"]["bodies.0.mass"].get<double>());
+  EXPECT_FALSE(opt["handles"][0].contains("velocity"));
+  EXPECT_EQ(opt["handles"][0]["positions"].size(), 11u);
+  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
+  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
+  ASSERT_GT(optimum.size(), 100u);
+  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+}
+
 }  // namespace

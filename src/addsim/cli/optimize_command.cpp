@@ -15,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +108,11 @@ const nlohmann::json* find_json_path(const nlohmann::json& root, const std::stri
     }
   }
   return at;
+}
+
+// The same in a document that may be changed there.
+nlohmann::json* find_json_path(nlohmann::json& root, const std::string& path) {
+  return const_cast<nlohmann::json*>(find_json_path(std::as_const(root), path));
 }
 
 // Relative mesh and URDF files of the scene become absolute (the optimised scene lives elsewhere).
@@ -513,6 +519,15 @@ int run_optimize(const Options& opt) {
             v.push_back(row);
           }
         }
+        // The written key replaces the scene's other form of the same value: a rigid body's
+        // `mass` its `density`, a handle's per-step `positions` its `position`/`velocity`.
+        static const std::map<std::string, std::vector<std::string>> kReplaces = {
+            {"mass", {"density"}}, {"positions", {"position", "velocity"}}};
+        const std::size_t dot = e->path.rfind('.');
+        const auto rep = kReplaces.find(e->path.substr(dot + 1));
+        if (dot != std::string::npos && rep != kReplaces.end())
+          if (nlohmann::json* owner = find_json_path(plain, e->path.substr(0, dot)); owner && owner->is_object())
+            for (const std::string& k : rep->second) owner->erase(k);
         set_json_path(plain, e->path, v);
       }
       const std::string text = plain.dump(2) + "\n";
