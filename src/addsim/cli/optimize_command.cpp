@@ -520,11 +520,14 @@ int run_optimize(const Options& opt) {
           }
         }
         // The written key replaces the scene's other form of the same value: a rigid body's
-        // `mass` its `density`, a handle's per-step `positions` its `position`/`velocity`.
-        static const std::map<std::string, std::vector<std::string>> kReplaces = {
-            {"mass", {"density"}}, {"positions", {"position", "velocity"}}};
+        // `mass` its `density`, a handle's per-step `positions` its `position`/`velocity`, a
+        // sheet's per-particle `velocities` its `velocity`.
+        static const std::map<std::pair<std::string, std::string>, std::vector<std::string>> kReplaces = {
+            {{"bodies", "mass"}, {"density"}},
+            {{"handles", "positions"}, {"position", "velocity"}},
+            {{"bodies", "velocities"}, {"velocity"}}};
         const std::size_t dot = e->path.rfind('.');
-        const auto rep = kReplaces.find(e->path.substr(dot + 1));
+        const auto rep = kReplaces.find({e->path.substr(0, e->path.find('.')), e->path.substr(dot + 1)});
         if (dot != std::string::npos && rep != kReplaces.end())
           if (nlohmann::json* owner = find_json_path(plain, e->path.substr(0, dot)); owner && owner->is_object())
             for (const std::string& k : rep->second) owner->erase(k);
