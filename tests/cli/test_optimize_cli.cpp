@@ -368,14 +368,14 @@ TEST(OptimizeCli, ARobotLinkStateHasNoSceneKeyAndTheResultSaysSo) {
 
 TEST(OptimizeCli, AMassGivenAsDensityAndHandlePositionsGivenAsAVelocityReplayBitForBit) {
   const fs::path dir = fresh_temp_dir();
-  // A 0.1 m sphere of density 500 kg/m³ on a zero-length spring to a handle moving at 1 m/s:
+  // A 0.1 m sphere of density 500 kg/m³ on a ball joint (a spring) to a handle moving at 1 m/s:
   // the optimised mass replaces `density`, the per-step positions `position`/`velocity`.
   const json scene = {
       {"dt", 0.01},
       {"steps", 10},
       {"bodies", {{{"type", "rigid"}, {"shape", {{"type", "sphere"}, {"radius", 0.1}}}, {"density", 500}}}},
       {"handles", {{{"position", {0, 0, 0.2}}, {"velocity", {1, 0, 0}}}}},
-      {"springs", {{{"type", "zero_length"}, {"anchors", {{{"body", 0}, {"point", {0, 0, 0}}}, {{"handle", 0}}}}, {"stiffness", 200}}}}};
+      {"joints", {{{"type", "ball"}, {"anchors", {{{"body", 0}}, {{"handle", 0}}}}, {"stiffness", 200}}}}};
   write_json(dir / "s.json", scene);
   const json task = {{"scene", "s.json"},
                      {"parameters", {{{"path", "bodies.0.mass"}, {"log", true}, {"lower", 0.1}, {"upper", 10}},
