@@ -265,4 +265,177 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   expect_one_line_error(r, "checkpoint.json");
 }
 
+// A two-link arm on a fixed base written here (no data/robots needed): "shoulder" and
+// "elbow.pitch" (a dot in the name: the scene key is a JSON pointer segment) revolute about y
+// with limits, 1 kg and 0.5 kg links.
+constexpr const char* kArmUrdf = R"(<robot name="arm">
+  <link name="base"/>
+  <link name="upper"><inertial><origin xyz="0.15 0 0"/><mass value="1"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.008" iyz="0" izz="0.008"/></inertial></link>
+  <link name="fore"><inertial><origin xyz="0.1 0 0"/><mass value="0.5"/>
+    <inertia ixx="0.0005" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.002"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <origin xyz="0 0 0.5"/><axis xyz="0 1 0"/><limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="elbow.pitch" type="revolute"><parent link="upper"/><child link="fore"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+</robot>)";
+
+// The arm (URDF next to the scene, referred to relatively) with motors on both joints, one
+// motor stiffness for both and no limit or coupling keys: 20 steps of 0.01 s.
+fs::path write_arm_scene(const fs::path& dir) {
+  std::ofstream(dir / "arm.urdf") << kArmUrdf;
+  const json scene = {{"dt", 0.01},
+                      {"steps", 20},
+                      {"integrator", "bdf2"},
+                      {"bodies",
+                       {{{"type", "urdf"},
+                         {"name", "arm"},
+                         {"file", "arm.urdf"},
+                         {"initial_angles", {{"elbow.pitch", 0.3}}},
+                         {"motors", {{"stiffness", 50.0}, {"damping", 0.1}}}}}}};
+  return write_json(dir / "arm.json", scene);
+}
+
+TEST(OptimizeCli, RobotMotorTargetsAndGainsReplayBitForBitFromTheOptimisedScene) {
+  const fs::path dir = fresh_temp_dir();
+  const fs::path scene = write_arm_scene(dir);
+  // Per-step targets of both motors, then also a motor gain, a coupling and a limit
+  // stiffness (each a scene key that was one number or absent: they become {joint: value}),
+  // the second stage with a scene override that the optimised scene must keep.
+  const json task = {
+      {"scene", scene.string()},
+      {"parameters",
+       {"robots.arm.joints.shoulder.target_angles",
+        "robots.arm.joints.elbow_pitch.target_angles",
+        {{"path", "robots.arm.joints.elbow_pitch.motor_stiffness"}, {"log", true}, {"lower", 1.0}, {"upper", 1e4}},
+        {{"path", "robots.arm.joints.shoulder.stiffness"}, {"log", true}, {"lower", 1e3}, {"upper", 1e7}},
+        {{"path", "robots.arm.joints.elbow_pitch.limit_stiffness"}, {"log", true}, {"lower", 1e2}, {"upper", 1e6}}}},
+      {"objective", {{{"type", "com_target"}, {"body", 1}, {"target", {0.2, 0.0, 0.3}}}}},
+      {"optimize", {{"method", "lbfgsb"}, {"max_sims", 3}}},
+      {"stages",
+       {{{"name", "targets"},
+         {"parameters", {"robots.arm.joints.shoulder.target_angles", "robots.arm.joints.elbow_pitch.target_angles"}}},
+        {{"name", "all"}, {"set", {{"bodies.0.motors.damping", 0.2}}}}}}};
+  write_json(dir / "arm_task.json", task);
+  const CliRun r = run("optimize arm_task.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
+  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  const json& robot = opt["bodies"][0];
+  EXPECT_TRUE(fs::path(robot["file"].get<std::string>()).is_absolute());
+  EXPECT_EQ(robot["motors"]["damping"], 0.2);  // the last stage's override
+  ASSERT_EQ(robot["motors"]["targets"]["elbow.pitch"].size(), 21u);
+  EXPECT_EQ(robot["motors"]["targets"]["shoulder"].size(), 21u);
+  EXPECT_TRUE(robot["motors"]["stiffness"].is_object());
+  EXPECT_EQ(robot["motors"]["stiffness"]["shoulder"], 50.0);  // not optimised: kept
+  EXPECT_TRUE(robot["joints"]["stiffness"].contains("elbow.pitch"));
+  EXPECT_TRUE(robot["limits"]["stiffness"].contains("shoulder"));
+  // The optimised values themselves, and the replay: `simulate` on the optimised scene gives
+  // the run's rollout at the best parameters bit for bit (same model, same parameter vector,
+  // same solver settings, deterministic solve).
+  EXPECT_EQ(robot["motors"]["targets"]["elbow.pitch"][7].get<double>(),
+            res["parameters"]["robots.0.joints.1.target_angles.7"].get<double>());
+  EXPECT_EQ(robot["motors"]["stiffness"]["elbow.pitch"].get<double>(),
+            res["parameters"]["robots.0.joints.1.motor_stiffness"].get<double>());
+  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
+  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
+  ASSERT_GT(optimum.size(), 100u);
+  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+  // The optimised rollout differs from the start's: the comparison can fail.
+  ASSERT_EQ(run("simulate arm.json --out start --quiet", dir).code, 0);
+  EXPECT_FALSE(slurp(dir / "start" / "trajectory.npy") == optimum);
+}
+
+TEST(OptimizeCli, ARobotLinkStateHasNoSceneKeyAndTheResultSaysSo) {
+  const fs::path dir = fresh_temp_dir();
+  const fs::path scene = write_arm_scene(dir);
+  // bodies.0 is the upper link (a model body of the robot): its initial velocity comes from
+  // the URDF and the joint angles, so no scene key reproduces an optimised value.
+  const json task = {{"scene", scene.string()},
+                     {"parameters", {"bodies.0.velocity"}},
+                     {"objective", {{{"type", "com_target"}, {"body", 1}, {"target", {0.2, 0.0, 0.3}}}}},
+                     {"optimize", {{"max_sims", 2}}}};
+  write_json(dir / "link_task.json", task);
+  const CliRun r = run("optimize link_task.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(read_json(dir / "run" / "result.json")["optimized_scene"].is_null());
+  EXPECT_FALSE(fs::exists(dir / "run" / "optimized_scene.json"));
+  EXPECT_NE(r.err.find("optimized_scene.json not written: bodies.arm/upper.velocity has no scene key"), std::string::npos)
+      << r.err;
+}
+
+TEST(OptimizeCli, AMassGivenAsDensityAndHandlePositionsGivenAsAVelocityReplayBitForBit) {
+  const fs::path dir = fresh_temp_dir();
+  // A 0.1 m sphere of density 500 kg/m³ on a ball joint (a spring) to a handle moving at 1 m/s:
+  // the optimised mass replaces `density`, the per-step positions `position`/`velocity`.
+  const json scene = {
+      {"dt", 0.01},
+      {"steps", 10},
+      {"bodies", {{{"type", "rigid"}, {"shape", {{"type", "sphere"}, {"radius", 0.1}}}, {"density", 500}}}},
+      {"handles", {{{"position", {0, 0, 0.2}}, {"velocity", {1, 0, 0}}}}},
+      {"joints", {{{"type", "ball"}, {"anchors", {{{"body", 0}}, {{"handle", 0}}}}, {"stiffness", 200}}}}};
+  write_json(dir / "s.json", scene);
+  const json task = {{"scene", "s.json"},
+                     {"parameters", {{{"path", "bodies.0.mass"}, {"log", true}, {"lower", 0.1}, {"upper", 10}},
+                                     "handles.0.positions"}},
+                     {"objective", {{{"type", "com_target"}, {"body", 0}, {"target", {0.3, 0.1, 0.0}}}}},
+                     {"optimize", {{"max_sims", 4}}}};
+  write_json(dir / "t.json", task);
+  const CliRun r = run("optimize t.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
+  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  EXPECT_FALSE(opt["bodies"][0].contains("density"));
+  EXPECT_EQ(opt["bodies"][0]["mass"].get<double>(), res["parameters"]["bodies.0.mass"].get<double>());
+  EXPECT_FALSE(opt["handles"][0].contains("velocity"));
+  EXPECT_EQ(opt["handles"][0]["positions"].size(), 11u);
+  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
+  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
+  ASSERT_GT(optimum.size(), 100u);
+  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+}
+
+TEST(OptimizeCli, SheetInitialStatesAndMassesReplayBitForBit) {
+  const fs::path dir = fresh_temp_dir();
+  // A 2 x 2 sheet thrown upwards: its particles' initial positions, velocities and masses
+  // have no key of their own in the scene before; they are written as `positions`,
+  // `velocities` (replacing `velocity`) and a `mass` list.
+  const json scene = {{"dt", 0.01},
+                      {"steps", 10},
+                      {"bodies",
+                       {{{"type", "sheet"},
+                         {"size", {0.2, 0.2}},
+                         {"resolution", {2, 2}},
+                         {"mass", 1},
+                         {"velocity", {0, 0, 1}},
+                         {"stiffness", 50}}}}};
+  write_json(dir / "s.json", scene);
+  const json task = {{"scene", "s.json"},
+                     {"parameters",
+                      {"bodies.0.positions", "bodies.0.velocities",
+                       {{"path", "bodies.0.mass"}, {"log", true}, {"lower", 0.05}, {"upper", 5}}}},
+                     {"objective", {{{"type", "com_target"}, {"body", 0}, {"target", {0.3, 0.2, 0.1}}}}},
+                     {"optimize", {{"max_sims", 4}}}};
+  write_json(dir / "t.json", task);
+  const CliRun r = run("optimize t.json --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
+  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  const json& sheet = opt["bodies"][0];
+  EXPECT_FALSE(sheet.contains("velocity"));
+  EXPECT_EQ(sheet["velocities"].size(), 4u);
+  EXPECT_EQ(sheet["positions"].size(), 4u);
+  EXPECT_EQ(sheet["mass"].size(), 4u);
+  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
+  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
+  ASSERT_GT(optimum.size(), 100u);
+  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+}
+
 }  // namespace

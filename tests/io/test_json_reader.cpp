@@ -138,6 +138,16 @@ TEST(SceneSteps, StepsOverrideCutsPerStepLists) {
   EXPECT_EQ(notes[0], "handles.0.positions: 5 entries cut to 3 for steps = 2");
 }
 
+TEST(SceneSteps, StepsOverrideCutsRobotMotorTargets) {
+  json doc = json::parse(R"({"steps": 4, "bodies": [{"type": "urdf", "motors": {"targets":
+      {"a.b": [0, 1, 2, 3, 4], "c": 0.5}}}]})");
+  const std::vector<std::string> notes = truncate_scene_steps(doc, 2);
+  EXPECT_EQ(doc["bodies"][0]["motors"]["targets"]["a.b"], json::array({0, 1, 2}));
+  EXPECT_EQ(doc["bodies"][0]["motors"]["targets"]["c"], 0.5);  // one value for all steps: left alone
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "bodies.0.motors.targets.a.b: 5 entries cut to 3 for steps = 2");
+}
+
 TEST(SceneSteps, ShippedSceneWithHandlesRunsShortened) {
   const Scene s = load_scene_file(test::source_dir() / "scenes" / "mass_spring_sheet.json", {"steps=3"});
   EXPECT_EQ(s.model->scheme().steps, 3);

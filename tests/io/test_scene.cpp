@@ -118,6 +118,28 @@ TEST(Scene, SheetGeometryIsRowMajorWithRestLengths) {
   EXPECT_DOUBLE_EQ(p[t.require("bodies.0.mass.0").offset], 0.1);
 }
 
+TEST(Scene, SheetInitialStatesAndMassesPerParticle) {
+  const std::string sheet = R"({"steps": 1, "bodies": [{"type": "sheet", "size": [1, 1], "resolution": [2, 2],
+      "stiffness": 50, "mass": [0.1, 0.2, 0.3, 0.4], "velocities": [[0, 0, 1], [0, 0, 2], [0, 0, 3], [0, 0, 4]],
+      "positions": [[0, 0, 0], [1, 0, 0], [0, 1, 0.5], [1, 1, 0]]}]})";
+  const Scene s = load_scene_text(sheet, "sheet.json");
+  const ParameterTable& t = s.model->params();
+  const VecX& p = t.defaults();
+  EXPECT_EQ(p[t.require("bodies.0.mass.2").offset], 0.3);
+  EXPECT_EQ(p[t.require("bodies.0.velocities.3.2").offset], 4.0);
+  EXPECT_EQ(p[t.require("bodies.0.positions.2.2").offset], 0.5);
+  const std::string both = input_error([&] {
+    load_scene_text(R"({"bodies": [{"type": "sheet", "size": [1, 1], "resolution": [2, 2], "stiffness": 1,
+        "mass": 1, "velocity": [0, 0, 1], "velocities": [[0, 0, 1], [0, 0, 1], [0, 0, 1], [0, 0, 1]]}]})", "s.json");
+  });
+  EXPECT_EQ(both, "s.json: bodies.0.velocities: give either velocity or velocities");
+  const std::string count = input_error([&] {
+    load_scene_text(R"({"bodies": [{"type": "sheet", "size": [1, 1], "resolution": [2, 2], "stiffness": 1,
+        "mass": [1, 2]}]})", "s.json");
+  });
+  EXPECT_NE(count.find("s.json: bodies.0.mass: needs one entry per particle (4) or one total"), std::string::npos) << count;
+}
+
 TEST(Scene, OverridesApplyBeforeValidation) {
   const Scene s = load({"contact.kt=12", "bodies.dots.mass=[1, 2]", "contact.model=tanh", "obstacles.0.friction=0.3"});
   const ParameterTable& t = s.model->params();

@@ -577,6 +577,42 @@ TEST(Urdf, CollisionShapesBecomeContactProxies) {
   EXPECT_EQ(contact_terms, 0);
 }
 
+TEST(Urdf, PerJointStiffnessesAndTheSceneKeyOfEveryJointParameter) {
+  const auto dir = fresh_temp_dir("urdf");
+  const std::string file = write(dir, "small.urdf", small_urdf());
+  const Scene scene = load_scene_text(
+      robot_scene(file, R"(, "base": "floating", "joints": {"stiffness": {"hinge": 2e5}, "axis_stiffness": 7e3},
+                  "limits": {"stiffness": {"hinge": 3e3}}, "motors": {"stiffness": 40, "damping": {"hinge": 0.5},
+                  "targets": {"hinge": [0, 0.1, 0.2, 0.3, 0.4]}})"),
+      "robot.json");
+  const ParameterTable& params = scene.model->params();
+  auto value = [&](const std::string& path) { return params.defaults()[params.require(path).offset]; };
+  EXPECT_EQ(value("robots.robot.joints.hinge.stiffness"), 2e5);
+  EXPECT_EQ(value("robots.robot.joints.hinge.axis_stiffness"), 7e3);
+  EXPECT_EQ(value("robots.robot.joints.hinge.limit_stiffness"), 3e3);
+  EXPECT_EQ(value("robots.robot.joints.hinge.damping"), 0.5);
+  EXPECT_EQ(value("robots.robot.joints.hinge.target_angles.3"), 0.3);
+  const std::map<std::string, std::string> expected = {
+      {"robots.0.joints.0.stiffness", "/bodies/0/joints/stiffness/hinge"},
+      {"robots.0.joints.0.axis_stiffness", "/bodies/0/joints/axis_stiffness/hinge"},
+      {"robots.0.joints.0.motor_stiffness", "/bodies/0/motors/stiffness/hinge"},
+      {"robots.0.joints.0.target_angles", "/bodies/0/motors/targets/hinge"},
+      {"robots.0.joints.0.limit_stiffness", "/bodies/0/limits/stiffness/hinge"},
+      {"robots.0.joints.0.damping", "/bodies/0/motors/damping/hinge"}};
+  for (const auto& [path, pointer] : expected) {
+    ASSERT_TRUE(scene.param_keys.count(path)) << path;
+    EXPECT_EQ(scene.param_keys.at(path), pointer);
+  }
+  // The links' initial states come from the URDF: no scene key.
+  EXPECT_EQ(scene.param_keys.at("bodies.0.velocity"), "");
+  EXPECT_EQ(scene.param_keys.at("bodies.1.mass"), "");
+  const std::string e = input_error([&] {
+    load_scene_text(robot_scene(file, R"(, "joints": {"stiffness": {"weld": 1}})"), "robot.json");
+  });
+  EXPECT_NE(e.find("robot.json: bodies.0.joints.stiffness.weld: not a movable joint of "), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
 TEST(Urdf, BadInputsNameTheFileAndKeyPath) {
   const auto dir = fresh_temp_dir("urdf");
   const std::string good = write(dir, "small.urdf", small_urdf());

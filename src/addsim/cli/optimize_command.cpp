@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,7 +110,12 @@ const nlohmann::json* find_json_path(const nlohmann::json& root, const std::stri
   return at;
 }
 
-// Relative mesh files of the scene become absolute (the optimised scene lives elsewhere).
+// The same in a document that may be changed there.
+nlohmann::json* find_json_path(nlohmann::json& root, const std::string& path) {
+  return const_cast<nlohmann::json*>(find_json_path(std::as_const(root), path));
+}
+
+// Relative mesh and URDF files of the scene become absolute (the optimised scene lives elsewhere).
 void absolutize_files(json& scene, const fs::path& scene_dir) {
   auto fix = [&](json& v) {
     if (!v.is_string()) return;
@@ -122,6 +130,7 @@ void absolutize_files(json& scene, const fs::path& scene_dir) {
       if (b["mesh"].is_object() && b["mesh"].contains("file")) fix(b["mesh"]["file"]);
     }
     if (b.contains("shape") && b["shape"].is_object() && b["shape"].contains("file")) fix(b["shape"]["file"]);
+    if (b.contains("type") && b["type"] == "urdf" && b.contains("file")) fix(b["file"]);
   }
 }
 
@@ -449,12 +458,50 @@ int run_optimize(const Options& opt) {
       const std::optional<ParamRange> r = model.params().resolve(name);
       if (r && std::find(entries.begin(), entries.end(), r->entry) == entries.end()) entries.push_back(r->entry);
     }
-    // Each entry goes back to its scene key in the shape the scene uses there (a number, a
-    // 3-vector, or a list of 3-vectors); a key the scene left out is tried flat, then nested.
-    // The result counts only if reloading it gives exactly the optimised values.
+    // Entries with a scene key of their own (Scene::param_keys: a URDF robot's joints) go to
+    // that JSON pointer, together with every entry whose key shares its parent (so that a
+    // gain given as one number for all joints becomes {joint: value} with each joint's value
+    // and per-joint keys stay complete). An empty key: the entry has none (a robot link's
+    // initial state, computed from the URDF).
+    const std::map<std::string, std::string>& keys = final_task.scene.param_keys;
+    std::set<std::string> key_parents;
+    std::vector<const ParamEntry*> plain_entries;
+    for (const ParamEntry* e : entries) {
+      const auto it = keys.find(e->path);
+      if (it == keys.end()) {
+        plain_entries.push_back(e);
+      } else if (it->second.empty()) {
+        scene_note = (e->alias.empty() ? e->path : e->alias) + " has no scene key (computed from the URDF)";
+      } else {
+        key_parents.insert(nlohmann::json::json_pointer(it->second).parent_pointer().to_string());
+      }
+    }
+    // The value of `e` from best_p: a number, or a flat list (per-step targets).
+    auto keyed_value = [&](const ParamEntry& e) {
+      if (e.size() == 1) return nlohmann::json(best_p[e.offset]);
+      nlohmann::json v = nlohmann::json::array();
+      for (int k = 0; k < e.size(); ++k) v.push_back(best_p[e.offset + k]);
+      return v;
+    };
+    // Each other entry goes back to its scene key in the shape the scene uses there (a
+    // number, a 3-vector, or a list of 3-vectors); a key the scene left out is tried flat,
+    // then nested. The result counts only if reloading it gives exactly the optimised values.
     auto attempt = [&](bool nested_when_absent) -> std::optional<std::string> {
       nlohmann::json plain = nlohmann::json::parse(scene.dump());
-      for (const ParamEntry* e : entries) {
+      for (const ParamEntry& e : model.params().entries()) {
+        const auto it = keys.find(e.path);
+        if (it == keys.end() || it->second.empty()) continue;
+        const nlohmann::json::json_pointer ptr(it->second);
+        if (!key_parents.count(ptr.parent_pointer().to_string())) continue;
+        // Containers on the way that hold a value (a gain as one number, "limits": true)
+        // become objects; the entries of the same parent fill them completely.
+        std::vector<nlohmann::json::json_pointer> ancestors;
+        for (auto a = ptr.parent_pointer(); !a.empty(); a = a.parent_pointer()) ancestors.push_back(a);
+        for (auto a = ancestors.rbegin(); a != ancestors.rend(); ++a)
+          if (plain.contains(*a) && !plain[*a].is_object() && !plain[*a].is_array()) plain[*a] = nlohmann::json::object();
+        plain[ptr] = keyed_value(e);
+      }
+      for (const ParamEntry* e : plain_entries) {
         const nlohmann::json* existing = find_json_path(plain, e->path);
         const bool nested = existing ? (existing->is_array() && !existing->empty() && (*existing)[0].is_array())
                                      : (e->rows > 1 || nested_when_absent);
@@ -472,18 +519,30 @@ int run_optimize(const Options& opt) {
             v.push_back(row);
           }
         }
+        // The written key replaces the scene's other form of the same value: a rigid body's
+        // `mass` its `density`, a handle's per-step `positions` its `position`/`velocity`, a
+        // sheet's per-particle `velocities` its `velocity`.
+        static const std::map<std::pair<std::string, std::string>, std::vector<std::string>> kReplaces = {
+            {{"bodies", "mass"}, {"density"}},
+            {{"handles", "positions"}, {"position", "velocity"}},
+            {{"bodies", "velocities"}, {"velocity"}}};
+        const std::size_t dot = e->path.rfind('.');
+        const auto rep = kReplaces.find({e->path.substr(0, e->path.find('.')), e->path.substr(dot + 1)});
+        if (dot != std::string::npos && rep != kReplaces.end())
+          if (nlohmann::json* owner = find_json_path(plain, e->path.substr(0, dot)); owner && owner->is_object())
+            for (const std::string& k : rep->second) owner->erase(k);
         set_json_path(plain, e->path, v);
       }
       const std::string text = plain.dump(2) + "\n";
       const Scene check = load_scene_text(text, (out / kScene).string());
+      // Every parameter, optimised or not, must come back bit for bit.
       const VecX& q = check.model->params().defaults();
-      for (const auto& [name, value] : result.best) {
-        const std::optional<ParamRange> r = check.model->params().resolve(name);
-        if (!r || q[r->offset] != value) return std::nullopt;
-      }
+      if (q.size() != best_p.size() || q != best_p) return std::nullopt;
       return text;
     };
+    const std::string unkeyed = scene_note;
     for (bool nested : {false, true}) {
+      if (!unkeyed.empty()) break;
       try {
         if (const std::optional<std::string> text = attempt(nested)) {
           write_atomic(out / kScene, *text);

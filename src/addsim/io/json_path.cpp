@@ -127,6 +127,21 @@ std::vector<std::string> truncate_scene_steps(json& scene, int steps) {
                         " entries cut to " + std::to_string(keep) + " for steps = " + std::to_string(steps));
     }
   }
+  // A "urdf" robot's per-step motor targets: bodies.*.motors.targets.<joint>.
+  if (scene.contains("bodies") && scene["bodies"].is_array())
+    for (std::size_t k = 0; k < scene["bodies"].size(); ++k) {
+      json& e = scene["bodies"][k];
+      if (!e.is_object() || !e.contains("motors") || !e["motors"].is_object() || !e["motors"].contains("targets") ||
+          !e["motors"]["targets"].is_object())
+        continue;
+      for (auto& [joint, value] : e["motors"]["targets"].items()) {
+        if (!value.is_array() || value.size() <= keep) continue;
+        const std::size_t had = value.size();
+        value.erase(value.begin() + static_cast<std::ptrdiff_t>(keep), value.end());
+        notices.push_back("bodies." + std::to_string(k) + ".motors.targets." + joint + ": " + std::to_string(had) +
+                          " entries cut to " + std::to_string(keep) + " for steps = " + std::to_string(steps));
+      }
+    }
   return notices;
 }
 

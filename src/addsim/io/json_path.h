@@ -23,7 +23,8 @@ void apply_override(nlohmann::json& root, const std::string& assignment);
 
 /// Shortens a scene document to `steps` time steps (a quick look at any example): sets
 /// "steps" and cuts the per-step lists that have more than steps + 1 entries
-/// (handles.*.positions, bodies.*.poses, joints.*.target_angles) to their first steps + 1.
+/// (handles.*.positions, bodies.*.poses, joints.*.target_angles, a robot's
+/// bodies.*.motors.targets.*) to their first steps + 1.
 /// Returns one notice per list cut ("handles.0.positions: 401 entries cut to 11 for steps = 10").
 std::vector<std::string> truncate_scene_steps(nlohmann::json& scene, int steps);
 

@@ -56,21 +56,45 @@ void parse_sheet_body(ObjectReader& r, int index, SceneBuilder& b) {
   // one step, Release): springs, their Jacobian blocks and the sparse factorisation.
   check_memory(11e3 * nx * ny, r.source() + ": " + join_path(r.path(), "resolution"),
                "a sheet of " + std::to_string(nx) + " x " + std::to_string(ny) + " particles");
-  const double mass = r.number("mass", std::nullopt, Bound::kPositive);
-  const Vec3 velocity = r.vec3("velocity", Vec3::Zero());
+  const int n = nx * ny;
+  // Mass: the sheet's total (spread evenly), or one value per particle.
+  std::vector<double> masses;
+  const json& m = r.raw("mass");
+  if (m.is_array()) {
+    if (static_cast<int>(m.size()) != n)
+      r.fail("mass", "needs one entry per particle (" + std::to_string(n) + ") or one total, got " + describe(m));
+    for (int k = 0; k < n; ++k)
+      masses.push_back(to_number(m[k], r.source(), join_path(r.path(), "mass." + std::to_string(k)), Bound::kPositive));
+  } else {
+    masses.assign(n, to_number(m, r.source(), join_path(r.path(), "mass"), Bound::kPositive) / n);
+  }
+  // Initial velocity: one for all particles, or one per particle.
+  if (r.has("velocity") && r.has("velocities")) r.fail("velocities", "give either velocity or velocities");
+  std::vector<Vec3> velocities(n, r.vec3("velocity", Vec3::Zero()));
+  if (r.has("velocities")) {
+    velocities = r.vec3_list("velocities");
+    if (static_cast<int>(velocities.size()) != n)
+      r.fail("velocities", "needs one entry per particle (" + std::to_string(n) + "), got " +
+                               std::to_string(velocities.size()));
+  }
   const double stiffness = r.number("stiffness", std::nullopt, Bound::kNonNegative);
   const double shear = r.number("shear_stiffness", stiffness, Bound::kNonNegative);
   const double damping = r.number("damping", 0.0, Bound::kNonNegative);
 
-  // Particles row-major (index ix + nx·iy) in the plane z = origin.z.
-  const int n = nx * ny;
+  // Particles row-major (index ix + nx·iy) in the plane z = origin.z: the rest shape of the
+  // springs, and the initial positions unless `positions` gives them.
   std::vector<Vec3> positions(n);
   for (int iy = 0; iy < ny; ++iy)
     for (int ix = 0; ix < nx; ++ix)
       positions[ix + nx * iy] = origin + Vec3(lx * ix / (nx - 1), ly * iy / (ny - 1), 0.0);
-  const std::vector<Vec3> velocities(n, velocity);
-  const std::vector<double> masses(n, mass / n);
-  const int body = b.add_particle_body(name, "sheet", positions, velocities, masses);
+  std::vector<Vec3> initial = positions;
+  if (r.has("positions")) {
+    initial = r.vec3_list("positions");
+    if (static_cast<int>(initial.size()) != n)
+      r.fail("positions", "needs one entry per particle (" + std::to_string(n) + "), got " +
+                              std::to_string(initial.size()));
+  }
+  const int body = b.add_particle_body(name, "sheet", initial, velocities, masses);
 
   // One stiffness and one damping value per sheet, shared by its springs.
   const std::string base = "bodies." + std::to_string(index);

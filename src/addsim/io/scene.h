@@ -4,6 +4,7 @@
 /// required keys throw InputError naming the file and key path.
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ struct Scene {
   std::vector<SceneBody> bodies;    ///< parallel to model->bodies()
   std::vector<std::string> obstacle_names;
   std::vector<std::string> notices;  ///< per-step lists cut by a "steps" override (truncate_scene_steps)
+  /// Scene keys of the parameter entries whose canonical path is not their place in the scene
+  /// document: a URDF robot's joints ("robots.1.joints.3.target_angles" is read from
+  /// "/bodies/1/motors/targets/<joint name>"), as JSON pointers (RFC 6901, so joint names may
+  /// hold dots). An empty pointer: the entry has no scene key (a robot link's initial state,
+  /// computed from the URDF). `optimize` writes optimised values there (optimized_scene.json).
+  std::map<std::string, std::string> param_keys;
 };
 
 /// Reads, overrides ("PATH=JSON" each, applied in order) and builds a scene file.

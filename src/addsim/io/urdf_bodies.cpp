@@ -323,6 +323,43 @@ std::string joint_list(const std::vector<urdf::JointConstSharedPtr>& joints) {
   return s;
 }
 
+// A per-joint value `key` of `reader` for `joints`: one number for all, or {joint: number}
+// (unlisted joints take `fallback`, or are an error without one). Absent: every joint takes
+// `fallback` (an error without one when `joints` is not empty). `who` describes the joints
+// that take it, for the error about a listed joint that is not one of them.
+void per_joint(ObjectReader& reader, const char* key, const std::vector<std::string>& joints,
+               std::optional<double> fallback, Bound bound, const std::string& who, std::map<std::string, double>& out) {
+  if (!reader.has(key)) {
+    if (!fallback && !joints.empty()) reader.fail(key, "is required for the actuated joint '" + joints.front() + "'");
+    for (const std::string& j : joints) out[j] = fallback.value_or(0.0);
+    return;
+  }
+  const json& v = reader.raw(key);
+  const std::string kp = join_path(reader.path(), key);
+  if (!v.is_object()) {
+    const double x = to_number(v, reader.source(), kp, bound);
+    for (const std::string& j : joints) out[j] = x;
+    return;
+  }
+  for (const auto& [joint, value] : v.items()) {
+    if (std::find(joints.begin(), joints.end(), joint) == joints.end())
+      fail_at(reader.source(), join_path(kp, joint), "not " + who);
+    out[joint] = to_number(value, reader.source(), join_path(kp, joint), bound);
+  }
+  for (const std::string& j : joints)
+    if (!out.count(j)) {
+      if (!fallback) fail_at(reader.source(), kp, "has no value for the actuated joint '" + j + "'");
+      out[j] = *fallback;
+    }
+}
+
+// A JSON pointer segment (RFC 6901): "~" → "~0", "/" → "~1".
+std::string pointer_segment(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+  return out;
+}
+
 }  // namespace
 
 void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
@@ -372,12 +409,20 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   }
   rp.forward_kinematics(root, root_world, angles);
 
-  // Coupling stiffnesses.
-  double joint_k = kDefaultJointStiffness, axis_k = kDefaultAxisStiffness;
-  if (r.has("joints")) {
-    ObjectReader jr(r.raw("joints"), join_path(r.path(), "joints"), b.source);
-    joint_k = jr.number("stiffness", kDefaultJointStiffness, Bound::kPositive);
-    axis_k = jr.number("axis_stiffness", kDefaultAxisStiffness, Bound::kPositive);
+  // Coupling stiffnesses per movable joint: one number for all or {joint: number}.
+  std::vector<std::string> movable_names, revolute_names, prismatic_names;
+  for (const auto& j : rp.joints) {
+    movable_names.push_back(j->name);
+    if (j->type == urdf::Joint::REVOLUTE) revolute_names.push_back(j->name);
+    if (j->type == urdf::Joint::PRISMATIC) prismatic_names.push_back(j->name);
+  }
+  std::map<std::string, double> joint_k, axis_k;
+  {
+    const json given = r.has("joints") ? r.raw("joints") : json::object();
+    ObjectReader jr(given, join_path(r.path(), "joints"), b.source);
+    const std::string who = "a movable joint of " + rp.file + " (" + joint_list(rp.joints) + ")";
+    per_joint(jr, "stiffness", movable_names, kDefaultJointStiffness, Bound::kPositive, who, joint_k);
+    per_joint(jr, "axis_stiffness", movable_names, kDefaultAxisStiffness, Bound::kPositive, who, axis_k);
     jr.finish();
   }
 
@@ -403,33 +448,9 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     std::vector<std::string> revolute, prismatic;
     for (const std::string& j : actuated)
       (rp.urdf->getJoint(j)->type == urdf::Joint::PRISMATIC ? prismatic : revolute).push_back(j);
-    // A gain `key` for `joints`: one number for all, or {joint: number} (unlisted joints take
-    // `fallback`, or are an error without one).
     auto gains = [&](const char* key, const std::vector<std::string>& joints, std::optional<double> fallback,
                      Bound bound, std::map<std::string, double>& out) {
-      if (!mr.has(key)) {
-        if (!fallback && !joints.empty())
-          mr.fail(key, "is required for the actuated joint '" + joints.front() + "'");
-        for (const std::string& j : joints) out[j] = fallback.value_or(0.0);
-        return;
-      }
-      const json& v = mr.raw(key);
-      const std::string kp = join_path(mr.path(), key);
-      if (!v.is_object()) {
-        const double x = to_number(v, b.source, kp, bound);
-        for (const std::string& j : joints) out[j] = x;
-        return;
-      }
-      for (const auto& [joint, value] : v.items()) {
-        if (std::find(joints.begin(), joints.end(), joint) == joints.end())
-          fail_at(b.source, join_path(kp, joint), "not an actuated joint of " + rp.file + " that takes this gain");
-        out[joint] = to_number(value, b.source, join_path(kp, joint), bound);
-      }
-      for (const std::string& j : joints)
-        if (!out.count(j)) {
-          if (!fallback) fail_at(b.source, kp, "has no value for the actuated joint '" + j + "'");
-          out[j] = *fallback;
-        }
+      per_joint(mr, key, joints, fallback, bound, "an actuated joint of " + rp.file + " that takes this gain", out);
     };
     gains("stiffness", revolute, std::nullopt, Bound::kPositive, motor_k);
     gains("slide_stiffness", prismatic, std::nullopt, Bound::kPositive, motor_k);
@@ -458,20 +479,24 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   }
   const bool collision = r.boolean("collision", true);
   // Joint limits: a unilateral penalty per revolute joint (docs/robots.md), or off.
-  double limit_k = kDefaultLimitStiffness, slide_limit_k = kDefaultSlideLimitStiffness;
+  // Their stiffnesses: one number for all, or {joint: number}.
+  std::map<std::string, double> limit_k;
   bool limits = true;
-  if (r.has("limits")) {
-    const json& l = r.raw("limits");
-    if (l.is_boolean()) {
-      limits = l.get<bool>();
-    } else {
-      ObjectReader lr(l, join_path(r.path(), "limits"), b.source);
-      limit_k = lr.number("stiffness", kDefaultLimitStiffness, Bound::kPositive);
-      slide_limit_k = lr.number("slide_stiffness", kDefaultSlideLimitStiffness, Bound::kPositive);
-      lr.finish();
-    }
+  {
+    const json given = r.has("limits") ? r.raw("limits") : json(true);
+    if (given.is_boolean()) limits = given.get<bool>();
+    const json object = given.is_boolean() ? json::object() : given;
+    ObjectReader lr(object, join_path(r.path(), "limits"), b.source);
+    per_joint(lr, "stiffness", revolute_names, kDefaultLimitStiffness, Bound::kPositive,
+              "a revolute joint of " + rp.file, limit_k);
+    per_joint(lr, "slide_stiffness", prismatic_names, kDefaultSlideLimitStiffness, Bound::kPositive,
+              "a prismatic joint of " + rp.file, limit_k);
+    lr.finish();
   }
 
+  // The links' initial states and masses come from the URDF and the joint angles: their
+  // parameter entries have no scene key (Scene::param_keys).
+  const std::size_t link_entries_begin = b.model->params().entries().size();
   // One rigid body per group with mass; the root group is welded to the world ("fixed"),
   // free ("floating") or follows per-step poses ("kinematic").
   for (std::size_t g = 0; g < rp.groups.size(); ++g) {
@@ -512,6 +537,8 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     b.points.push_back({});
   }
 
+  for (std::size_t k = link_entries_begin; k < b.model->params().entries().size(); ++k)
+    b.scene->param_keys[b.model->params().entries()[k].path] = "";
   if (rp.groups.size() == 1 && base_kind == "fixed")
     r.fail("file", rp.file + ": a fixed-base robot needs at least one revolute or continuous joint");
 
@@ -521,6 +548,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
   ParameterTable& params = b.model->params();
   const std::string robot_path = "robots." + std::to_string(index);
   const std::string robot_alias = "robots." + (name.empty() ? std::to_string(index) : name);
+  const std::string body_pointer = "/bodies/" + std::to_string(index);
   std::vector<RigidJoint> joints;
   for (std::size_t k = 0; k < rp.joints.size(); ++k) {
     const urdf::JointConstSharedPtr& uj = rp.joints[k];
@@ -528,7 +556,13 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
     const LinkGroup& child = rp.groups[rp.group_of.at(uj->child_link_name)];
     const std::string jbase = robot_path + ".joints." + std::to_string(k);
     const std::string jalias = robot_alias + ".joints." + sanitize(uj->name);
-    auto add1 = [&](const char* key, double value) {
+    // Each entry's scene key (Scene::param_keys): "/bodies/<index>/<group>/<key>/<joint name>".
+    const std::string jname = pointer_segment(uj->name);
+    auto key_of = [&](const std::string& entry, const std::string& group, const std::string& key) {
+      b.scene->param_keys[entry] = body_pointer + "/" + group + "/" + key + "/" + jname;
+    };
+    auto add1 = [&](const char* key, double value, const char* group, const char* scene_key) {
+      key_of(jbase + "." + key, group, scene_key);
       return params.add(jbase + "." + key, jalias + "." + key, ParamKind::kCoupling, VecX::Constant(1, value), 1, 1, 0.0, kInf);
     };
     // Joint frame in the parent group's root link frame, shifted to its body frame.
@@ -568,12 +602,13 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       j.axis_b = axis_J;
       j.ref_b = ref_J;
     }
-    j.stiffness_param = add1("stiffness", joint_k);
-    j.axis_stiffness_param = add1("axis_stiffness", axis_k);
+    j.stiffness_param = add1("stiffness", joint_k.at(uj->name), "joints", "stiffness");
+    j.axis_stiffness_param = add1("axis_stiffness", axis_k.at(uj->name), "joints", "axis_stiffness");
     if (actuated) {
       // Targets: angles (rad) of revolute joints, slides (m) of prismatic ones.
       const char* key = prismatic ? "target_positions" : "target_angles";
-      j.motor_stiffness_param = add1("motor_stiffness", motor_k.at(uj->name));
+      j.motor_stiffness_param = add1("motor_stiffness", motor_k.at(uj->name), "motors", prismatic ? "slide_stiffness" : "stiffness");
+      key_of(jbase + "." + key, "motors", "targets");
       j.target_param = params.add(jbase + "." + key, jalias + "." + key, ParamKind::kControl, targets.at(uj->name),
                                   s.steps + 1, 1);
       j.per_step_target = true;
@@ -588,7 +623,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       l.per_step_target = false;
       l.lower = uj->limits->lower;
       l.upper = uj->limits->upper;
-      l.stiffness_param = add1("limit_stiffness", slide_limit_k);
+      l.stiffness_param = add1("limit_stiffness", limit_k.at(uj->name), "limits", "slide_stiffness");
       joints.push_back(l);
     }
     if (limits && uj->type == urdf::Joint::REVOLUTE && uj->limits && uj->limits->lower < uj->limits->upper) {
@@ -599,7 +634,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       l.lower = uj->limits->lower > -std::numbers::pi ? uj->limits->lower : -kInf;
       l.upper = uj->limits->upper < std::numbers::pi ? uj->limits->upper : kInf;
       if (std::isfinite(l.lower) || std::isfinite(l.upper)) {
-        l.stiffness_param = add1("limit_stiffness", limit_k);
+        l.stiffness_param = add1("limit_stiffness", limit_k.at(uj->name), "limits", "stiffness");
         joints.push_back(l);
       }
     }
@@ -608,7 +643,7 @@ void parse_urdf_body(ObjectReader& r, int index, SceneBuilder& b) {
       d.kind = RigidJoint::Kind::kMotorDamping;
       d.stiffness_param = d.axis_stiffness_param = d.motor_stiffness_param = d.target_param = -1;
       d.per_step_target = false;
-      d.damping_param = add1("damping", motor_d.at(uj->name));
+      d.damping_param = add1("damping", motor_d.at(uj->name), "motors", "damping");
       joints.push_back(d);
     }
   }
