@@ -4,12 +4,12 @@
 Reads `addsim simulate` output folders of scenes/soft_ball_throw.json thrown with
 v = (2, 0, v_z) for a fine set of v_z and plots, per folder group, the coefficient of
 restitution of the first and second floor contact (-v_z after / v_z before, centre of mass,
-at the steps where the contact starts and ends) and the step at which each contact starts.
+at the steps where the contact starts and ends) and the time at which the first one starts.
 
 Usage:
   /usr/bin/python3 scripts/ball_bounce_aliasing.py OUT.png LABEL=GLOB [LABEL=GLOB ...]
     GLOB matches folders named ..._<v_z> (the number after the last "_" is v_z).
-Prints one line per folder (v_z, contact start steps, restitutions).
+Prints one line per folder (v_z, contact start times, restitutions).
 """
 import csv
 import glob
@@ -35,7 +35,7 @@ def bounces(folder):
     for s, e in zip(starts, ends):
         v_in = float(rows[s - 1]["ball.vcom_z"])
         v_out = float(rows[e]["ball.vcom_z"])
-        out.append((int(rows[s]["step"]), -v_out / v_in))
+        out.append((float(rows[s]["time"]), -v_out / v_in))
     return out
 
 
@@ -57,11 +57,11 @@ def main(argv):
         vz = [d[0] for d in data]
         for k, style in ((0, "o-"), (1, "s--")):
             a1.plot(vz, [d[1][k][1] for d in data], style, ms=3, label=f"{label}, contact {k + 1}")
-            a2.plot(vz, [d[1][k][0] for d in data], style, ms=3, label=f"{label}, contact {k + 1}")
+        a2.plot(vz, [d[1][0][0] for d in data], "o-", ms=3, label=f"{label}, contact 1")
     a1.set_ylabel("restitution $-v_z^+/v_z^-$")
-    a2.set_ylabel("step at which the contact starts")
+    a2.set_ylabel("time of the first step in contact (s)")
     a2.set_xlabel("initial $v_z$ (m/s)")
-    a1.set_title("soft ball, h = 10 ms: restitution against the impact's phase on the time grid", fontsize=9)
+    a1.set_title("soft ball: restitution against the impact's phase on the time grid", fontsize=9)
     for a in (a1, a2):
         a.grid(True, alpha=0.3)
         a.legend(fontsize=7)
