@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Ball to a point (tasks/ball_to_target.json) from a grid of starts around the solution
 # v* = (1.93, 0.03, 1.40) m/s, omega* = (0, -15.7, 0) rad/s: throw speed x 0.6 ... 1.4, spin
-# omega_y offset -8 ... +8 rad/s. Two variants per start:
+# omega_y offset -8 ... +8 rad/s. Variants per start:
 #   w5     tanh friction, w = 5 mm only (budget 60 simulations)
 #   wcont  tasks/ball_to_target_wcontinuation.json (w = 30 -> 10 -> 5 mm, 25 + 25 + 60)
+#   w10    tanh friction, w = 10 mm only (budget 60 simulations)
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...]
 # Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs); tabulate with
 # /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
@@ -23,6 +24,9 @@ for k in "${idx[@]}"; do
   case $variant in
     w5) nice -n 5 "$addsim" optimize tasks/ball_to_target.json --out "$dir" --quiet --max-sims 60 \
           --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.005 \
+          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
+    w10) nice -n 5 "$addsim" optimize tasks/ball_to_target.json --out "$dir" --quiet --max-sims 60 \
+          --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.01 \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
     wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Markdown table of scripts/ball_starts.sh runs: per start, per variant, the simulations,
 the final distance of the centre of mass to the target sqrt(2 Phi) and Phi/Phi0, with Phi0
-the start's Phi on the w = 5 mm problem (the first row of its w5 run) for both variants,
-since the continuation's first stages optimise other (wider-blend) problems.
+the start's Phi on the w = 5 mm problem (the first row of its w5 run) for w5 and wcont,
+since the continuation's first stages optimise other (wider-blend) problems; the w10 variant
+solves the w = 10 mm problem and is measured against its own first row.
 
 Usage: /usr/bin/python3 scripts/ball_starts_table.py RUNS_DIR
 """
@@ -30,11 +31,15 @@ def main(root):
         w5 = os.path.join(root, f"w5_{k}")
         if os.path.exists(os.path.join(w5, "iterations.csv")):
             phi0 = float(next(csv.DictReader(open(os.path.join(w5, "iterations.csv"))))["phi"])
-        for variant, label in (("w5", "w = 5 mm"), ("wcont", "w 30→10→5 mm")):
+        for variant, label in (("w5", "w = 5 mm"), ("wcont", "w 30→10→5 mm"), ("w10", "w = 10 mm")):
             run = os.path.join(root, f"{variant}_{k}")
             if not os.path.exists(os.path.join(run, "iterations.csv")):
                 continue
             rows, res = load(run)
+            if not rows:
+                continue
+            if variant == "w10":
+                phi0 = float(rows[0]["phi"])
             start = open(os.path.join(run, "start.txt")).read().split() if os.path.exists(os.path.join(run, "start.txt")) else []
             v = next((s[2:] for s in start if s.startswith("v=")), "?")
             w = next((s[2:] for s in start if s.startswith("w=")), "?")
