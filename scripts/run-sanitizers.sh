@@ -30,7 +30,7 @@ if [ "$mode" != test ]; then
   flags="-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
   link="-fsanitize=address,undefined"
   cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-    -DADDSIM_FUZZ=ON -DADDSIM_BUILD_BENCHMARKS=OFF -DADDSIM_BUILD_PYTHON=OFF \
+    -DADDSIM_FUZZ=ON -DADDSIM_BUILD_BENCHMARKS=OFF -DADDSIM_BUILD_PYTHON=OFF -DADDSIM_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$link" -DCMAKE_SHARED_LINKER_FLAGS="$link" \
     -DCMAKE_MODULE_LINKER_FLAGS="$link" >/dev/null
   targets=()
