@@ -11,8 +11,6 @@
 #        bash scripts/run-sanitizers.sh --build    build only (tests and harnesses)
 #        bash scripts/run-sanitizers.sh --test [ctest arguments]              test only
 # ADDSIM_SANITIZE_TARGETS="addsim test_io" builds only those targets (default: all).
-# Tests run with ADDSIM_SANITIZER_BUILD=1: the few whose size only makes them slow under the
-# sanitizers run a smaller instance (tests/support/sanitizer.h), never skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -44,7 +42,6 @@ fi
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan-gmsh.supp:print_suppressions=0"
-export ADDSIM_SANITIZER_BUILD=1
 start=$(date +%s)
 status=0
 (cd build-sanitize && ctest -j"${ADDSIM_SANITIZE_JOBS:-2}" --timeout 1800 --output-on-failure -LE fuzz "$@") || status=$?
