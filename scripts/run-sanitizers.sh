@@ -6,7 +6,8 @@
 # main, the harnesses libFuzzer's (-fsanitize=fuzzer). No benchmarks and no Python module: the
 # benchmarks time the Release build, and the module would need libasan preloaded into python.
 # LeakSanitizer reports leaks inside libgmsh 4.8 (no addsim frames); scripts/lsan-gmsh.supp
-# suppresses exactly those. scripts/run-tests.sh (and so .ci/run) runs this suite.
+# suppresses exactly those. scripts/run-tests.sh builds the harnesses here for its fuzz smoke
+# runs, and runs this suite too with ADDSIM_SANITIZE=1 (not by default: too slow for CI yet).
 # Usage: bash scripts/run-sanitizers.sh [ctest arguments, e.g. -R BadInputs]   build + test
 #        bash scripts/run-sanitizers.sh --build    build only (tests and harnesses)
 #        bash scripts/run-sanitizers.sh --test [ctest arguments]              test only
