@@ -10,7 +10,7 @@ bash scripts/install-python.sh
 # the libFuzzer harnesses and the whole test suite share one compiled library
 # (scripts/run-sanitizers.sh, docs/fuzzing.md). install-deps.sh installs clang-14, so a failed
 # build fails the test command. ADDSIM_SANITIZE=1 adds the sanitized suite (off by default: it
-# runs 25-85x slower than Release and does not fit the 30-minute CI, docs/fuzzing.md);
+# runs 13-86x slower than Release and does not fit the 30-minute CI, docs/fuzzing.md);
 # ADDSIM_FUZZ_SMOKE=0 leaves out the harnesses' smoke runs; with both off nothing is built
 # there (the smoke tests then report themselves skipped).
 targets=""  # everything (tests and harnesses); the harnesses alone when the suite is left out
