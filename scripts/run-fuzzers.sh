@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses of fuzz/ (docs/fuzzing.md) in ./build-fuzz with clang++-14
-# (-fsanitize=fuzzer,address,undefined, -fno-sanitize-recover=all) and runs each for
+# Builds the libFuzzer harnesses of fuzz/ (docs/fuzzing.md) in ./build-sanitize with clang++-14
+# (scripts/run-sanitizers.sh: -fsanitize=fuzzer,address,undefined, -fno-sanitize-recover=all,
+# the same folder as the sanitized test suite) and runs each for
 # SECONDS (default 60) under `nice -n 19`, one after the other. Each harness grows its
-# working corpus build-fuzz/corpus/<harness> (seeded from the curated fuzz/corpus/<harness>,
+# working corpus build-sanitize/corpus/<harness> (seeded from the curated fuzz/corpus/<harness>,
 # tests/data/bad/ and the shipped scenes, tasks and meshes); crashes, sanitizer reports,
-# timeouts and out-of-memory inputs go to build-fuzz/findings/<harness>/ and make the script
+# timeouts and out-of-memory inputs go to build-sanitize/findings/<harness>/ and make the script
 # fail. Needs clang-14 and libfuzzer-14-dev (scripts/install-deps.sh installs them).
 # Usage: bash scripts/run-fuzzers.sh [SECONDS] [HARNESS...]       (default: all six)
 #        bash scripts/run-fuzzers.sh --build                       (build only)
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 all=(scene task msh tetgen obj markers)
-bin="${ADDSIM_FUZZ_BIN:-$root/build-fuzz/fuzz}"  # ADDSIM_FUZZ_BIN: harnesses built elsewhere
+bin="${ADDSIM_FUZZ_BIN:-$root/build-sanitize/fuzz}"  # ADDSIM_FUZZ_BIN: harnesses built elsewhere
 
 # Per-input limits: an input taking longer than this (s) is a hang; RSS beyond 2 GiB is a finding.
 limits=(-timeout=25 -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -print_final_stats=1)
@@ -46,19 +47,12 @@ if [ "${1:-}" = "--smoke" ]; then
 fi
 
 build() {
-  if ! command -v clang++-14 >/dev/null; then
-    echo "run-fuzzers.sh: clang++-14 is missing (apt-get install clang-14 libfuzzer-14-dev)" >&2
-    exit 1
-  fi
-  launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-  flags="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
-  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-    -DADDSIM_FUZZ=ON -DADDSIM_BUILD_TESTS=OFF -DADDSIM_BUILD_BENCHMARKS=OFF -DADDSIM_BUILD_PYTHON=OFF \
-    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-  targets=()
-  for h in "${all[@]}"; do targets+=(--target "fuzz_$h"); done
-  cmake --build build-fuzz -j"${ADDSIM_FUZZ_JOBS:-2}" "${targets[@]}"
+  # The harnesses live in the sanitizer build folder (scripts/run-sanitizers.sh), which
+  # compiles the library once for them and for the sanitized test suite.
+  local targets=""
+  for h in "${all[@]}"; do targets="$targets fuzz_$h"; done
+  ADDSIM_SANITIZE_TARGETS="${targets# }" ADDSIM_SANITIZE_JOBS="${ADDSIM_FUZZ_JOBS:-2}" \
+    bash "$root/scripts/run-sanitizers.sh" --build
 }
 
 if [ "${1:-}" = "--build" ]; then
@@ -89,8 +83,8 @@ pattern_of() {
 status=0
 summary=()
 for h in "${harnesses[@]}"; do
-  corpus="$root/build-fuzz/corpus/$h"
-  findings="$root/build-fuzz/findings/$h"
+  corpus="$root/build-sanitize/corpus/$h"
+  findings="$root/build-sanitize/findings/$h"
   mkdir -p "$corpus" "$findings"
   cp -n "$root/fuzz/corpus/$h/"* "$corpus/" 2>/dev/null || true
   # shellcheck disable=SC2046
@@ -102,7 +96,7 @@ for h in "${harnesses[@]}"; do
       cp -n "$f" "$corpus/seed_$(basename "$(dirname "$f")")_$(basename "$f")"
     fi
   done
-  log="$root/build-fuzz/findings/$h.log"
+  log="$root/build-sanitize/findings/$h.log"
   rc=0
   # shellcheck disable=SC2046
   nice -n 19 "$bin/fuzz_$h" "${limits[@]}" $(dict_of "$h") -max_total_time="$seconds" \
