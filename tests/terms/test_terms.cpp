@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Eigenvalues>
+
 #include "addsim/check/derivative_check.h"
 #include "../support/particle_fixture.h"
 
@@ -260,6 +262,50 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, SpringRegimes,
                                            SpringCase{"unilateral_taut", SpringKind::kUnilateral, 0.1, true},
                                            SpringCase{"unilateral_slack", SpringKind::kUnilateral, 5.0, false}),
                          [](const ::testing::TestParamInfo<SpringCase>& info) { return std::string(info.param.label); });
+
+// The Newton-matrix fallback (Assembly::clamp_compressed_springs, docs/solver.md): a
+// compressed distance spring's step-Jacobian block loses its negative transverse part (the
+// exact block has a negative eigenvalue, the clamped one none), a stretched one is unchanged,
+// the residual is the same, and the sensitivity mode ignores the flag.
+TEST(SpringTerm, ClampedNewtonMatrixIsPositiveSemiDefinite) {
+  for (const double rest : {1.0, 0.1}) {  // compressed (length 0.37 m), stretched
+    ParticleFixture f(Integrator::kBdf2, 0.02, 10);
+    f.particles({Vec3(0, 0, 0), Vec3(0.3, 0.1, -0.2)}, {Vec3::Zero(), Vec3::Zero()}, {1.0, 2.0});
+    f.model->add_term(std::make_unique<SpringTerm>(
+        f.model.get(), std::vector<Spring>{f.spring(SpringKind::kDistance, f.point(0), f.point(1), 50.0, 0.0, rest)}));
+    f.model->finalize();
+    const Model& m = *f.model;
+    VecX q(6), v = VecX::Zero(6), a = VecX::Zero(6);
+    q << 0, 0, 0, 0.3, 0.1, -0.2;
+    const TermContext ctx{q, v, a, m.params().defaults(), 3, m.scheme()};
+    auto assemble = [&](EvalMode mode, bool clamp) {
+      Assembly out(&m.pattern(), &m.stencils());
+      out.clamp_compressed_springs = clamp;
+      out.reset(mode, {1.0, 0.0, 0.0});
+      m.terms().back()->evaluate(ctx, out);
+      const VecX& values = mode == EvalMode::kResidualAndStepJacobian ? out.jac : out.kq;
+      MatX dense = MatX::Zero(6, 6);
+      for (int c = 0; c < 6; ++c)
+        for (int k = m.pattern().outer()[c]; k < m.pattern().outer()[c + 1]; ++k) dense(m.pattern().inner()[k], c) += values[k];
+      return std::pair{VecX(out.r), dense};
+    };
+    const auto [r_exact, j_exact] = assemble(EvalMode::kResidualAndStepJacobian, false);
+    const auto [r_clamped, j_clamped] = assemble(EvalMode::kResidualAndStepJacobian, true);
+    EXPECT_EQ(r_exact, r_clamped);
+    EXPECT_GT(r_exact.norm(), 1.0);
+    const double min_exact = Eigen::SelfAdjointEigenSolver<MatX>(j_exact).eigenvalues()[0];
+    const double min_clamped = Eigen::SelfAdjointEigenSolver<MatX>(j_clamped).eigenvalues()[0];
+    EXPECT_GT(min_clamped, -1e-12) << "rest " << rest;
+    if (rest > 0.5) {
+      EXPECT_LT(min_exact, -50.0) << "2 k (l - l0)/l = 2 · 50 (0.374 - 1)/0.374 ≈ -167";
+      EXPECT_GT((j_exact - j_clamped).norm(), 1.0);
+    } else {
+      EXPECT_EQ(j_exact, j_clamped);
+    }
+    // The sensitivity passes' partials stay exact whatever the flag.
+    EXPECT_EQ(assemble(EvalMode::kResidualAndJacobians, true).second, assemble(EvalMode::kResidualAndJacobians, false).second);
+  }
+}
 
 TEST(ParticleTerms, InertiaAndGravity) {
   ParticleFixture f(Integrator::kBdf1, 0.01, 10);

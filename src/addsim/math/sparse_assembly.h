@@ -123,6 +123,11 @@ class Assembly {
   /// True when terms should add their local partials (either Jacobian mode).
   bool wants_jacobians() const { return mode_ != EvalMode::kResidual; }
   EvalMode mode() const { return mode_; }
+  /// Newton-matrix fallback (kResidualAndStepJacobian only; reset() keeps it): springs under
+  /// compression leave out their negative transverse stiffness k (‖d‖ − l₀)/‖d‖ (I − uuᵀ), so
+  /// every spring's block is positive semi-definite. r and the sensitivity modes stay exact
+  /// (docs/solver.md, "Compressed springs").
+  bool clamp_compressed_springs = false;
   const JacobianWeights& weights() const { return weights_; }
   const SparsePattern& pattern() const { return *pattern_; }
   /// Adds the outputs of `other` (same pattern, reset to the same mode): the share of an

@@ -39,6 +39,9 @@ constexpr double kSilentFloorFactor = 1e3;
 // Fallback initial guesses q^{i-1} + α h v^{i-1} when both extrapolations are inadmissible,
 // in the order tried (docs/solver.md, "Initial guess"); α = 0 is the previous state.
 constexpr double kFallbackGuessScales[] = {0.5, 0.25, 0.125, 0.0};
+// An exact Newton direction whose line search needed this many halvings (or found no
+// decrease) is compared with the clamped-spring direction (docs/solver.md, "Compressed springs").
+constexpr int kClampedRetryHalvings = 4;
 }  // namespace
 
 const char* to_string(StepAcceptance a) {
@@ -530,6 +533,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // they are added below only if another iteration follows. (Predicting from the quadratic
   // model C ‖r‖² instead was too pessimistic for stiff rigid joints: the quadruped lost 6 %.)
   bool expect_more = false;
+  bool clamped_step = false;  // the clamped-spring Newton matrix took over in this step
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
     const bool eager = first_trial && expect_more;
     return eval(q_trial, eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
@@ -567,8 +571,40 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
     if (rep.iterations == kBackgroundIteration) lu_->factorize_in_background(jac_, q);
-    const NewtonStepResult it = newton_step(*this, model_.pattern(), jac_, r_, q, norm, r_floor, linear_tol,
-                                            opt.max_halvings, trial_eval, newton_, rep);
+    // Once a step has taken a clamped-spring direction, it keeps that Newton matrix until a full
+    // step is accepted: back on the exact one too early, the iterates return to the fold
+    // (docs/solver.md, "Compressed springs").
+    const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
+    NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, r_floor,
+                                      linear_tol, opt.max_halvings, trial_eval, newton_, rep);
+    if (clamped) {
+      ++rep.clamped_spring_iterations;
+      // A full clamped step was accepted: the iterate has left the fold, and the exact
+      // Jacobian converges quadratically from here (the clamped one only linearly).
+      if (it.accepted && it.halvings == 0) clamped_step = false;
+    }
+    // No decrease, or only after kClampedRetryHalvings halvings, along the exact Newton
+    // directions: typically near a fold of the exact Jacobian (compressed springs of a
+    // crumpled sheet), where ‖r‖ creeps down by tiny steps until the iteration cap. Then the
+    // direction of the clamped, positive semi-definite spring blocks is tried on the same
+    // merit, and the lower of the two trials is kept.
+    if (!clamped && !it.at_floor && (!it.accepted || it.halvings >= kClampedRetryHalvings) &&
+        retry_with_clamped_springs(step, q, p, rep)) {
+      clamped_q_.swap(newton_.q_trial);  // the exact direction's trial (if accepted)
+      const NewtonStepResult exact = it;
+      it = newton_step(*this, model_.pattern(), clamped_jac_, r_, q, norm, r_floor, linear_tol, opt.max_halvings,
+                       trial_eval, newton_, rep);
+      if (it.accepted && (!exact.accepted || it.trial < exact.trial)) {
+        ++rep.clamped_spring_iterations;
+        clamped_step = true;
+      } else if (exact.accepted) {
+        it = exact;
+        it.halvings = std::max(it.halvings, 1);  // its partials at q are not in assembly_: re-evaluate
+        newton_.q_trial.swap(clamped_q_);
+      } else {
+        it = exact;
+      }
+    }
     if (it.at_floor) {
       rep.converged = true;
       rep.acceptance = it.tiny_step ? StepAcceptance::kTinyStep : StepAcceptance::kRoundoffFloor;
@@ -607,6 +643,18 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   rep.tolerance_used = std::max(tol_scaled, r_floor);
   rep.wall_ms = ms_since(t_step);
   return rep;
+}
+
+bool Simulator::retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep) {
+  assembly_.clamp_compressed_springs = true;
+  std::string why;
+  const double norm =
+      evaluate_trial(step, q, v_hist_, a_hist_, p, EvalMode::kResidualAndStepJacobian, v_, a_, assembly_, &why);
+  assembly_.clamp_compressed_springs = false;
+  ++rep.assemblies;
+  if (!std::isfinite(norm)) return false;
+  clamped_jac_.swap(assembly_.jac);
+  return (clamped_jac_.array() != jac_.array()).any();
 }
 
 }  // namespace addsim

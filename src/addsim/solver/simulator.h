@@ -39,6 +39,7 @@ struct StepReport {
   int iterations = 0;              ///< Newton iterations (linear solves)
   int line_search_halvings = 0;    ///< total halvings over all iterations
   int damped_iterations = 0;       ///< direction solves with Levenberg–Marquardt damping μ > 0
+  int clamped_spring_iterations = 0;  ///< Newton iterations retried with clamped spring blocks (docs/solver.md)
   double residual_norm = 0.0;      ///< final ‖r‖
   double tolerance_used = 0.0;     ///< max(tolerance, round-off floor) the step was held to
   std::vector<double> residual_history;  ///< ‖r‖ at the start and after every iteration
@@ -192,6 +193,10 @@ class Simulator {
   // retried deeper on failure, down to retry_.max_depth) into `traj`'s grid; `agg` sums the
   // reports. False (agg.failure set) if a step at the deepest level failed.
   bool solve_substeps(Trajectory& traj, int row, int depth, const VecX& p, StepReport& agg);
+  // Forms clamped_jac_, the step Jacobian at q with compressed springs' transverse stiffness
+  // left out (Assembly::clamp_compressed_springs); false if it equals jac_ (no spring is
+  // compressed) or q is inadmissible. Overwrites assembly_.
+  bool retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep);
   // Turns the uniform record of `traj` into a grid record (before its first sub-step).
   void start_grid(Trajectory& traj);
 
@@ -207,6 +212,8 @@ class Simulator {
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
+  VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)
+  VecX clamped_q_;    ///< the exact direction's trial state while the clamped one is tried
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
   // Declared after lu_, so destroyed before it: the helper's thread finishes a background
   // factorisation (into lu_'s spare solver) before lu_ goes.

@@ -1,5 +1,6 @@
 #include "addsim/terms/spring_term.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "addsim/core/error.h"
@@ -103,7 +104,7 @@ void SpringTerm::declare(StencilSet& stencils) {
   }
 }
 
-SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k) const {
+SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp) const {
   const Spring& s = springs_[k];
   Local L;
   L.sa = anchor_state(*model_, s.a, ctx);
@@ -137,7 +138,10 @@ SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k) const {
   const double uw = u.dot(w);
   // E = (k/2)(‖d‖ − l₀)²: r_a = k (‖d‖ − l₀) u; damping r_a += k_d (u·w) u.
   L.r = stiffness * stretch * u + damping * uw * u;
-  L.kx = stiffness * (uu + stretch * du_dd) + damping * (uw * I + u * w.transpose()) * du_dd;
+  // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
+  // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
+  const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
+  L.kx = stiffness * (uu + transverse * du_dd) + damping * (uw * I + u * w.transpose()) * du_dd;
   L.kv = damping * uu;
   L.dr_dk = stretch * u;
   L.dr_dkd = uw * u;
@@ -150,9 +154,10 @@ SpringRegime SpringTerm::regime(const TermContext& ctx, int k) const {
 }
 
 void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  const bool clamp = out.clamp_compressed_springs && out.mode() == EvalMode::kResidualAndStepJacobian;
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
-    const Local L = local(ctx, k);
+    const Local L = local(ctx, k, clamp);
     if (!L.active) continue;
     const NodeWeights& nw = node_weights_[k];
     switch (nw.count) {

@@ -49,7 +49,8 @@ class SpringTerm final : public Term {
 
  private:
   struct Local;  // force on a and its partials at one state
-  Local local(const TermContext& ctx, int k) const;
+  // clamp: drop the transverse stiffness of a compressed spring (Assembly::clamp_compressed_springs).
+  Local local(const TermContext& ctx, int k, bool clamp = false) const;
 
   // Per spring: the weight of each stencil node in d = x_a − x_b (+b_m for a's nodes,
   // −b_m for b's; a particle is one node of weight 1).
