@@ -280,6 +280,17 @@ constexpr const char* kArmUrdf = R"(<robot name="arm">
     <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
 </robot>)";
 
+// Replays DIR/run/optimized_scene.json into DIR/sim and returns the optimisation run's
+// trajectory.npy after checking that the replay wrote the same bytes.
+std::string expect_bitwise_replay(const fs::path& dir) {
+  const CliRun sim = run("simulate run/optimized_scene.json --out sim --quiet", dir);
+  EXPECT_EQ(sim.code, 0) << sim.err;
+  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
+  EXPECT_GT(optimum.size(), 100u);
+  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+  return optimum;
+}
+
 // The arm (URDF next to the scene, referred to relatively) with motors on both joints, one
 // motor stiffness for both and no limit or coupling keys: 20 steps of 0.01 s.
 fs::path write_arm_scene(const fs::path& dir) {
@@ -339,10 +350,7 @@ TEST(OptimizeCli, RobotMotorTargetsAndGainsReplayBitForBitFromTheOptimisedScene)
             res["parameters"]["robots.0.joints.1.target_angles.7"].get<double>());
   EXPECT_EQ(robot["motors"]["stiffness"]["elbow.pitch"].get<double>(),
             res["parameters"]["robots.0.joints.1.motor_stiffness"].get<double>());
-  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
-  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
-  ASSERT_GT(optimum.size(), 100u);
-  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+  const std::string optimum = expect_bitwise_replay(dir);
   // The optimised rollout differs from the start's: the comparison can fail.
   ASSERT_EQ(run("simulate arm.json --out start --quiet", dir).code, 0);
   EXPECT_FALSE(slurp(dir / "start" / "trajectory.npy") == optimum);
@@ -393,10 +401,7 @@ TEST(OptimizeCli, AMassGivenAsDensityAndHandlePositionsGivenAsAVelocityReplayBit
   EXPECT_EQ(opt["bodies"][0]["mass"].get<double>(), res["parameters"]["bodies.0.mass"].get<double>());
   EXPECT_FALSE(opt["handles"][0].contains("velocity"));
   EXPECT_EQ(opt["handles"][0]["positions"].size(), 11u);
-  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
-  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
-  ASSERT_GT(optimum.size(), 100u);
-  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+  expect_bitwise_replay(dir);
 }
 
 TEST(OptimizeCli, SheetInitialStatesAndMassesReplayBitForBit) {
@@ -432,10 +437,7 @@ TEST(OptimizeCli, SheetInitialStatesAndMassesReplayBitForBit) {
   EXPECT_EQ(sheet["velocities"].size(), 4u);
   EXPECT_EQ(sheet["positions"].size(), 4u);
   EXPECT_EQ(sheet["mass"].size(), 4u);
-  ASSERT_EQ(run("simulate run/optimized_scene.json --out sim --quiet", dir).code, 0);
-  const std::string optimum = slurp(dir / "run" / "trajectory.npy");
-  ASSERT_GT(optimum.size(), 100u);
-  EXPECT_TRUE(slurp(dir / "sim" / "trajectory.npy") == optimum);
+  expect_bitwise_replay(dir);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "addsim/solver/newton_step.h"
 #include "addsim/solver/sqp_solver.h"
 #include "addsim/solver/step_common.h"
+#include "addsim/terms/spring_term.h"
 
 namespace addsim {
 
@@ -86,6 +87,8 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   ADDSIM_CHECK(threads == 1 || threads == 2, "a simulator runs on 1 or 2 threads");
   const bool splittable = std::any_of(model.terms().begin(), model.terms().end(),
                                       [](const auto& t) { return t->item_count() > 1; });
+  has_springs_ = std::any_of(model.terms().begin(), model.terms().end(),
+                             [](const auto& t) { return dynamic_cast<const SpringTerm*>(t.get()) != nullptr; });
   if (threads == 2 && splittable) {
     worker_ = std::make_unique<WorkerThread>();
     worker_assembly_ = Assembly(&model.pattern(), &model.stencils());
@@ -646,6 +649,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
 }
 
 bool Simulator::retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep) {
+  if (!has_springs_) return false;  // nothing to clamp: no assembly spent on it
   assembly_.clamp_compressed_springs = true;
   std::string why;
   const double norm =
