@@ -280,6 +280,17 @@ constexpr const char* kArmUrdf = R"(<robot name="arm">
     <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/><limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
 </robot>)";
 
+// Runs `optimize TASK --out run` in DIR, which must succeed, lower Φ and write the
+// optimised scene; `res` and `opt` receive result.json and optimized_scene.json.
+void optimize_to_scene(const fs::path& dir, const std::string& task, json& res, json& opt) {
+  const CliRun r = run("optimize " + task + " --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
+  opt = read_json(dir / "run" / "optimized_scene.json");
+}
+
 // Replays DIR/run/optimized_scene.json into DIR/sim and returns the optimisation run's
 // trajectory.npy after checking that the replay wrote the same bytes.
 std::string expect_bitwise_replay(const fs::path& dir) {
@@ -328,12 +339,8 @@ TEST(OptimizeCli, RobotMotorTargetsAndGainsReplayBitForBitFromTheOptimisedScene)
          {"parameters", {"robots.arm.joints.shoulder.target_angles", "robots.arm.joints.elbow_pitch.target_angles"}}},
         {{"name", "all"}, {"set", {{"bodies.0.motors.damping", 0.2}}}}}}};
   write_json(dir / "arm_task.json", task);
-  const CliRun r = run("optimize arm_task.json --out run --quiet", dir);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const json res = read_json(dir / "run" / "result.json");
-  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
-  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
-  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  json res, opt;
+  ASSERT_NO_FATAL_FAILURE(optimize_to_scene(dir, "arm_task.json", res, opt));
   const json& robot = opt["bodies"][0];
   EXPECT_TRUE(fs::path(robot["file"].get<std::string>()).is_absolute());
   EXPECT_EQ(robot["motors"]["damping"], 0.2);  // the last stage's override
@@ -391,12 +398,8 @@ TEST(OptimizeCli, AMassGivenAsDensityAndHandlePositionsGivenAsAVelocityReplayBit
                      {"objective", {{{"type", "com_target"}, {"body", 0}, {"target", {0.3, 0.1, 0.0}}}}},
                      {"optimize", {{"max_sims", 4}}}};
   write_json(dir / "t.json", task);
-  const CliRun r = run("optimize t.json --out run --quiet", dir);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const json res = read_json(dir / "run" / "result.json");
-  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
-  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
-  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  json res, opt;
+  ASSERT_NO_FATAL_FAILURE(optimize_to_scene(dir, "t.json", res, opt));
   EXPECT_FALSE(opt["bodies"][0].contains("density"));
   EXPECT_EQ(opt["bodies"][0]["mass"].get<double>(), res["parameters"]["bodies.0.mass"].get<double>());
   EXPECT_FALSE(opt["handles"][0].contains("velocity"));
@@ -426,12 +429,8 @@ TEST(OptimizeCli, SheetInitialStatesAndMassesReplayBitForBit) {
                      {"objective", {{{"type", "com_target"}, {"body", 0}, {"target", {0.3, 0.2, 0.1}}}}},
                      {"optimize", {{"max_sims", 4}}}};
   write_json(dir / "t.json", task);
-  const CliRun r = run("optimize t.json --out run --quiet", dir);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const json res = read_json(dir / "run" / "result.json");
-  ASSERT_EQ(res["optimized_scene"], "optimized_scene.json") << r.err;
-  EXPECT_LT(res["phi_ratio"].get<double>(), 1.0);
-  const json opt = read_json(dir / "run" / "optimized_scene.json");
+  json res, opt;
+  ASSERT_NO_FATAL_FAILURE(optimize_to_scene(dir, "t.json", res, opt));
   const json& sheet = opt["bodies"][0];
   EXPECT_FALSE(sheet.contains("velocity"));
   EXPECT_EQ(sheet["velocities"].size(), 4u);

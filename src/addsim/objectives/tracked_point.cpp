@@ -127,21 +127,26 @@ void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const
   }
   jq = (P * jq).eval();
   jp = (P * jp).eval();
+  const int m = static_cast<int>(sens.params.size());
+  for (int c = 0; c < m; ++c) out.col(c) = jp.col(sens.params[c]);
+  add_step_block(jq, sens, i, out);
+}
+
+void add_step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out) {
   std::vector<Eigen::Index> dofs;
-  for (Eigen::Index d = 0; d < nq; ++d)
-    if (!jq.col(d).isZero(0.0)) dofs.push_back(d);
+  for (Eigen::Index d = 0; d < jac.cols(); ++d)
+    if (!jac.col(d).isZero(0.0)) dofs.push_back(d);
   const MatX& s = sens.s[i];
-  MatX local(3, static_cast<Eigen::Index>(dofs.size())), gathered(static_cast<Eigen::Index>(dofs.size()), s.cols());
-  for (size_t d = 0; d < dofs.size(); ++d) {
-    local.col(static_cast<Eigen::Index>(d)) = jq.col(dofs[d]);
-    gathered.row(static_cast<Eigen::Index>(d)) = s.row(dofs[d]);
+  const auto n = static_cast<Eigen::Index>(dofs.size());
+  MatX local(jac.rows(), n), gathered(n, s.cols());
+  for (Eigen::Index d = 0; d < n; ++d) {
+    local.col(d) = jac.col(dofs[d]);
+    gathered.row(d) = s.row(dofs[d]);
   }
   const MatX product = local * gathered;
   const int m = static_cast<int>(sens.params.size());
-  for (int c = 0; c < m; ++c) {
-    out.col(c) = jp.col(sens.params[c]);
+  for (int c = 0; c < m; ++c)
     if (i >= sens.first_step[c]) out.col(c) += product.col(sens.position[c]);
-  }
 }
 
 }  // namespace addsim

@@ -53,6 +53,12 @@ class TrackedPoint {
 /// area of every boundary triangle they belong to (m²), so Σ w = the rest surface area.
 void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::vector<double>& weights);
 
+/// out (rows × m) += jac s^i_c for the m columns of `sens` from each column's first step on
+/// (s^i_c = 0 before it): jac (rows × |q|) is ∂ρ/∂q^i of a few residuals at step i, non-zero
+/// on a few DOFs (a body's), so one small product with those rows of S^i replaces a jvp per
+/// column (feature points on the cube drag: 4 markers × 360 columns).
+void add_step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out);
+
 /// Three rows of a Gauss–Newton residual Jacobian for P c(q^i, p) at step i: out (3 × m) =
 /// P (∂c/∂q^i s^i_c + ∂c/∂p_c) for the m parameters of `sens` (s^i_c = 0 before the column's
 /// first step). ∂c/∂q^i and ∂c/∂p come from three vjps and ∂c/∂q^i is non-zero on the body's

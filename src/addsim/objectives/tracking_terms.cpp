@@ -109,28 +109,6 @@ double CenterOfMassCoordinate::evaluate(const Model& model, const Trajectory& tr
   return phi;
 }
 
-namespace {
-
-// out (3 × m) = jac s^i_c for the m columns of `sens` (zero before a column's first step):
-// jac (3 × |q|) is ∂ρ/∂q^i of three residuals at step i, non-zero on a few DOFs (a body's),
-// so one small product with those rows of S^i replaces a jvp per column.
-void step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out) {
-  std::vector<Eigen::Index> dofs;
-  for (Eigen::Index d = 0; d < jac.cols(); ++d)
-    if (!jac.col(d).isZero(0.0)) dofs.push_back(d);
-  const MatX& s = sens.s[i];
-  MatX local(3, static_cast<Eigen::Index>(dofs.size())), gathered(static_cast<Eigen::Index>(dofs.size()), s.cols());
-  for (size_t d = 0; d < dofs.size(); ++d) {
-    local.col(static_cast<Eigen::Index>(d)) = jac.col(dofs[d]);
-    gathered.row(static_cast<Eigen::Index>(d)) = s.row(dofs[d]);
-  }
-  const MatX product = local * gathered;
-  const int m = static_cast<int>(sens.params.size());
-  for (int c = 0; c < m; ++c)
-    if (i >= sens.first_step[c]) out.col(c) = product.col(sens.position[c]);
-}
-
-}  // namespace
 
 MarkerTrajectories::MarkerTrajectories(std::vector<Marker> markers, std::vector<MarkerFrame> frames)
     : markers_(std::move(markers)), frames_(std::move(frames)) {
@@ -190,7 +168,7 @@ void MarkerTrajectories::residual_jacobian(const Model& model, const Trajectory&
     count += std::count(f.visible.begin(), f.visible.end(), true);
   }
   // Rows as in residuals(); the markers do not depend on p, so column c is (∂x/∂q) s^{step_f}_c
-  // with ∂x/∂q (3 × |q|) from three vjps (step_block; cube drag: 4 markers × 360 columns).
+  // with ∂x/∂q (3 × |q|) from three vjps (add_step_block; cube drag: 4 markers × 360 columns).
   const int nq = model.num_dofs();
   out.setZero(3 * count, static_cast<Eigen::Index>(sens.params.size()));
   Eigen::Index at = 0;
@@ -205,7 +183,7 @@ void MarkerTrajectories::residual_jacobian(const Model& model, const Trajectory&
         markers_[m].vjp(q, Vec3::Unit(k), row);
         jac.row(k) = row.transpose();
       }
-      step_block(jac, sens, f.step, out.middleRows(at, 3));
+      add_step_block(jac, sens, f.step, out.middleRows(at, 3));
       at += 3;
     }
   }
@@ -345,6 +323,13 @@ UprightAxis::UprightAxis(Marker bottom, Marker top, const Vec3& up, StepWindow w
   up_ = up.normalized();
 }
 
+Vec3 UprightAxis::axis_at(const VecX& q, int i, double& len) const {
+  const Vec3 d = top_.position(q) - bottom_.position(q);
+  len = d.norm();
+  if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+  return d;
+}
+
 double UprightAxis::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {
   check_marker(bottom_, model, name());
   check_marker(top_, model, name());
@@ -352,9 +337,8 @@ double UprightAxis::evaluate(const Model& model, const Trajectory& traj, double 
   double phi = 0.0;
   for (int i = a; i <= b; ++i) {
     const VecX& q = traj.q[i];
-    const Vec3 d = top_.position(q) - bottom_.position(q);
-    const double len = d.norm();
-    if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+    double len = 0.0;
+    const Vec3 d = axis_at(q, i, len);
     const Vec3 n = d / len;
     const Vec3 e = n - up_;
     phi += 0.5 * e.squaredNorm();
@@ -378,9 +362,8 @@ void UprightAxis::residuals(const Model& model, const Trajectory& traj, VecX& rh
   if (tangent) drho->resize(rho.size());
   for (int i = a; i <= b; ++i) {
     const VecX& q = traj.q[i];
-    const Vec3 d = top_.position(q) - bottom_.position(q);
-    const double len = d.norm();
-    if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+    double len = 0.0;
+    const Vec3 d = axis_at(q, i, len);
     const Vec3 n = d / len;
     rho.segment<3>(3 * (i - a)) = n - up_;
     if (tangent) {
@@ -396,16 +379,15 @@ void UprightAxis::residual_jacobian(const Model& model, const Trajectory& traj, 
   check_marker(top_, model, name());
   const auto [a, b] = stored_steps(window_, model, traj, name());
   // Rows as in residuals(): ∂ρ_i/∂q^i = (I − n nᵀ)(∂x_top/∂q − ∂x_bottom/∂q)/‖d‖ from vjps,
-  // times S^i (step_block); no p dependence.
+  // times S^i (add_step_block); no p dependence.
   const int nq = model.num_dofs();
   out.setZero(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
   VecX row(nq);
   MatX jac(3, nq);
   for (int i = a; i <= b; ++i) {
     const VecX& q = traj.q[i];
-    const Vec3 d = top_.position(q) - bottom_.position(q);
-    const double len = d.norm();
-    if (!(len > 0.0)) throw SimulationError("upright: the two markers coincide at step " + std::to_string(i), i);
+    double len = 0.0;
+    const Vec3 d = axis_at(q, i, len);
     const Vec3 n = d / len;
     for (int k = 0; k < 3; ++k) {
       row.setZero();
@@ -414,7 +396,7 @@ void UprightAxis::residual_jacobian(const Model& model, const Trajectory& traj, 
       jac.row(k) = row.transpose();
     }
     jac = (((Mat3::Identity() - n * n.transpose()) / len) * jac).eval();
-    step_block(jac, sens, i, out.middleRows(3 * (i - a), 3));
+    add_step_block(jac, sens, i, out.middleRows(3 * (i - a), 3));
   }
 }
 

@@ -119,6 +119,9 @@ class UprightAxis final : public ObjectiveTerm {
                          MatX& out) const override;
 
  private:
+  // The markers' bottom → top vector d at step i and its length (SimulationError if zero).
+  Vec3 axis_at(const VecX& q, int i, double& len) const;
+
   Marker bottom_, top_;
   Vec3 up_;
   StepWindow window_;
