@@ -543,6 +543,10 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
   if (r.has("gauss_newton")) {
     ObjectReader m(r.raw("gauss_newton"), join_path(r.path(), "gauss_newton"), r.source());
     o.lm_damping = m.number("damping", o.lm_damping, Bound::kNonNegative);
+    if (m.has("jacobian")) {
+      const std::string mode = m.choice("jacobian", std::nullopt, {"auto", "direct", "adjoint"});
+      o.gn_jacobian = mode == "direct" ? JacobianMode::kDirect : mode == "adjoint" ? JacobianMode::kAdjoint : JacobianMode::kAuto;
+    }
     m.finish();
   }
   if (r.has("adam")) {

@@ -74,6 +74,38 @@ void Objective::residual_jacobian(const Model& model, const Trajectory& traj, co
   }
 }
 
+bool ObjectiveTerm::residual_state_rows(const Model&, const Trajectory&, std::vector<ResidualStateRows>&) const {
+  return false;
+}
+
+TrajectorySensitivities no_sensitivities(const Model& model, const Trajectory& traj, std::span<const int> params) {
+  TrajectorySensitivities zero;
+  const int n = static_cast<int>(traj.q.size()) - 1;
+  zero.params.assign(params.begin(), params.end());
+  zero.position.assign(params.size(), -1);
+  zero.first_step.assign(params.size(), n + 1);
+  zero.s.assign(n + 1, MatX(model.num_dofs(), 0));
+  return zero;
+}
+
+int Objective::residual_partials(const Model& model, const Trajectory& traj, const TrajectorySensitivities& zero,
+                                  MatX& out, std::vector<MatX>& parts, std::vector<ResidualStateRows>& rows) const {
+  residual_jacobian(model, traj, zero, out, parts);
+  rows.clear();
+  int at = 0;
+  for (size_t t = 0; t < terms_.size(); ++t) {
+    const size_t first = rows.size();
+    if (!terms_[t].second->residual_state_rows(model, traj, rows)) return static_cast<int>(t);
+    const double s = std::sqrt(terms_[t].first);
+    for (size_t b = first; b < rows.size(); ++b) {
+      rows[b].first_row += at;
+      rows[b].dq *= s;
+    }
+    at += static_cast<int>(parts[t].rows());
+  }
+  return -1;
+}
+
 int Objective::first_non_least_squares_term() const {
   for (size_t t = 0; t < terms_.size(); ++t)
     if (!terms_[t].second->has_residuals()) return static_cast<int>(t);

@@ -4,11 +4,13 @@
 /// and ∂φ/∂p; the gradient passes in sensitivity/ turn them into dΦ/dp.
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "addsim/sensitivity/direct_jacobian.h"
+#include "addsim/sensitivity/reverse_jacobian.h"
 #include "addsim/sensitivity/objective_function.h"
 
 namespace addsim {
@@ -34,6 +36,10 @@ struct TrajectoryTangent {
   const VecX* dp = nullptr;
 };
 
+/// Sensitivities of `traj` for `params` that are zero at every step (no active column): with
+/// them ObjectiveTerm::residual_jacobian() gives ∂ρ/∂p alone.
+TrajectorySensitivities no_sensitivities(const Model& model, const Trajectory& traj, std::span<const int> params);
+
 /// One objective term φ(q̃, p).
 class ObjectiveTerm {
  public:
@@ -56,6 +62,13 @@ class ObjectiveTerm {
   /// that read few steps or only p override it with the column loop inside.
   virtual void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                                  MatX& out) const;
+  /// Reverse-mode form (only if has_residuals()): appends to `rows` one block per step the
+  /// residuals read, ∂ρ/∂q^i of a run of consecutive rows (row numbers of this term's ρ, as in
+  /// residuals(); ∂ρ/∂p stays in residual_jacobian()). Returns false if the term does not
+  /// provide it (the default; Gauss–Newton then uses direct sensitivities). A term whose ρ
+  /// depends on p only appends nothing and returns true.
+  virtual bool residual_state_rows(const Model& model, const Trajectory& traj,
+                                   std::vector<ResidualStateRows>& rows) const;
 };
 
 /// Φ = Σ_t w_t φ_t.
@@ -79,6 +92,14 @@ class Objective final : public ObjectiveFunction {
   /// that blocks of repeating sizes reuse their memory: cube drag, a 354 × 360 smoothness block).
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens, MatX& out,
                          std::vector<MatX>& parts) const;
+  /// The pieces of dρ/dp for reverse mode (sensitivity/reverse_jacobian.h): `out` (|ρ| × m)
+  /// = ∂ρ/∂p for the parameters of `zero`, sensitivities with no active column
+  /// (no_sensitivities()), through every term's residual_jacobian() with the blocks in
+  /// `parts`; `rows` = every term's residual_state_rows(), rows numbered in the stacked ρ and
+  /// scaled by √w_t. Returns −1, or the index of the first term that does not provide its
+  /// rows (then `rows` is incomplete).
+  int residual_partials(const Model& model, const Trajectory& traj, const TrajectorySensitivities& zero, MatX& out,
+                         std::vector<MatX>& parts, std::vector<ResidualStateRows>& rows) const;
   /// Unweighted value of every term, in the order added (for reports).
   std::vector<double> term_values(const Model& model, const Trajectory& traj) const;
   int size() const { return static_cast<int>(terms_.size()); }

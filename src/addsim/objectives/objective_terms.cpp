@@ -59,6 +59,19 @@ void CenterOfMassTarget::residual_jacobian(const Model& model, const Trajectory&
     tracked_point_jacobian(point_, model, traj, i, Mat3::Identity(), sens, out.middleRows(3 * (i - a), 3), name());
 }
 
+bool CenterOfMassTarget::residual_state_rows(const Model& model, const Trajectory& traj,
+                                             std::vector<ResidualStateRows>& rows) const {
+  const auto [a, b] = stored_steps(window_, model, traj, "com_target");
+  MatX jp;
+  for (int i = a; i <= b; ++i) {
+    ResidualStateRows& block = rows.emplace_back();
+    block.step = i;
+    block.first_row = 3 * (i - a);
+    tracked_point_partials(point_, model, traj, i, Mat3::Identity(), block.dq, jp, name());
+  }
+  return true;
+}
+
 PointTargets::PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets, StepWindow window)
     : dofs_(std::move(dofs)), targets_(std::move(targets)), window_(window) {
   if (dofs_.size() != targets_.size())
@@ -66,11 +79,15 @@ PointTargets::PointTargets(std::vector<DofIndex> dofs, std::vector<Vec3> targets
                      std::to_string(targets_.size()) + " targets");
 }
 
-double PointTargets::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {
+void PointTargets::check_dofs(const Model& model) const {
   for (DofIndex d : dofs_)
     if (d < 0 || d + 3 > model.num_dofs())
       throw InputError("point_targets: DOF " + std::to_string(d) + " is outside the model's " +
                        std::to_string(model.num_dofs()) + " DOFs");
+}
+
+double PointTargets::evaluate(const Model& model, const Trajectory& traj, double scale, ObjectiveGradient* grad) const {
+  check_dofs(model);
   const auto [a, b] = stored_steps(window_, model, traj, "point_targets");
   double phi = 0.0;
   for (int i = a; i <= b; ++i) {
@@ -86,10 +103,7 @@ double PointTargets::evaluate(const Model& model, const Trajectory& traj, double
 
 void PointTargets::residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                              VecX* drho) const {
-  for (DofIndex d : dofs_)
-    if (d < 0 || d + 3 > model.num_dofs())
-      throw InputError("point_targets: DOF " + std::to_string(d) + " is outside the model's " +
-                       std::to_string(model.num_dofs()) + " DOFs");
+  check_dofs(model);
   const auto [a, b] = stored_steps(window_, model, traj, "point_targets");
   // ρ = [x_k(q^i) − target_k]_{i∈W, k}.
   const int np = static_cast<int>(dofs_.size());
@@ -101,6 +115,33 @@ void PointTargets::residuals(const Model& model, const Trajectory& traj, VecX& r
       rho.segment<3>(at) = traj.q[i].segment<3>(dofs_[k]) - targets_[k];
       if (tangent) drho->segment<3>(at) = (*tangent->dq)[i].segment<3>(dofs_[k]);
     }
+}
+
+bool PointTargets::residual_state_rows(const Model& model, const Trajectory& traj,
+                                       std::vector<ResidualStateRows>& rows) const {
+  check_dofs(model);
+  const auto [a, b] = stored_steps(window_, model, traj, "point_targets");
+  // Rows as in residuals(): row 3 (np (i − a) + k) + d reads q^i[dofs_k + d].
+  const int np = static_cast<int>(dofs_.size());
+  for (int i = a; i <= b; ++i) {
+    ResidualStateRows& block = rows.emplace_back();
+    block.step = i;
+    block.first_row = 3 * np * (i - a);
+    block.dq.setZero(3 * np, model.num_dofs());
+    for (int k = 0; k < np; ++k)
+      for (int d = 0; d < 3; ++d) block.dq(3 * k + d, dofs_[k] + d) = 1.0;
+  }
+  return true;
+}
+
+void PointTargets::residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                                     MatX& out) const {
+  std::vector<ResidualStateRows> rows;
+  residual_state_rows(model, traj, rows);
+  Eigen::Index size = 0;
+  for (const ResidualStateRows& b : rows) size += b.dq.rows();
+  out.setZero(size, static_cast<Eigen::Index>(sens.params.size()));
+  for (const ResidualStateRows& b : rows) add_step_block(b.dq, sens, b.step, out.middleRows(b.first_row, b.dq.rows()));
 }
 
 ControlSmoothness::ControlSmoothness(int handle, StepWindow rows) : handle_(handle), rows_(rows) {}

@@ -25,6 +25,9 @@ class CenterOfMassTarget final : public ObjectiveTerm {
   /// From ∂c/∂q^i and the sensitivity blocks (tracked_point_jacobian), not one tangent per column.
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const override;
+  /// ∂ρ_i/∂q^i = ∂c/∂q^i per step of the window.
+  bool residual_state_rows(const Model& model, const Trajectory& traj,
+                           std::vector<ResidualStateRows>& rows) const override;
 
  private:
   TrackedPoint point_;
@@ -43,8 +46,17 @@ class PointTargets final : public ObjectiveTerm {
   bool has_residuals() const override { return true; }
   void residuals(const Model& model, const Trajectory& traj, VecX& rho, const TrajectoryTangent* tangent,
                  VecX* drho) const override;
+  /// Selected rows of S^i per step of the window (no p dependence).
+  void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
+                         MatX& out) const override;
+  /// ∂ρ_i/∂q^i: a unit entry per row (the point's coordinate).
+  bool residual_state_rows(const Model& model, const Trajectory& traj,
+                           std::vector<ResidualStateRows>& rows) const override;
 
  private:
+  // The DOFs checked against the model (InputError otherwise).
+  void check_dofs(const Model& model) const;
+
   std::vector<DofIndex> dofs_;
   std::vector<Vec3> targets_;
   StepWindow window_;
@@ -79,6 +91,10 @@ class ControlSmoothness final : public ObjectiveTerm {
   /// dρ/dp = ∂ρ/∂p (±√2 entries; the controls' states do not enter ρ).
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const override;
+  /// None: ρ depends on p only.
+  bool residual_state_rows(const Model&, const Trajectory&, std::vector<ResidualStateRows>&) const override {
+    return true;
+  }
 
  private:
   int handle_ = -1;

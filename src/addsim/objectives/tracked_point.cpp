@@ -111,12 +111,12 @@ void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::ve
   }
 }
 
-void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
-                            const Mat3& P, const TrajectorySensitivities& sens, Eigen::Ref<MatX> out,
-                            std::string_view who) {
+void tracked_point_partials(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
+                            const Mat3& P, MatX& jq, MatX& jp, std::string_view who) {
   const VecX& q = traj.q[i];
   const Eigen::Index nq = q.size();
-  MatX jq(3, nq), jp(3, traj.p.size());
+  jq.resize(3, nq);
+  jp.resize(3, traj.p.size());
   VecX gq(nq), gp(traj.p.size());
   for (int k = 0; k < 3; ++k) {
     gq.setZero();
@@ -127,6 +127,13 @@ void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const
   }
   jq = (P * jq).eval();
   jp = (P * jp).eval();
+}
+
+void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
+                            const Mat3& P, const TrajectorySensitivities& sens, Eigen::Ref<MatX> out,
+                            std::string_view who) {
+  MatX jq, jp;
+  tracked_point_partials(point, model, traj, i, P, jq, jp, who);
   const int m = static_cast<int>(sens.params.size());
   for (int c = 0; c < m; ++c) out.col(c) = jp.col(sens.params[c]);
   add_step_block(jq, sens, i, out);

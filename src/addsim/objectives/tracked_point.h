@@ -59,6 +59,11 @@ void boundary_area_weights(const FemBody& body, std::vector<int>& nodes, std::ve
 /// column (feature points on the cube drag: 4 markers × 360 columns).
 void add_step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out);
 
+/// ∂(P c)/∂q^i (3 × |q|) into jq and ∂(P c)/∂p (3 × |p|) into jp for the tracked point at
+/// step i, from three vjps.
+void tracked_point_partials(const TrackedPoint& point, const Model& model, const Trajectory& traj, int i,
+                            const Mat3& P, MatX& jq, MatX& jp, std::string_view who);
+
 /// Three rows of a Gauss–Newton residual Jacobian for P c(q^i, p) at step i: out (3 × m) =
 /// P (∂c/∂q^i s^i_c + ∂c/∂p_c) for the m parameters of `sens` (s^i_c = 0 before the column's
 /// first step). ∂c/∂q^i and ∂c/∂p come from three vjps and ∂c/∂q^i is non-zero on the body's

@@ -89,6 +89,20 @@ void CenterOfMassLine::residual_jacobian(const Model& model, const Trajectory& t
   for (int i = a; i <= b; ++i) tracked_point_jacobian(tracked_, model, traj, i, P, sens, out.middleRows(3 * (i - a), 3), name());
 }
 
+bool CenterOfMassLine::residual_state_rows(const Model& model, const Trajectory& traj,
+                                           std::vector<ResidualStateRows>& rows) const {
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  const Mat3 P = Mat3::Identity() - direction_ * direction_.transpose();
+  MatX jp;
+  for (int i = a; i <= b; ++i) {
+    ResidualStateRows& block = rows.emplace_back();
+    block.step = i;
+    block.first_row = 3 * (i - a);
+    tracked_point_partials(tracked_, model, traj, i, P, block.dq, jp, name());
+  }
+  return true;
+}
+
 CenterOfMassCoordinate::CenterOfMassCoordinate(int body, const Vec3& axis, StepWindow window)
     : CenterOfMassCoordinate(TrackedPoint::center_of_mass(body), axis, window) {}
 
@@ -169,24 +183,46 @@ void MarkerTrajectories::residual_jacobian(const Model& model, const Trajectory&
   }
   // Rows as in residuals(); the markers do not depend on p, so column c is (∂x/∂q) s^{step_f}_c
   // with ∂x/∂q (3 × |q|) from three vjps (add_step_block; cube drag: 4 markers × 360 columns).
-  const int nq = model.num_dofs();
   out.setZero(3 * count, static_cast<Eigen::Index>(sens.params.size()));
   Eigen::Index at = 0;
-  VecX row(nq);
-  MatX jac(3, nq);
+  MatX jac;
   for (const MarkerFrame& f : frames_) {
     const VecX& q = traj.q[f.step];
     for (size_t m = 0; m < markers_.size(); ++m) {
       if (!f.visible[m]) continue;
-      for (int k = 0; k < 3; ++k) {
-        row.setZero();
-        markers_[m].vjp(q, Vec3::Unit(k), row);
-        jac.row(k) = row.transpose();
-      }
+      marker_rows(q, m, jac);
       add_step_block(jac, sens, f.step, out.middleRows(at, 3));
       at += 3;
     }
   }
+}
+
+void MarkerTrajectories::marker_rows(const VecX& q, size_t m, MatX& jac) const {
+  VecX row(q.size());
+  jac.resize(3, q.size());
+  for (int k = 0; k < 3; ++k) {
+    row.setZero();
+    markers_[m].vjp(q, Vec3::Unit(k), row);
+    jac.row(k) = row.transpose();
+  }
+}
+
+bool MarkerTrajectories::residual_state_rows(const Model& model, const Trajectory& traj,
+                                             std::vector<ResidualStateRows>& rows) const {
+  for (const Marker& m : markers_) check_marker(m, model, name());
+  for (const MarkerFrame& f : frames_) check_step(f.step, model, traj, name());
+  // Rows as in residuals(): 3 per visible marker of each frame, frames in order.
+  int at = 0;
+  for (const MarkerFrame& f : frames_)
+    for (size_t m = 0; m < markers_.size(); ++m) {
+      if (!f.visible[m]) continue;
+      ResidualStateRows& block = rows.emplace_back();
+      block.step = f.step;
+      block.first_row = at;
+      marker_rows(traj.q[f.step], m, block.dq);
+      at += 3;
+    }
+  return true;
 }
 
 Vec3 closest_point_on_triangle(const Vec3& y, const Vec3& a, const Vec3& b, const Vec3& c) {
@@ -380,24 +416,41 @@ void UprightAxis::residual_jacobian(const Model& model, const Trajectory& traj, 
   const auto [a, b] = stored_steps(window_, model, traj, name());
   // Rows as in residuals(): ∂ρ_i/∂q^i = (I − n nᵀ)(∂x_top/∂q − ∂x_bottom/∂q)/‖d‖ from vjps,
   // times S^i (add_step_block); no p dependence.
-  const int nq = model.num_dofs();
   out.setZero(3 * (b - a + 1), static_cast<Eigen::Index>(sens.params.size()));
-  VecX row(nq);
-  MatX jac(3, nq);
+  MatX jac;
   for (int i = a; i <= b; ++i) {
-    const VecX& q = traj.q[i];
-    double len = 0.0;
-    const Vec3 d = axis_at(q, i, len);
-    const Vec3 n = d / len;
-    for (int k = 0; k < 3; ++k) {
-      row.setZero();
-      top_.vjp(q, Vec3::Unit(k), row);
-      bottom_.vjp(q, -Vec3::Unit(k), row);
-      jac.row(k) = row.transpose();
-    }
-    jac = (((Mat3::Identity() - n * n.transpose()) / len) * jac).eval();
+    step_rows(traj.q[i], i, jac);
     add_step_block(jac, sens, i, out.middleRows(3 * (i - a), 3));
   }
+}
+
+void UprightAxis::step_rows(const VecX& q, int i, MatX& jac) const {
+  double len = 0.0;
+  const Vec3 d = axis_at(q, i, len);
+  const Vec3 n = d / len;
+  VecX row(q.size());
+  jac.resize(3, q.size());
+  for (int k = 0; k < 3; ++k) {
+    row.setZero();
+    top_.vjp(q, Vec3::Unit(k), row);
+    bottom_.vjp(q, -Vec3::Unit(k), row);
+    jac.row(k) = row.transpose();
+  }
+  jac = (((Mat3::Identity() - n * n.transpose()) / len) * jac).eval();
+}
+
+bool UprightAxis::residual_state_rows(const Model& model, const Trajectory& traj,
+                                      std::vector<ResidualStateRows>& rows) const {
+  check_marker(bottom_, model, name());
+  check_marker(top_, model, name());
+  const auto [a, b] = stored_steps(window_, model, traj, name());
+  for (int i = a; i <= b; ++i) {
+    ResidualStateRows& block = rows.emplace_back();
+    block.step = i;
+    block.first_row = 3 * (i - a);
+    step_rows(traj.q[i], i, block.dq);
+  }
+  return true;
 }
 
 SoftMinDistance::SoftMinDistance(int body, const Vec3& target, double alpha, StepWindow window)

@@ -27,6 +27,9 @@ class CenterOfMassLine final : public ObjectiveTerm {
   /// From ∂c/∂q^i and the sensitivity blocks (tracked_point_jacobian), not one tangent per column.
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const override;
+  /// ∂ρ_i/∂q^i = (I − u uᵀ) ∂c/∂q^i per step of the window.
+  bool residual_state_rows(const Model& model, const Trajectory& traj,
+                           std::vector<ResidualStateRows>& rows) const override;
 
  private:
   TrackedPoint tracked_;
@@ -71,9 +74,15 @@ class MarkerTrajectories final : public ObjectiveTerm {
   /// dρ/dp from the frames' steps only (marker jvps of the stored sensitivity columns).
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const override;
+  /// ∂x_m/∂q^{step_f} per frame and visible marker (3 rows each).
+  bool residual_state_rows(const Model& model, const Trajectory& traj,
+                           std::vector<ResidualStateRows>& rows) const override;
   const std::vector<Marker>& markers() const { return markers_; }
 
  private:
+  // The three rows ∂x_m/∂q (3 × |q|) of marker m at configuration q (from three vjps).
+  void marker_rows(const VecX& q, size_t m, MatX& jac) const;
+
   std::vector<Marker> markers_;
   std::vector<MarkerFrame> frames_;
 };
@@ -117,8 +126,13 @@ class UprightAxis final : public ObjectiveTerm {
   /// From ∂ρ_i/∂q^i (marker vjps) and the sensitivity blocks, not one tangent per column.
   void residual_jacobian(const Model& model, const Trajectory& traj, const TrajectorySensitivities& sens,
                          MatX& out) const override;
+  /// ∂ρ_i/∂q^i per step of the window.
+  bool residual_state_rows(const Model& model, const Trajectory& traj,
+                           std::vector<ResidualStateRows>& rows) const override;
 
  private:
+  // ∂ρ_i/∂q^i (3 × |q|) at step i.
+  void step_rows(const VecX& q, int i, MatX& jac) const;
   // The markers' bottom → top vector d at step i and its length (SimulationError if zero).
   Vec3 axis_at(const VecX& q, int i, double& len) const;
 

@@ -584,7 +584,10 @@ OptimizationResult minimize(SimulationProblem& problem, const VecX& x0_in, const
         run_lbfgsb(problem, t, x0, options);
         break;
       }
-      case OptimizerMethod::kGaussNewton: run_gauss_newton(problem, t, x0, options); break;
+      case OptimizerMethod::kGaussNewton:
+        problem.set_jacobian_mode(options.gn_jacobian);
+        run_gauss_newton(problem, t, x0, options);
+        break;
       case OptimizerMethod::kAdam: run_adam(problem, t, x0, options); break;
       case OptimizerMethod::kCmaes: run_cmaes(problem, t, x0, options); break;
     }

@@ -54,6 +54,7 @@ struct OptimizerOptions {
   int lbfgs_max_linesearch = 20;  ///< trials per line search
   // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
   double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
+  JacobianMode gn_jacobian = JacobianMode::kAuto;  ///< how J is formed (SimulationProblem::set_jacobian_mode)
   // ADAM [Kingma and Ba 2015]: learning rate η_k = η₀ · decay^k
   double adam_learning_rate = 1e-2;
   double adam_beta1 = 0.9;

@@ -20,6 +20,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+const char* to_string(JacobianMode mode) {
+  switch (mode) {
+    case JacobianMode::kAuto: return "auto";
+    case JacobianMode::kDirect: return "direct";
+    case JacobianMode::kAdjoint: return "adjoint";
+  }
+  return "?";
+}
+
 SimulationProblem::SimulationProblem(const Model& model, const Objective& objective, ParameterSelection selection,
                                      VecX p_base, int slots, int threads_per_slot, ProblemOwner owner)
     : owner_(std::move(owner)),
@@ -116,14 +125,40 @@ Evaluation SimulationProblem::evaluate(const VecX& x, bool gradient, int slot) {
 }
 
 void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX& out) {
+  ResidualSlot& rs = residual_slots_[slot];
+  const std::vector<int>& indices = selection_.indices();
+  // Reverse mode: ∂ρ/∂p from the terms with zero sensitivities, then the trajectory's part
+  // Σ_i ∂ρ/∂q^i dq^i/dp from one backward sweep with one adjoint seed per row that reads the
+  // state (sensitivity/reverse_jacobian.h). kAuto takes it when its seeds, summed over the
+  // steps they are carried, are fewer than the direct sweep's columns (cube drag: 12 rows
+  // × ≤ 60 steps against 360 columns × ≈ 30 steps on average).
+  bool reverse = false;
+  if (jacobian_mode_ != JacobianMode::kDirect) {
+    if (rs.zero.params != indices || rs.zero.s.size() != traj.q.size() ||
+        (!rs.zero.s.empty() && rs.zero.s[0].rows() != model_.num_dofs()))
+      rs.zero = no_sensitivities(model_, traj, indices);
+    const int missing = objective_.residual_partials(model_, traj, rs.zero, out, rs.parts, rs.rows);
+    if (missing >= 0 && jacobian_mode_ == JacobianMode::kAdjoint)
+      throw InputError("optimize.gauss_newton.jacobian: adjoint needs every objective term's rows d(rho)/dq; term " +
+                       std::to_string(missing) + " (" + std::string(objective_.term(missing).name()) +
+                       ") does not give them (use auto or direct)");
+    reverse = missing < 0 && (jacobian_mode_ == JacobianMode::kAdjoint ||
+                              jacobian_mode_cost(model_, indices, rs.rows).reverse_is_cheaper());
+  }
+  rs.used = reverse ? JacobianMode::kAdjoint : JacobianMode::kDirect;
+  if (reverse) {
+    if (!rs.reverse) rs.reverse = std::make_unique<ReverseJacobianSweep>(model_);
+    rs.reverse->run(traj, indices, rs.rows, out);
+    for (int c = 0; c < size(); ++c)
+      if (selection_.log_scale(c)) out.col(c) *= traj.p[indices[c]];
+    return;
+  }
   // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with
   // s^i_k = dq^i/dp_k from one multi-parameter direct sweep (sensitivity/direct_jacobian.h)
   // per block of columns; blocks bound the stored sensitivities to sensitivity_memory_ (one
   // block for the paper's problems). The slot's sweep keeps its workspace and blocks between
   // evaluations.
-  ResidualSlot& rs = residual_slots_[slot];
   if (!rs.sweep) rs.sweep = std::make_unique<DirectSensitivitySweep>(model_);
-  const std::vector<int>& indices = selection_.indices();
   const double column_bytes = 8.0 * static_cast<double>(traj.q.size()) * model_.num_dofs();
   const int block =
       static_cast<int>(std::clamp(sensitivity_memory_ / std::max(column_bytes, 1.0), 1.0, static_cast<double>(size())));

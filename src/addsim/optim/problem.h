@@ -18,6 +18,7 @@
 #include "addsim/objectives/objective.h"
 #include "addsim/sensitivity/direct_jacobian.h"
 #include "addsim/sensitivity/parameter_selection.h"
+#include "addsim/sensitivity/reverse_jacobian.h"
 #include "addsim/solver/simulator.h"
 
 namespace addsim {
@@ -42,6 +43,16 @@ struct LeastSquaresEvaluation {
   std::string failure;
   double seconds = 0.0;
 };
+
+/// How the Gauss–Newton Jacobian dρ/dx is formed (docs/gradients.md §Gauss–Newton Jacobian):
+/// forward by direct sensitivities (one right-hand side per parameter and step,
+/// sensitivity/direct_jacobian.h), backward by adjoints (one per residual row that reads the
+/// state and step, sensitivity/reverse_jacobian.h), or whichever the cost model
+/// jacobian_mode_cost() says is cheaper. Both give the same Jacobian to round-off.
+enum class JacobianMode { kAuto, kDirect, kAdjoint };
+
+/// "auto", "direct", "adjoint".
+const char* to_string(JacobianMode mode);
 
 /// Keeps the caller's model and objective alive (e.g. a loaded task); may be null.
 using ProblemOwner = std::shared_ptr<const void>;
@@ -102,6 +113,15 @@ class SimulationProblem {
   /// kSensitivityMemoryBytes): evaluate_residuals() splits the Jacobian into column blocks
   /// that fit.
   void set_sensitivity_memory(double bytes);
+  /// How add_jacobian() and evaluate_residuals(x, true) form dρ/dx (default kAuto).
+  /// kAdjoint needs every objective term to give its state rows
+  /// (ObjectiveTerm::residual_state_rows; InputError at the first Jacobian otherwise); kAuto
+  /// uses direct sensitivities for objectives with such a term.
+  void set_jacobian_mode(JacobianMode mode) { jacobian_mode_ = mode; }
+  JacobianMode jacobian_mode() const { return jacobian_mode_; }
+  /// The mode the last Jacobian of `slot` was formed in (kDirect or kAdjoint; kAuto before
+  /// the first).
+  JacobianMode last_jacobian_mode(int slot = 0) const { return residual_slots_.at(slot).used; }
 
   /// Forward simulations run so far (the paper's "simulation runs").
   long simulations() const { return simulations_.load(); }
@@ -123,11 +143,17 @@ class SimulationProblem {
   ParameterSelection selection_;
   VecX p_base_, lower_, upper_;
   double sensitivity_memory_ = kSensitivityMemoryBytes;
+  JacobianMode jacobian_mode_ = JacobianMode::kAuto;
   std::vector<std::unique_ptr<Simulator>> simulators_;
-  // Per slot: the direct sweep's workspace (created at the first Jacobian) and the last
-  // completed trajectory of evaluate_residuals with its x (for add_jacobian).
+  // Per slot: the direct and reverse sweeps' workspaces (created at the first Jacobian in
+  // their mode) and the last completed trajectory of evaluate_residuals with its x (for
+  // add_jacobian).
   struct ResidualSlot {
     std::unique_ptr<DirectSensitivitySweep> sweep;
+    std::unique_ptr<ReverseJacobianSweep> reverse;
+    TrajectorySensitivities zero;          ///< no active column: the terms give ∂ρ/∂p with it
+    std::vector<ResidualStateRows> rows;  ///< the terms' ∂ρ/∂q^i blocks (reverse mode)
+    JacobianMode used = JacobianMode::kAuto;
     std::vector<MatX> parts;  ///< the objective terms' residual blocks (memory reused)
     MatX block;               ///< a column block's Jacobian when the columns are split
     Trajectory traj;
