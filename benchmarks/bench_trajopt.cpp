@@ -2,8 +2,10 @@
 // (docs/validation/trajectory-optimization.md): per task, the time of one simulation, of one
 // gradient by the adjoint (all parameters), of one Gauss–Newton Jacobian dρ/dx by the
 // multi-parameter direct sweep (sensitivity/direct_jacobian.h; the sweep alone and with the
-// residual columns, as SimulationProblem::evaluate_residuals forms them), optionally the old
-// way (one direct pass per parameter), and the task's own `optimize` run to its stopping rule.
+// residual columns) and by the reverse sweep (sensitivity/reverse_jacobian.h; with the terms'
+// ∂ρ/∂p and state rows), the whole Jacobian as SimulationProblem::add_jacobian forms it in
+// either mode and the mode kAuto picks, optionally the old way (one direct pass per
+// parameter), and the task's own `optimize` run to its stopping rule.
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
@@ -33,6 +35,7 @@
 #include "addsim/sensitivity/adjoint.h"
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/direct_jacobian.h"
+#include "addsim/sensitivity/reverse_jacobian.h"
 
 namespace {
 
@@ -79,11 +82,15 @@ void run_task(const std::string& name, const Options& o) {
   Simulator sim(model);
   // Wall times and CPU times (the ratios under load: the machines are shared, and CPU time
   // does not count the waits for a core; it adds up a helper thread's work).
-  std::vector<double> t_sim, t_grad, t_sweep, t_resjac, c_sim, c_sweep, c_resjac;
-  long factorizations = 0;
-  // The sweep as the optimiser runs it: one workspace kept across evaluations.
+  std::vector<double> t_sim, t_grad, t_sweep, t_resjac, t_reverse, c_sim, c_sweep, c_resjac, c_reverse;
+  long factorizations = 0, reverse_factorizations = 0;
+  int seeds = 0;
+  // The sweeps as the optimiser runs them: one workspace each kept across evaluations.
   DirectSensitivitySweep sweep(model, o.dense_dofs);
-  MatX jacobian;
+  ReverseJacobianSweep reverse(model, o.dense_dofs);
+  MatX jacobian, reverse_jacobian;
+  std::vector<MatX> parts;
+  std::vector<ResidualStateRows> rows;
   for (int r = 0; r < o.repeat; ++r) {
     auto t0 = Clock::now();
     double c0 = cpu_seconds();
@@ -112,6 +119,24 @@ void run_task(const std::string& name, const Options& o) {
     task.objective.residual_jacobian(model, traj, sens, jacobian);
     t_resjac.push_back(seconds_since(t0));
     c_resjac.push_back(cpu_seconds() - c0);
+    // The same dρ/dp by the reverse sweep: ∂ρ/∂p and the state rows from the terms, then one
+    // backward sweep with a seed per row.
+    t0 = Clock::now();
+    c0 = cpu_seconds();
+    const TrajectorySensitivities zero = no_sensitivities(model, traj, params);
+    if (task.objective.residual_partials(model, traj, zero, reverse_jacobian, parts, rows) >= 0) {
+      std::printf("%-16s reverse sweep skipped: a term gives no state rows\n", name.c_str());
+      continue;
+    }
+    reverse.run(traj, params, rows, reverse_jacobian);
+    t_reverse.push_back(seconds_since(t0));
+    c_reverse.push_back(cpu_seconds() - c0);
+    reverse_factorizations = reverse.factorizations();
+    seeds = reverse.seeds();
+    if (r == 0) {
+      const double dev = (reverse_jacobian - jacobian).cwiseAbs().maxCoeff() / jacobian.cwiseAbs().maxCoeff();
+      std::printf("%-16s reverse vs direct dρ/dp: max deviation %.2e of the largest entry\n", name.c_str(), dev);
+    }
   }
   if (o.sweep_only) {
     std::printf("%-16s sim %9.4f s | sweep %9.4f s (%5.2fx, %ld LU) | CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx)\n",
@@ -120,32 +145,43 @@ void run_task(const std::string& name, const Options& o) {
     return;
   }
   // The whole Gauss–Newton Jacobian as the optimiser gets it: the Jacobian of the point last
-  // evaluated by evaluate_residuals (no second simulation; sweep, residual blocks, scaling).
-  SimulationProblem problem(model, task.objective, task.selection, p, 1, 0);
-  const VecX x0 = problem.x0();
-  std::vector<double> t_jac, c_jac;
-  for (int r = 0; r < o.repeat; ++r) {
-    LeastSquaresEvaluation e = problem.evaluate_residuals(x0, false);
-    const auto t0 = Clock::now();
-    const double c0 = cpu_seconds();
-    if (!e.failed) problem.add_jacobian(e);
-    t_jac.push_back(seconds_since(t0));
-    c_jac.push_back(cpu_seconds() - c0);
-    if (e.failed) {
-      std::printf("%-16s residual evaluation failed: %s\n", name.c_str(), e.failure.c_str());
-      return;
+  // evaluated by evaluate_residuals (no second simulation; sweep, residual blocks, scaling),
+  // in each mode, and the mode kAuto picks.
+  std::vector<double> t_jac[3], c_jac[3];
+  JacobianMode picked = JacobianMode::kAuto;
+  const JacobianMode modes[3] = {JacobianMode::kDirect, JacobianMode::kAdjoint, JacobianMode::kAuto};
+  for (int k = 0; k < 3; ++k) {
+    SimulationProblem problem(model, task.objective, task.selection, p, 1, 0);
+    problem.set_jacobian_mode(modes[k]);
+    const VecX x0 = problem.x0();
+    for (int r = 0; r < o.repeat; ++r) {
+      LeastSquaresEvaluation e = problem.evaluate_residuals(x0, false);
+      const auto t0 = Clock::now();
+      const double c0 = cpu_seconds();
+      if (!e.failed) problem.add_jacobian(e);
+      t_jac[k].push_back(seconds_since(t0));
+      c_jac[k].push_back(cpu_seconds() - c0);
+      if (e.failed) {
+        std::printf("%-16s residual evaluation failed: %s\n", name.c_str(), e.failure.c_str());
+        return;
+      }
     }
+    if (modes[k] == JacobianMode::kAuto) picked = problem.last_jacobian_mode();
   }
   const double ts = median(t_sim), tg = median(t_grad), tw = median(t_sweep), tr = median(t_resjac),
-               tj = median(t_jac);
-  const double cs = median(c_sim), cw = median(c_sweep), cr = median(c_resjac), cj = median(c_jac);
+               tv = median(t_reverse), tjd = median(t_jac[0]), tja = median(t_jac[1]);
+  const double cs = median(c_sim), cw = median(c_sweep), cr = median(c_resjac), cv = median(c_reverse),
+               cjd = median(c_jac[0]), cja = median(c_jac[1]), cjx = median(c_jac[2]);
   std::printf("%-16s |q| %4d  |p| %5zu  steps %4d | sim %9.4f s | adjoint %9.4f s (%5.2fx) | sweep %9.4f s (%5.2fx, "
-              "%ld LU) | residual blocks %9.4f s | GN Jacobian %9.4f s (%5.2fx)\n",
+              "%ld LU) | residual blocks %9.4f s | reverse %9.4f s (%5.2fx, %ld LU, %d seeds) | GN Jacobian direct "
+              "%9.4f s (%5.2fx), adjoint %9.4f s (%5.2fx)\n",
               name.c_str(), model.num_dofs(), params.size(), model.scheme().steps, ts, tg, tg / ts, tw, tw / ts,
-              factorizations, tr, tj, tj / ts);
-  std::printf("%-16s CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx) | residual blocks %9.4f s (%5.2fx) | GN Jacobian "
-              "%9.4f s (%5.2fx)\n",
-              name.c_str(), cs, cw, cw / cs, cr, cr / cs, cj, cj / cs);
+              factorizations, tr, tv, tv / ts, reverse_factorizations, seeds, tjd, tjd / ts, tja, tja / ts);
+  std::printf("%-16s CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx) | residual blocks %9.4f s (%5.2fx) | reverse "
+              "%9.4f s (%5.2fx) | GN Jacobian direct %9.4f s (%5.2fx), adjoint %9.4f s (%5.2fx), auto (%s) %9.4f s "
+              "(%5.2fx)\n",
+              name.c_str(), cs, cw, cw / cs, cr, cr / cs, cv, cv / cs, cjd, cjd / cs, cja, cja / cs, to_string(picked),
+              cjx, cjx / cs);
   if (o.per_parameter) {
     // The Jacobian before the sweep: one direct pass per parameter, each keeping its s^i.
     const Trajectory traj = sim.run(p);
