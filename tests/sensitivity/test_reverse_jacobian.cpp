@@ -229,13 +229,24 @@ TEST(ReverseJacobian, QuadrupedTermsMatchTheDirectJacobian) {
   std::vector<MatX> parts;
   std::vector<ResidualStateRows> rows;
   ASSERT_EQ(task.objective.residual_partials(m, traj, no_sensitivities(m, traj, params), got, parts, rows), -1);
+  MatX one_thread;
   for (int dense_dofs : {kDenseSensitivityDofs, 0}) {
     MatX out = got;
     ReverseJacobianSweep sweep(m, dense_dofs);
     sweep.run(traj, params, rows, out);
     EXPECT_GT(expected.cwiseAbs().maxCoeff(), 1e-3);
     EXPECT_LT(relative_deviation(out, expected), 1e-10) << (dense_dofs > 0 ? "dense" : "sparse");
+    if (dense_dofs > 0) one_thread = out;
   }
+  // With solver.threads = 2 a helper linearises the next step: the same arithmetic on the
+  // same trajectory, so the same Jacobian bit for bit.
+  const Task two = load_task_file(test::source_dir() / "tasks" / "quadruped_short.json",
+                                  {"scene.steps=8", "scene.solver.threads=2"});
+  ASSERT_EQ(two.scene.model->solver().threads, 2);
+  MatX out = got;
+  ReverseJacobianSweep sweep(*two.scene.model);
+  sweep.run(traj, params, rows, out);
+  EXPECT_TRUE(out == one_thread);
 }
 
 TEST(ReverseJacobian, CostModelCountsColumnsFromTheirStepAndRowsToTheirStep) {

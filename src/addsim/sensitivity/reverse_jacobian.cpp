@@ -42,6 +42,10 @@ JacobianModeCost jacobian_mode_cost(const Model& model, std::span<const int> par
 
 namespace {
 
+// Systems up to this many DOFs form the history products densely (the direct sweep's
+// HistoryProduct switches at the same size).
+constexpr int kDenseHistoryDofs = 32;
+
 using SparseView = Eigen::Map<const Eigen::SparseMatrix<double, Eigen::ColMajor, int>>;
 
 SparseView sparse_view(const SparsePattern& pattern, const VecX& values) {
@@ -66,10 +70,8 @@ struct ReverseJacobianSweep::Workspace {
     if (!dense) sparse_lu = make_linear_solver(model.solver().linear_solver, &model.pattern());
     if (model.solver().threads == 2) worker = std::make_unique<WorkerThread>();
     const int nq = model.num_dofs();
-    if (dense) {
-      jac_dense.resize(nq, nq);
-      hist_dense.resize(nq, nq);
-    }
+    if (dense) jac_dense.resize(nq, nq);
+    if (nq <= kDenseHistoryDofs) hist_dense.resize(nq, nq);
     column.resize(nq);
     solution.resize(nq);
     gq.resize(nq);
@@ -215,9 +217,12 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
       ++next_block;
     }
   };
-  // target.leftCols(a) += sign · Hᵀ Λ for the history-type block H with `values`.
+  // target.leftCols(a) += sign · Hᵀ Λ for the history-type block H with `values`: up to
+  // kDenseHistoryDofs a dense copy and one dense product (cube drag, 12 DOFs), above one
+  // sparse product over the pattern (H is non-zero on the inertia, damping and contact
+  // entries only; at 78 DOFs the dense copy cost more than the sparse product).
   auto add_transposed_product = [&](const VecX& values, double sign, Eigen::Ref<MatX> target, int a) {
-    if (w.dense) {
+    if (nq <= kDenseHistoryDofs) {
       to_dense(pattern, values, w.hist_dense);
       target.leftCols(a).noalias() += sign * (w.hist_dense.transpose() * w.lambda.leftCols(a));
     } else {
