@@ -97,6 +97,8 @@ int Objective::residual_partials(const Model& model, const Trajectory& traj, con
     const size_t first = rows.size();
     if (!terms_[t].second->residual_state_rows(model, traj, rows)) return static_cast<int>(t);
     const double s = std::sqrt(terms_[t].first);
+    // A term of weight 0 (a stage's switched-off term) has zero rows: no seeds for them.
+    if (s == 0.0) rows.resize(first);
     for (size_t b = first; b < rows.size(); ++b) {
       rows[b].first_row += at;
       rows[b].dq *= s;

@@ -96,7 +96,7 @@ class Objective final : public ObjectiveFunction {
   /// = ∂ρ/∂p for the parameters of `zero`, sensitivities with no active column
   /// (no_sensitivities()), through every term's residual_jacobian() with the blocks in
   /// `parts`; `rows` = every term's residual_state_rows(), rows numbered in the stacked ρ and
-  /// scaled by √w_t. Returns −1, or the index of the first term that does not provide its
+  /// scaled by √w_t (none for a term of weight 0: its rows are zero). Returns −1, or the index of the first term that does not provide its
   /// rows (then `rows` is incomplete).
   int residual_partials(const Model& model, const Trajectory& traj, const TrajectorySensitivities& zero, MatX& out,
                          std::vector<MatX>& parts, std::vector<ResidualStateRows>& rows) const;
