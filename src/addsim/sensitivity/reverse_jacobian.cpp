@@ -305,7 +305,6 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
   const int top = seed_last[0];
   StepLinearization* current = &w.current;
   StepLinearization* following = &w.following;
-  while (next_block < w.block_order.size() && w.block_step[w.block_order[next_block]] > top) ++next_block;
   if (top >= 1) current->evaluate(traj, top);
   for (int i = top; i >= 1; --i) {
     if (w.worker && i > 1) {
