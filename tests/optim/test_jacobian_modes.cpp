@@ -14,6 +14,7 @@
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
 #include "addsim/objectives/objective_terms.h"
+#include "addsim/objectives/tracking_terms.h"
 #include "addsim/optim/optimizer.h"
 #include "optim_scenes.h"
 
@@ -98,6 +99,30 @@ TEST(JacobianModes, CubeDragPicksTheAdjointAndTakesTheSameGaussNewtonIterates) {
       EXPECT_LT((iterates[k][it] - iterates[0][it]).cwiseAbs().maxCoeff(), 1e-9 * scale) << "iteration " << it;
     }
     EXPECT_NEAR(results[k].phi_best, results[0].phi_best, 1e-9 * results[0].phi_best);
+  }
+}
+
+TEST(JacobianModes, APointCloudTermIsDirectInAutoAndAnErrorInAdjoint) {
+  // point_cloud gives no state rows (its closest points move with q): kAuto forms its
+  // Jacobian by direct sensitivities, kAdjoint is a bad option naming the key.
+  auto t = test::scene_task(test::kSoftBoxDrop, {{"bodies.0.velocity.0.2"}}, {"steps=10"});
+  std::vector<PointCloudFrame> frames(1);
+  frames[0].step = 10;
+  frames[0].points = {Vec3(0.05, 0.0, 0.0), Vec3(0.0, 0.05, 0.2)};
+  t->objective.add(1.0, std::make_unique<PointCloudDistance>(0, frames));
+  auto automatic = test::make_problem(t);
+  const LeastSquaresEvaluation e = automatic->evaluate_residuals(automatic->x0(), true);
+  ASSERT_FALSE(e.failed) << e.failure;
+  EXPECT_GT(e.jacobian.norm(), 0.0);
+  EXPECT_EQ(automatic->last_jacobian_mode(), JacobianMode::kDirect);
+  auto adjoint = test::make_problem(t);
+  adjoint->set_jacobian_mode(JacobianMode::kAdjoint);
+  try {
+    adjoint->evaluate_residuals(adjoint->x0(), true);
+    FAIL() << "adjoint mode accepted a term without state rows";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("optimize.gauss_newton.jacobian"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("point_cloud"), std::string::npos) << err.what();
   }
 }
 

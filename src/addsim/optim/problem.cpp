@@ -133,7 +133,7 @@ void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX
   // steps they are carried, are fewer than the direct sweep's columns (cube drag: 12 rows
   // × ≤ 60 steps against 360 columns × ≈ 30 steps on average).
   bool reverse = false;
-  if (jacobian_mode_ != JacobianMode::kDirect) {
+  if (jacobian_mode_ == JacobianMode::kAdjoint || (jacobian_mode_ == JacobianMode::kAuto && !rs.no_state_rows)) {
     if (rs.zero.params != indices || rs.zero.s.size() != traj.q.size() ||
         (!rs.zero.s.empty() && rs.zero.s[0].rows() != model_.num_dofs()))
       rs.zero = no_sensitivities(model_, traj, indices);
@@ -142,6 +142,7 @@ void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX
       throw InputError("optimize.gauss_newton.jacobian: adjoint needs every objective term's rows d(rho)/dq; term " +
                        std::to_string(missing) + " (" + std::string(objective_.term(missing).name()) +
                        ") does not give them (use auto or direct)");
+    rs.no_state_rows = missing >= 0;  // the objective does not change: kAuto asks once
     reverse = missing < 0 && (jacobian_mode_ == JacobianMode::kAdjoint ||
                               jacobian_mode_cost(model_, indices, rs.rows).reverse_is_cheaper());
   }

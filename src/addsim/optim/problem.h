@@ -154,6 +154,7 @@ class SimulationProblem {
     TrajectorySensitivities zero;          ///< no active column: the terms give ∂ρ/∂p with it
     std::vector<ResidualStateRows> rows;  ///< the terms' ∂ρ/∂q^i blocks (reverse mode)
     JacobianMode used = JacobianMode::kAuto;
+    bool no_state_rows = false;            ///< a term gives no state rows (kAuto: direct from then on)
     std::vector<MatX> parts;  ///< the objective terms' residual blocks (memory reused)
     MatX block;               ///< a column block's Jacobian when the columns are split
     Trajectory traj;
