@@ -1,7 +1,7 @@
 #pragma once
 /// The optimisation problem over a simulation (paper §6): x ↦ Φ(x) and ∇Φ(x) by the adjoint,
 /// and for sum-of-squares objectives x ↦ ρ(x) and its Jacobian dρ/dx by direct
-/// sensitivities, where x is the optimiser variable of a ParameterSelection (x = p or
+/// sensitivities or reverse mode (JacobianMode), where x is the optimiser variable of a ParameterSelection (x = p or
 /// x = ln p per scalar, bounds from the task). One Simulator per evaluation slot is kept
 /// alive across evaluations, so an evaluation costs one forward run plus one gradient pass
 /// and nothing else (no re-parsing, no re-meshing; the linear solver's symbolic analysis is
@@ -96,9 +96,10 @@ class SimulationProblem {
   /// Φ(x) and, if `gradient`, dΦ/dx by the adjoint (one forward run + one backward pass).
   /// Uses simulator `slot`; evaluations on different slots may run concurrently.
   Evaluation evaluate(const VecX& x, bool gradient, int slot = 0);
-  /// ρ(x) and, if `jacobian`, dρ/dx from direct sensitivities: one forward run + one
-  /// multi-parameter direct sweep for all selected scalars (sensitivity/direct_jacobian.h;
-  /// more sweeps only when the stored sensitivities would exceed kSensitivityMemoryBytes).
+  /// ρ(x) and, if `jacobian`, dρ/dx: one forward run + one multi-parameter direct sweep for
+  /// all selected scalars (sensitivity/direct_jacobian.h; more sweeps only when the stored
+  /// sensitivities would exceed kSensitivityMemoryBytes) or one reverse sweep
+  /// (sensitivity/reverse_jacobian.h), as set_jacobian_mode() says.
   /// Throws InputError if !least_squares(). The slot keeps the completed trajectory for
   /// add_jacobian().
   LeastSquaresEvaluation evaluate_residuals(const VecX& x, bool jacobian, int slot = 0);
