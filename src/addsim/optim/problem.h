@@ -44,7 +44,7 @@ struct LeastSquaresEvaluation {
   double seconds = 0.0;
 };
 
-/// How the Gauss–Newton Jacobian dρ/dx is formed (docs/gradients.md §Gauss–Newton Jacobian):
+/// How the Gauss–Newton Jacobian dρ/dx is formed (docs/gradients.md §Reverse mode):
 /// forward by direct sensitivities (one right-hand side per parameter and step,
 /// sensitivity/direct_jacobian.h), backward by adjoints (one per residual row that reads the
 /// state and step, sensitivity/reverse_jacobian.h), or whichever the cost model

@@ -10,7 +10,7 @@
 /// (direct_jacobian.h) costs one solve per step and parameter column, this one one solve per
 /// step and residual row: trajectory optimisation with per-step controls has |p| in the
 /// hundreds to thousands and a dozen rows that read the state (cube drag: 12 rows against 360
-/// columns; docs/gradients.md §Gauss–Newton Jacobian).
+/// columns; docs/gradients.md §Reverse mode).
 ///
 /// Rows end at their step: a row whose ∂ρ/∂q^j vanishes for all j > i has Λ^j = 0 for j > i
 /// (the recursion is homogeneous), so a seed is carried only from the last step it reads
