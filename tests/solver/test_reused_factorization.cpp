@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <random>
 #include <thread>
 
@@ -130,7 +131,7 @@ TEST(Klu, KeptPivotOrderIsAbandonedWhenItWouldGrow) {
   // Tiny diagonal: mass −(sum of the Laplacian's diagonal) + 1e-10 leaves ≈ 1e-10 pivots in place.
   VecX tiny = matrix_values(g, 0.0, 2.0, rng, 0.0);
   for (int i = 0; i < g.n; ++i) tiny[g.pattern.diagonal_index(i)] = 1e-10 * (1 + i % 3);
-  for (const VecX* values : {&dominant, &drifted, &tiny}) {
+  for (const VecX* values : std::initializer_list<const VecX*>{&dominant, &drifted, &tiny}) {
     ASSERT_TRUE(klu->factorize(*values));
     ASSERT_TRUE(direct->factorize(*values));
     EXPECT_GT(klu->factor_flops(), 0.0);
