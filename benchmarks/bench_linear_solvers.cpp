@@ -3,7 +3,9 @@
 // done once: UMFPACK, Eigen SparseLU, KLU; CHOLMOD (supernodal) on the symmetric part;
 // BiCGSTAB preconditioned by that Cholesky factor (iterations to 1e-12 relative residual).
 // UMFPACK (our symmetric strategy, one solve, and its automatic strategy without values)
-// and KLU also on the tori-drop Jacobian (argument 1; needs gmsh).
+// and KLU also on the tori-drop Jacobian (argument 1; needs gmsh) and on the soft-feet
+// quadruped's (argument 2: 402 DOF, rigid links + four FEM feet in contact; needs gmsh), where
+// the dense LU and KLU's refactorisation on a kept pivot order are timed too.
 // Results go to docs/solver.md.
 
 #include <benchmark/benchmark.h>
@@ -86,6 +88,16 @@ const Problem& problem(int which = 0) {
     return p;
   }();
   if (which == 0) return cube;
+  if (which == 2) {
+    // Step 30 of the soft-feet walk: all four feet on the floor, the trot under way.
+    static Problem feet = [] {
+      Problem p;
+      p.model = load_scene_file(std::string(ADDSIM_SOURCE_DIR) + "/scenes/quadruped_soft_feet.json", {"steps=30"}).model;
+      take_jacobian(p);
+      return p;
+    }();
+    return feet;
+  }
   static Problem tori = [] {
     Problem p;
     p.model = load_scene_file(std::string(ADDSIM_SOURCE_DIR) + "/scenes/tori_drop.json", {"steps=100"}).model;
@@ -99,11 +111,11 @@ const Problem& problem(int which = 0) {
 // without gmsh.
 const Problem* get_problem(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
-  if (which == 1 && !gmsh_available()) {
-    state.SkipWithError("the tori-drop Jacobian needs gmsh");
+  if (which >= 1 && !gmsh_available()) {
+    state.SkipWithError("the tori-drop and soft-feet Jacobians need gmsh");
     return nullptr;
   }
-  state.SetLabel(which == 0 ? "cube, 8,232 DOF" : "tori drop, 2,184 DOF");
+  state.SetLabel(which == 0 ? "cube, 8,232 DOF" : which == 1 ? "tori drop, 2,184 DOF" : "soft-feet quadruped, 402 DOF");
   return &problem(which);
 }
 
@@ -122,7 +134,7 @@ void BM_Umfpack(benchmark::State& state) {
   state.counters["flops"] = lu->factor_flops();
   state.counters["lu_nnz"] = lu->solve_flops() / 2.0;
 }
-BENCHMARK(BM_Umfpack)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK(BM_Umfpack)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 // One solve with our UMFPACK factor (symmetric strategy, no iterative refinement as a
 // preconditioner uses it).
@@ -136,7 +148,7 @@ void BM_UmfpackSolve(benchmark::State& state) {
   for (auto _ : state) lu->precondition(p.rhs, x, false);
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
 }
-BENCHMARK(BM_UmfpackSolve)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_UmfpackSolve)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // UMFPACK's automatic strategy with the symbolic analysis on the pattern alone (no values),
 // as addsim used it before choosing the symmetric strategy: COLAMD on the column pattern.
@@ -162,14 +174,16 @@ void BM_UmfpackAutomaticStrategy(benchmark::State& state) {
 BENCHMARK(BM_UmfpackAutomaticStrategy)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 void BM_EigenSparseLU(benchmark::State& state) {
-  const Problem& p = problem();
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
   auto lu = make_linear_solver(LinearSolverKind::kEigenLu, &p.model->pattern());
   for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
   VecX x;
   lu->solve(p.rhs, x);
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
 }
-BENCHMARK(BM_EigenSparseLU)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK(BM_EigenSparseLU)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 void BM_Klu(benchmark::State& state) {
   const Problem* pp = get_problem(state);
@@ -193,7 +207,69 @@ void BM_Klu(benchmark::State& state) {
   klu_free_numeric(&num, &common);
   klu_free_symbolic(&sym, &common);
 }
-BENCHMARK(BM_Klu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+BENCHMARK(BM_Klu)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(3.0);
+
+// The dense LU (partial pivoting) that kAuto takes below 300 DOF.
+void BM_DenseLu(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  auto lu = make_linear_solver(LinearSolverKind::kDense, &p.model->pattern());
+  for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
+  VecX x;
+  lu->solve(p.rhs, x);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+}
+BENCHMARK(BM_DenseLu)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// KLU's refactorisation with the pivot order of an earlier factorisation of the same
+// matrix (klu_refactor), and one solve with it.
+void BM_KluRefactor(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  const int n = static_cast<int>(p.J.rows());
+  klu_common common;
+  klu_defaults(&common);
+  auto* Ap = const_cast<int*>(p.J.outerIndexPtr());
+  auto* Ai = const_cast<int*>(p.J.innerIndexPtr());
+  auto* Ax = const_cast<double*>(p.J.valuePtr());
+  klu_symbolic* sym = klu_analyze(n, Ap, Ai, &common);
+  klu_numeric* num = klu_factor(Ap, Ai, Ax, sym, &common);
+  for (auto _ : state) benchmark::DoNotOptimize(klu_refactor(Ap, Ai, Ax, sym, num, &common));
+  klu_flops(sym, num, &common);
+  VecX x = p.rhs;
+  klu_solve(sym, num, n, 1, x.data(), &common);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  state.counters["flops"] = common.flops;
+  state.counters["lu_nnz"] = num->lnz + num->unz + n;
+  klu_free_numeric(&num, &common);
+  klu_free_symbolic(&sym, &common);
+}
+BENCHMARK(BM_KluRefactor)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_KluSolve(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  const int n = static_cast<int>(p.J.rows());
+  klu_common common;
+  klu_defaults(&common);
+  auto* Ap = const_cast<int*>(p.J.outerIndexPtr());
+  auto* Ai = const_cast<int*>(p.J.innerIndexPtr());
+  auto* Ax = const_cast<double*>(p.J.valuePtr());
+  klu_symbolic* sym = klu_analyze(n, Ap, Ai, &common);
+  klu_numeric* num = klu_factor(Ap, Ai, Ax, sym, &common);
+  VecX x;
+  for (auto _ : state) {
+    x = p.rhs;
+    klu_solve(sym, num, n, 1, x.data(), &common);
+  }
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  klu_free_numeric(&num, &common);
+  klu_free_symbolic(&sym, &common);
+}
+BENCHMARK(BM_KluSolve)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // CHOLMOD on the symmetric part S = (J + Jᵀ)/2 (lower triangle), supernodal.
 struct Cholmod {

@@ -1,14 +1,17 @@
 # Finds UMFPACK from Debian's SuiteSparse 5.12, which ships no CMake config.
 # Defines the imported target addsim::umfpack and ADDSIM_HAVE_UMFPACK when
 # ADDSIM_WITH_UMFPACK is on and the headers and libraries are present, plus
-# ADDSIM_HAVE_CHOLMOD when CHOLMOD (used as a preconditioner) is there too.
+# ADDSIM_HAVE_CHOLMOD when CHOLMOD (used as a preconditioner) is there too, and
+# ADDSIM_HAVE_KLU when KLU (the LU of mid-sized step Jacobians) is.
 set(ADDSIM_HAVE_UMFPACK OFF)
 set(ADDSIM_HAVE_CHOLMOD OFF)
+set(ADDSIM_HAVE_KLU OFF)
 if(ADDSIM_WITH_UMFPACK)
   find_path(UMFPACK_INCLUDE_DIR umfpack.h PATH_SUFFIXES suitesparse)
   find_library(UMFPACK_LIBRARY umfpack)
   find_library(AMD_LIBRARY amd)
   find_library(CHOLMOD_LIBRARY cholmod)
+  find_library(KLU_LIBRARY klu)
   find_library(SUITESPARSECONFIG_LIBRARY suitesparseconfig)
   find_package(BLAS)
   if(UMFPACK_INCLUDE_DIR AND UMFPACK_LIBRARY AND AMD_LIBRARY AND SUITESPARSECONFIG_LIBRARY AND BLAS_FOUND)
@@ -19,11 +22,18 @@ if(ADDSIM_WITH_UMFPACK)
       list(APPEND _umf_libs ${CHOLMOD_LIBRARY})
       set(ADDSIM_HAVE_CHOLMOD ON)
     endif()
+    if(KLU_LIBRARY)
+      list(APPEND _umf_libs ${KLU_LIBRARY})
+      set(ADDSIM_HAVE_KLU ON)
+    endif()
     list(APPEND _umf_libs ${SUITESPARSECONFIG_LIBRARY} ${BLAS_LIBRARIES})
     target_link_libraries(addsim::umfpack INTERFACE ${_umf_libs})
     target_compile_definitions(addsim::umfpack INTERFACE ADDSIM_HAVE_UMFPACK=1)
     if(ADDSIM_HAVE_CHOLMOD)
       target_compile_definitions(addsim::umfpack INTERFACE ADDSIM_HAVE_CHOLMOD=1)
+    endif()
+    if(ADDSIM_HAVE_KLU)
+      target_compile_definitions(addsim::umfpack INTERFACE ADDSIM_HAVE_KLU=1)
     endif()
     set(ADDSIM_HAVE_UMFPACK ON)
     message(STATUS "addsim: UMFPACK found (${UMFPACK_LIBRARY}); GPL-licensed, used for the step LU")

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <random>
 #include <thread>
 
@@ -72,11 +73,12 @@ VecX random_rhs(int n, std::mt19937& rng) {
   return b;
 }
 
-// The LUs that report flop counts (and so are reused): UMFPACK and the dense LU.
+// The LUs that report flop counts (and so are reused): UMFPACK, KLU and the dense LU.
 class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
 
 TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
   if (GetParam() == LinearSolverKind::kUmfpack && !have_umfpack()) GTEST_SKIP() << "needs UMFPACK";
+  if (GetParam() == LinearSolverKind::kKlu && !have_klu()) GTEST_SKIP() << "needs KLU";
   const Grid g = make_grid(9);
   std::mt19937 rng(7);
   ReusedFactorization reused(&g.pattern, make_linear_solver(GetParam(), &g.pattern));
@@ -106,10 +108,45 @@ TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
   EXPECT_GT(s.krylov_iterations, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, ReusedLu, ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kDense),
+INSTANTIATE_TEST_SUITE_P(Kinds, ReusedLu,
+                         ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kKlu, LinearSolverKind::kDense),
                          [](const auto& info) {
-                           return std::string(info.param == LinearSolverKind::kDense ? "dense" : "umfpack");
+                           return std::string(info.param == LinearSolverKind::kDense ? "dense"
+                                              : info.param == LinearSolverKind::kKlu ? "klu"
+                                                                                     : "umfpack");
                          });
+
+// KLU keeps the pivot order of its last full factorisation while the pivot growth allows.
+// A matrix whose diagonal has become tiny (the kept diagonal pivots would grow the factor
+// by ~1e12) must be pivoted afresh: the solutions of A and Aᵀ stay exact to round-off, for
+// the mild refactorisation before it and for the jump itself.
+TEST(Klu, KeptPivotOrderIsAbandonedWhenItWouldGrow) {
+  if (!have_klu()) GTEST_SKIP() << "needs KLU";
+  const Grid g = make_grid(6);
+  std::mt19937 rng(11);
+  const auto klu = make_linear_solver(LinearSolverKind::kKlu, &g.pattern);
+  const auto direct = make_linear_solver(LinearSolverKind::kEigenLu, &g.pattern);
+  const VecX dominant = matrix_values(g, 50.0, 2.0, rng, 0.01);
+  const VecX drifted = matrix_values(g, 50.0, 2.0, rng, 0.01);
+  // Tiny diagonal: mass −(sum of the Laplacian's diagonal) + 1e-10 leaves ≈ 1e-10 pivots in place.
+  VecX tiny = matrix_values(g, 0.0, 2.0, rng, 0.0);
+  for (int i = 0; i < g.n; ++i) tiny[g.pattern.diagonal_index(i)] = 1e-10 * (1 + i % 3);
+  for (const VecX* values : std::initializer_list<const VecX*>{&dominant, &drifted, &tiny}) {
+    ASSERT_TRUE(klu->factorize(*values));
+    ASSERT_TRUE(direct->factorize(*values));
+    EXPECT_GT(klu->factor_flops(), 0.0);
+    EXPECT_GT(klu->solve_flops(), 0.0);
+    const VecX b = random_rhs(g.n, rng);
+    for (bool transpose : {false, true}) {
+      VecX x, x_direct;
+      klu->solve(b, x, transpose);
+      direct->solve(b, x_direct, transpose);
+      EXPECT_LT(relative_residual(g, *values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
+      EXPECT_LT((x - x_direct).norm(), 1e-9 * x_direct.norm()) << (transpose ? "transposed" : "");
+    }
+  }
+  EXPECT_STREQ(klu->name(), "klu");
+}
 
 // After a jump the old LU preconditions badly. With early refactorisation GMRES gives up
 // within a few iterations instead of spending its whole budget; the solutions are those of

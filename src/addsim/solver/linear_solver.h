@@ -1,8 +1,8 @@
 #pragma once
 /// Sparse LU for the step Jacobian over a fixed pattern: the symbolic analysis is done
 /// once per pattern (DESIGN.md §5) and each Newton iteration only refactorises. Backed by
-/// SuiteSparse UMFPACK (GPL, optional at build time), Eigen's SparseLU, or a dense LU for
-/// small systems. All solve with A and with Aᵀ (the adjoint needs the transpose).
+/// SuiteSparse UMFPACK (GPL, optional at build time) or KLU, Eigen's SparseLU, or a dense
+/// LU for small systems. All solve with A and with Aᵀ (the adjoint needs the transpose).
 
 #include <memory>
 #include <string>
@@ -30,13 +30,16 @@ class LinearSolver {
   virtual const char* name() const = 0;
 };
 
-/// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, CHOLMOD-BiCGSTAB from
-/// 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen SparseLU without it).
-/// Throws InputError if kUmfpack is requested but not available.
+/// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
+/// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
+/// SparseLU without it). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// requested but not available.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern);
 
 /// True if this build links UMFPACK.
 bool have_umfpack();
+/// True if this build links KLU.
+bool have_klu();
 
 /// Keeps freed heap memory in the process (glibc: mmap threshold 32 MiB, trim threshold
 /// 1 GiB, unless MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ are set), so that repeated
