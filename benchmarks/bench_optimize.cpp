@@ -8,11 +8,17 @@
 // 2. Per-evaluation overhead of SimulationProblem::evaluate over a bare forward run +
 //    adjoint on the same Simulator type, for the small ball and the 451-tet ball task
 //    (counters overhead_pct and median_pair_overhead_pct; target < 2 %).
+// 3. Where the time of one evaluation of tasks/ball_to_target_gn.json goes (issue 14, ball to a
+//    point): forward run alone (a rejected Gauss–Newton trial), forward + adjoint (an L-BFGS-B
+//    evaluation), forward + Jacobian of the three residuals (an accepted Gauss–Newton step),
+//    in process CPU time (all threads; robust to the load of a shared machine) and wall time,
+//    with the forward run's Newton iterations and LU factorisations per time step.
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -154,6 +160,56 @@ void BM_EvaluationOverheadBallToTarget(benchmark::State& state) {
   evaluation_overhead(state, *task->scene.model, task->objective, task->selection, task);
 }
 BENCHMARK(BM_EvaluationOverheadBallToTarget)->Iterations(12)->Unit(benchmark::kMillisecond);
+
+// CPU seconds of this process (every thread).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void BM_BallToTargetEvaluationParts(benchmark::State& state) {
+  auto task = std::make_shared<Task>(load_task_file(kSource / "tasks" / "ball_to_target_gn.json"));
+  const Model& model = *task->scene.model;
+  SimulationProblem problem(model, task->objective, task->selection, task->p(), 1, 0, task);
+  const VecX x = problem.x0();
+  // Newton statistics of the forward run at the shipped start.
+  Simulator sim(model);
+  const Trajectory traj = sim.run(task->p());
+  double iterations = 0.0, factorizations = 0.0;
+  for (const StepReport& r : traj.reports) {
+    iterations += r.iterations;
+    factorizations += r.factorizations + r.background_factorizations;
+  }
+  const auto steps = static_cast<double>(traj.reports.size());
+  // Each part timed as (CPU, wall) seconds.
+  struct Part {
+    double cpu = 0.0, wall = 0.0;
+  };
+  Part forward, adjoint, jacobian;
+  auto timed = [](Part& part, auto&& run) {
+    const double c0 = process_cpu_seconds();
+    const auto t0 = Clock::now();
+    run();
+    part.wall += std::chrono::duration<double>(Clock::now() - t0).count();
+    part.cpu += process_cpu_seconds() - c0;
+  };
+  for (auto _ : state) {
+    timed(forward, [&] { benchmark::DoNotOptimize(problem.evaluate(x, false).phi); });
+    timed(adjoint, [&] { benchmark::DoNotOptimize(problem.evaluate(x, true).gradient); });
+    timed(jacobian, [&] { benchmark::DoNotOptimize(problem.evaluate_residuals(x, true).jacobian); });
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["forward_cpu_ms"] = 1e3 * forward.cpu / n;
+  state.counters["forward_adjoint_cpu_ms"] = 1e3 * adjoint.cpu / n;
+  state.counters["forward_jacobian_cpu_ms"] = 1e3 * jacobian.cpu / n;
+  state.counters["forward_wall_ms"] = 1e3 * forward.wall / n;
+  state.counters["forward_adjoint_wall_ms"] = 1e3 * adjoint.wall / n;
+  state.counters["forward_jacobian_wall_ms"] = 1e3 * jacobian.wall / n;
+  state.counters["newton_per_step"] = iterations / steps;
+  state.counters["lu_per_step"] = factorizations / steps;
+}
+BENCHMARK(BM_BallToTargetEvaluationParts)->Iterations(5)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -5,22 +5,30 @@
 #   w5     tanh friction, w = 5 mm only (budget 60 simulations)
 #   wcont  tasks/ball_to_target_wcontinuation.json (w = 30 -> 10 -> 5 mm, 25 + 25 + 60)
 #   w10    tanh friction, w = 10 mm only (budget 60 simulations)
+#   gn     tasks/ball_to_target_gn.json as shipped: Gauss-Newton / Levenberg-Marquardt, tanh, w = 5 mm
+#          (budget 60)
+# Starts 10-13 are the corners of the issue's range: speed x 0.5 and 1.5, spin offset -10 and +10.
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...]
-# Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs); tabulate with
+# Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs, and time.txt: wall, user and system
+# seconds of the whole command from /usr/bin/time); tabulate with
 # /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
 set -euo pipefail
 addsim=$1; out=$2; variant=$3; shift 3
 cd "$(dirname "$0")/.."
 # k: speed factor s, spin offset d (omega_y = -15.7 + d); v = s * (1.9, 0, 1.4)
-starts=("0.6 -8" "0.6 0" "0.6 8" "0.8 -8" "0.8 8" "1.2 -8" "1.2 8" "1.4 -8" "1.4 0" "1.4 8")
+starts=("0.6 -8" "0.6 0" "0.6 8" "0.8 -8" "0.8 8" "1.2 -8" "1.2 8" "1.4 -8" "1.4 0" "1.4 8"
+        "0.5 -10" "0.5 10" "1.5 -10" "1.5 10")
 idx=("$@")
-if [ ${#idx[@]} -eq 0 ]; then idx=($(seq 0 $((${#starts[@]} - 1)))); fi
+if [ ${#idx[@]} -eq 0 ]; then idx=($(seq 0 9)); fi
 for k in "${idx[@]}"; do
   read -r s d <<<"${starts[$k]}"
   v=$(awk -v s="$s" 'BEGIN{printf "[%.4f,0,%.4f]", 1.9*s, 1.4*s}')
   w=$(awk -v d="$d" 'BEGIN{printf "[0,%.4f,0]", -15.7+d}')
   dir="$out/${variant}_$k"
   rm -rf "$dir"
+  mkdir -p "$out"
+  tmp="$out/.time_${variant}_$k"
+  timed=(/usr/bin/time -o "$tmp" -f "%e %U %S")
   case $variant in
     w5) nice -n 5 "$addsim" optimize tasks/ball_to_target.json --out "$dir" --quiet --max-sims 60 \
           --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.005 \
@@ -28,6 +36,9 @@ for k in "${idx[@]}"; do
     w10) nice -n 5 "$addsim" optimize tasks/ball_to_target.json --out "$dir" --quiet --max-sims 60 \
           --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.01 \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
+    gn) "${timed[@]}" nice -n 5 "$addsim" optimize tasks/ball_to_target_gn.json --out "$dir" --quiet \
+          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true
+        mv "$tmp" "$dir/time.txt" ;;
     wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
     *) echo "unknown variant $variant" >&2; exit 2 ;;

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Markdown table of scripts/ball_starts.sh runs: per start, per variant, the simulations,
-the final distance of the centre of mass to the target sqrt(2 Phi) and Phi/Phi0, with Phi0
-the start's Phi on the w = 5 mm problem (the first row of its w5 run) for w5 and wcont,
-since the continuation's first stages optimise other (wider-blend) problems; the w10 variant
-solves the w = 10 mm problem and is measured against its own first row.
+iterations, the final distance of the centre of mass to the target sqrt(2 Phi), Phi/Phi0,
+t_opt (the run's own seconds, result.json) and the CPU time of the whole command (user +
+system from time.txt, where the variant records it). Phi0 is the start's Phi on the
+w = 5 mm problem (the first row of its w5 run) for w5 and wcont, since the continuation's
+first stages optimise other (wider-blend) problems; w10 and gn are measured against their
+own first row. gn (tasks/ball_to_target_gn.json) counts as solved when it ends in a w = 5 mm
+stage (0, or 2 after the fallback on w = 10 mm); its simulations are split per stage.
 
-Usage: /usr/bin/python3 scripts/ball_starts_table.py RUNS_DIR
+Usage: /usr/bin/python3 scripts/ball_starts_table.py RUNS_DIR [VARIANT ...]
 """
 import csv
 import glob
@@ -14,6 +17,9 @@ import math
 import os
 import sys
 
+LABELS = {"w5": "w = 5 mm", "wcont": "w 30→10→5 mm", "w10": "w = 10 mm", "gn": "ball_to_target_gn.json"}
+OWN_PHI0 = {"w10", "gn"}
+
 
 def load(run):
     rows = list(csv.DictReader(open(os.path.join(run, "iterations.csv"), newline="")))
@@ -21,25 +27,25 @@ def load(run):
     return rows, res
 
 
-def main(root):
+def main(root, variants):
     starts = sorted({int(p.rsplit("_", 1)[1]) for p in glob.glob(os.path.join(root, "*_*"))})
-    print("| start | v (m/s) | ω_y (rad/s) | variant | simulations | distance | Φ/Φ₀ | ≤ 1 mm | wall time | stop |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| start | v (m/s) | ω_y (rad/s) | variant | simulations | iterations | distance | Φ/Φ₀ | ≤ 1 mm "
+          "| t_opt | CPU | stop |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for k in starts:
-        phi0 = None
         w5 = os.path.join(root, f"w5_{k}")
+        w5_phi0 = None
         if os.path.exists(os.path.join(w5, "iterations.csv")):
-            phi0 = float(next(csv.DictReader(open(os.path.join(w5, "iterations.csv"))))["phi"])
-        for variant, label in (("w5", "w = 5 mm"), ("wcont", "w 30→10→5 mm"), ("w10", "w = 10 mm")):
+            w5_phi0 = float(next(csv.DictReader(open(os.path.join(w5, "iterations.csv"))))["phi"])
+        for variant in variants:
             run = os.path.join(root, f"{variant}_{k}")
             if not os.path.exists(os.path.join(run, "iterations.csv")):
                 continue
             rows, res = load(run)
             if not rows:
                 continue
-            if variant == "w10":
-                phi0 = float(rows[0]["phi"])
+            phi0 = float(rows[0]["phi"]) if variant in OWN_PHI0 else w5_phi0
             start = open(os.path.join(run, "start.txt")).read().split() if os.path.exists(os.path.join(run, "start.txt")) else []
             v = next((s[2:] for s in start if s.startswith("v=")), "?")
             w = next((s[2:] for s in start if s.startswith("w=")), "?")
@@ -47,21 +53,32 @@ def main(root):
             final = [float(r["phi"]) for r in rows if int(r["stage"]) == last_stage]
             phi = min(final) if res is None else res["phi"]
             dist = math.sqrt(2 * phi)
-            ok = dist <= 1e-3 and res is not None and last_stage == (2 if variant == "wcont" else 0)
-            summary.setdefault(variant, [0, 0])
+            final_stages = {"wcont": (2,), "gn": (0, 2)}.get(variant, (0,))
+            ok = dist <= 1e-3 and res is not None and last_stage in final_stages
+            summary.setdefault(variant, [0, 0, []])
             summary[variant][0] += ok
             summary[variant][1] += 1
+            summary[variant][2].append(len(rows))
             stop = res["stop_reason"] if res else "running"
-            secs = f"{res['seconds']:.0f} s" if res else ""
+            iters = res["iterations"] if res else ""
+            secs = f"{res['seconds']:.1f} s" if res else ""
+            cpu = ""
+            if os.path.exists(os.path.join(run, "time.txt")):
+                wall, user, system = (float(x) for x in open(os.path.join(run, "time.txt")).read().split()[-3:])
+                cpu = f"{user + system:.1f} s"
             v = "(" + ", ".join(f"{float(c):g}" for c in v.strip("[]").split(",")) + ")" if "," in v else v
             w = f"{float(w.strip('[]').split(',')[1]):g}" if "," in w else w
-            print(f"| {k} | {v} | {w} | {label} | {len(rows)} | "
-                  f"{dist * 1e3:.3g} mm | {phi / phi0:.2g} | {'yes' if ok else 'no'} | {secs} | {stop} |"
-                  if phi0 else f"| {k} | {v} | {w} | {label} | {len(rows)} | {dist * 1e3:.3g} mm | | | {secs} | {stop} |")
+            ratio = f"{phi / phi0:.2g}" if phi0 else ""
+            sims = str(len(rows))
+            if last_stage > 0:
+                sims += " (" + " + ".join(str(sum(int(r["stage"]) == st for r in rows)) for st in range(last_stage + 1)) + ")"
+            print(f"| {k} | {v} | {w} | {LABELS.get(variant, variant)} | {sims} | {iters} | {dist * 1e3:.3g} mm "
+                  f"| {ratio} | {'yes' if ok else 'no'} | {secs} | {cpu} | {stop} |")
     print()
-    for variant, (ok, n) in summary.items():
-        print(f"{variant}: {ok} of {n} starts reach 1 mm")
+    for variant, (ok, n, sims) in summary.items():
+        print(f"{variant}: {ok} of {n} starts reach 1 mm; simulations {min(sims)}-{max(sims)}, "
+              f"median {sorted(sims)[len(sims) // 2]}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:] or ["w5", "wcont", "w10", "gn"])

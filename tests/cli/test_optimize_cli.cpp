@@ -247,6 +247,12 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["optimize"]["adam"] = {{"beta1", 1.5}};
   cases.push_back({"adam", t, "optimize.adam.beta1"});
+  t = base;
+  t["stages"] = {{{"fallback", true}}, {{"name", "b"}}};
+  cases.push_back({"first fallback", t, "stages.0.fallback"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"phi_ratio", 0}}}}, {{"fallback", true}}};
+  cases.push_back({"fallback without tolerance", t, "stages.1.fallback"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

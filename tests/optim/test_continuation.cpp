@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "addsim/core/error.h"
 #include "addsim/optim/continuation.h"
 #include "optim_scenes.h"
 
@@ -69,6 +70,58 @@ TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
   EXPECT_EQ(starts[0], v);
   EXPECT_GE(resumed.simulations, 51);
   EXPECT_GE(resumed.iterations, 7);
+}
+
+TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStopsShort) {
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<VecX> starts;
+  const StageFactory factory = [&](int, const NamedValues& carried) {
+    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    starts.push_back(t->selection.gather(p));
+    return test::make_problem(t, p);
+  };
+  // Attempt 1: L-BFGS-B with 2 simulations (short of 1e-20); attempt 2: Gauss–Newton, which
+  // solves the affine throw; attempt 3 is then skipped.
+  std::vector<StageSpec> stages(3);
+  for (StageSpec& s : stages) {
+    s.options.method = OptimizerMethod::kGaussNewton;
+    s.options.max_simulations = 20;
+    s.options.phi_ratio_tolerance = 1e-20;
+    s.options.lm_damping = 0.0;
+  }
+  stages[0].options.method = OptimizerMethod::kLbfgsb;
+  stages[0].options.max_simulations = 2;
+  stages[1].fallback = stages[2].fallback = true;
+  const ContinuationResult r = run_continuation(stages, factory);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].result.reason, StopReason::kSimulationBudget);
+  EXPECT_GT(r.stages[0].result.phi_best, 0.0);
+  EXPECT_LT(r.stages[0].result.phi_best, r.stages[0].result.phi0);
+  // The fallback started from the scene's start (v = 0), not from attempt 1's best point.
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1], starts[0]);
+  EXPECT_EQ(starts[1], Vec3::Zero());
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio) << r.stages[1].result.message;
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio);
+  EXPECT_EQ(r.simulations, 2 + 2);
+  Vec3 v;
+  for (int k = 0; k < 3; ++k) v[k] = r.best[k].second;
+  EXPECT_NEAR((test::particle_throw_end(v) - target).norm(), 0.0, 1e-9);
+
+  // A first attempt that reaches its tolerance skips every fallback.
+  stages[0] = stages[1];
+  stages[0].fallback = false;
+  starts.clear();
+  const ContinuationResult solved = run_continuation(stages, factory);
+  EXPECT_EQ(solved.stages.size(), 1u);
+  EXPECT_EQ(solved.reason, StopReason::kPhiRatio);
+  EXPECT_EQ(starts.size(), 1u);
+
+  // A fallback needs an attempt before it.
+  stages[0].fallback = true;
+  EXPECT_THROW(run_continuation(stages, factory), InputError);
 }
 
 }  // namespace

@@ -629,6 +629,10 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
       ObjectReader o(r.raw("optimize"), join_path(path, "optimize"), top.source());
       parse_optimize(o, st.options);
     }
+    st.fallback = r.boolean("fallback", false);
+    if (st.fallback && k == 0) r.fail("fallback", "the first stage cannot be a fallback (it runs when an earlier stage stops short)");
+    if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0))
+      r.fail("fallback", "the stage before it has no optimize.phi_ratio, so it never counts as solved");
     r.finish();
     stages.push_back(std::move(st));
   }

@@ -29,6 +29,7 @@ struct TaskStage {
   std::vector<std::string> scene_overrides;
   OptimizerOptions options;
   std::vector<std::string> objective_overrides;
+  bool fallback = false;  ///< begins another attempt from the start (optim/continuation.h)
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

@@ -38,12 +38,22 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
   if (stages.empty()) throw InputError("continuation: no stages");
   if (start.stage < 0 || start.stage >= static_cast<int>(stages.size()))
     throw InputError("continuation: start stage " + std::to_string(start.stage) + " does not exist");
+  if (stages.front().fallback) throw InputError("continuation: the first stage cannot be a fallback");
   ContinuationResult out;
   out.best = start.carried;
   out.simulations = start.simulations;
   out.seconds = start.seconds;
   out.iterations = start.iteration;
   for (int s = start.stage; s < static_cast<int>(stages.size()); ++s) {
+    if (stages[s].fallback) {
+      if (s > start.stage) {
+        // The attempt before reached its tolerance: done. Otherwise restart from the task's start.
+        if (out.reason == StopReason::kPhiRatio) break;
+        out.best.clear();
+      } else if (std::isnan(start.phi0)) {
+        out.best.clear();  // resumed before the fallback stage began
+      }
+    }
     std::unique_ptr<SimulationProblem> problem = factory(s, out.best);
     // The stage's budget counts from its own start; the tracker counts totals.
     OptimizerOptions options = stages[s].options;

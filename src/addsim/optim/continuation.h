@@ -6,6 +6,13 @@
 /// far are carried over by name, everything else comes from the stage's own model. The
 /// caller builds each stage's problem (io rebuilds the scene; this module stays free of
 /// files and JSON).
+///
+/// Attempts: a stage marked `fallback` begins another attempt at the problem. It runs, with
+/// the stages after it up to the next fallback, only if the stage before it stopped short of
+/// its Φ/Φ₀ tolerance, and it starts from the task's own start (nothing carried), not from the
+/// best point so far: a restart on another model (e.g. a wider contact blend) for starts
+/// where the first attempt ends in another local minimum. Once a stage reaches its Φ/Φ₀
+/// tolerance, the fallback attempts after it are skipped.
 
 #include <functional>
 #include <memory>
@@ -32,6 +39,9 @@ void merge_named_values(NamedValues& into, const NamedValues& from);
 struct StageSpec {
   std::string name;          ///< for logs ("ballistic", "stage 1")
   OptimizerOptions options;  ///< method, budget (per stage) and tolerances
+  /// Begins another attempt from the task's start, run only if the stage before it stopped
+  /// short of its Φ/Φ₀ tolerance (see above). Not for the first stage.
+  bool fallback = false;
 };
 
 /// Builds the problem of stage `stage` with the carried values applied to its start
@@ -77,7 +87,9 @@ struct ContinuationResult {
 
 /// Runs stages start.stage … end in order. Each stage's budget counts from the stage's own
 /// start; the counters are totals. Stops early when a stage is interrupted or its start
-/// fails to simulate.
+/// fails to simulate, and before a fallback stage when the stage before it reached its
+/// Φ/Φ₀ tolerance. Throws InputError for a fallback first stage. A resumed fallback stage
+/// that had not started yet (start.phi0 NaN) starts from the task's start.
 ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
                                     const ContinuationCallbacks& callbacks = {}, const ContinuationStart& start = {});
 
