@@ -68,9 +68,10 @@ def main():
     parser.add_argument("--runs", type=int, default=4, help="run 0 unperturbed, then runs − 1 perturbed ones")
     parser.add_argument("--eps", type=float, default=1e-9, help="perturbation of each handle coordinate, m")
     parser.add_argument("--addsim", default=str(ROOT / "build" / "src" / "addsim" / "cli" / "addsim"))
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then arguments for addsim optimize")
-    a = parser.parse_args()
-    extra = a.args[1:] if a.args[:1] == ["--"] else a.args
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    a = parser.parse_args(argv[:split])
+    extra = argv[split + 1:]
     worst = {}
     for k in range(a.runs):
         run = a.out / f"run{k}"
