@@ -51,7 +51,8 @@ def plot_sheet(out, task, start, opt):
     n = q0.shape[0] - 1
     fig, axes = plt.subplots(1, len(terms) + 1, figsize=(4.2 * (len(terms) + 1), 4.2))
     for ax, term in zip(axes, terms):
-        step = resolve_step(term["step"], n)
+        # A window's last step (the target time); a single step as it is.
+        step = resolve_step(term["step"] if "step" in term else term["steps"][1], n)
         nodes = term["nodes"]
         targets = np.array(term["targets"])
         for q, meta, colour, label in ((q0, meta0, "0.6", "initial guess"), (q1, meta1, "C0", "optimised")):
