@@ -27,9 +27,13 @@ soft FEM foot (a 5 x 5 x 4 cm box of about 40 tets, 27 nodes, E = 5e5 Pa, ν = 0
 viscosity 1 Pa s; 78 + 4 x 81 = 402 DOF) whose 9 top nodes are held by ball joints (5e5 N/m) to
 the shin; the feet's boundary nodes carry the floor contact.
 
+With --gauss-newton only the task tasks/NAME_gn.json is written: the same scene (scenes/NAME.json,
+left as it is), objective and start, solved by Levenberg–Marquardt (`gauss_newton`, the
+Jacobian by the reverse sweep) instead of L-BFGS-B, with a relative-decrease stopping rule.
+
 Usage: scripts/make_quadruped_walk.py [--name NAME] [--steps N] [--distance D] [--soft-feet] ...
        (defaults: the full row 3; the row 4 files: --soft-feet --name quadruped_soft_feet
-       --steps 144 --distance 0.75)
+       --steps 144 --distance 0.75; add --gauss-newton --max-sims 60 for the GN tasks)
 """
 
 import argparse
@@ -143,6 +147,19 @@ def make_task(args, motors):
     }
 
 
+def make_gauss_newton_task(task, args):
+    """The L-BFGS-B task solved by Levenberg–Marquardt with the reverse-mode Jacobian."""
+    task["name"] = f"{args.name}_gn"
+    task["description"] += (
+        " Gauss-Newton variant: Levenberg-Marquardt with the Jacobian by one reverse sweep, "
+        f"damping lambda0 = {args.damping:g}, stopping when an iteration lowers Phi by at most "
+        f"{args.phi_change:g} of it.")
+    task["optimize"] = {"method": "gauss_newton", "max_sims": args.max_sims, "phi_ratio": 1e-6,
+                        "phi_change": args.phi_change,
+                        "gauss_newton": {"damping": args.damping, "jacobian": "adjoint"}}
+    return task
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="quadruped_walk")
@@ -159,10 +176,19 @@ def main():
     parser.add_argument("--smoothness", type=float, default=1e-2)
     parser.add_argument("--max-sims", type=int, default=120)
     parser.add_argument("--soft-feet", action="store_true", help="FEM feet instead of the shin-tip spheres")
+    parser.add_argument("--gauss-newton", action="store_true",
+                        help="write only the Gauss-Newton task tasks/NAME_gn.json (scene unchanged)")
+    parser.add_argument("--damping", type=float, default=10.0, help="Gauss-Newton: initial damping lambda0")
+    parser.add_argument("--phi-change", type=float, default=1e-3,
+                        help="Gauss-Newton: stop when an iteration lowers Phi by at most this fraction")
     args = parser.parse_args()
 
     scene = make_scene(args)
     motors = [j["name"] for j in scene["joints"] if j["type"] == "motor"]
+    if args.gauss_newton:
+        task = make_gauss_newton_task(make_task(args, motors), args)
+        (ROOT / "tasks" / f"{args.name}_gn.json").write_text(json.dumps(task, indent=1) + "\n")
+        return
     (ROOT / "scenes" / f"{args.name}.json").write_text(json.dumps(scene, indent=1) + "\n")
     (ROOT / "tasks" / f"{args.name}.json").write_text(json.dumps(make_task(args, motors), indent=1) + "\n")
 
