@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of fuzz/ (docs/fuzzing.md) in ./build-sanitize with clang++-14
-# (scripts/run-sanitizers.sh: -fsanitize=fuzzer,address,undefined, -fno-sanitize-recover=all,
-# the same folder as the sanitized test suite) and runs each for
+# (scripts/run-sanitizers.sh: -fsanitize=address,undefined, -fno-sanitize-recover=all, libFuzzer
+# coverage in the readers, the same folder as the sanitized test suite) and runs each for
 # SECONDS (default 60) under `nice -n 19`, one after the other. Each harness grows its
 # working corpus build-sanitize/corpus/<harness> (seeded from the curated fuzz/corpus/<harness>,
 # tests/data/bad/ and the shipped scenes, tasks and meshes); crashes, sanitizer reports,

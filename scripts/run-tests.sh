@@ -7,17 +7,16 @@ bash scripts/install-deps.sh
 bash scripts/build.sh
 bash scripts/install-python.sh
 # The AddressSanitizer + UndefinedBehaviorSanitizer build (build-sanitize, clang-14, ccache):
-# the libFuzzer harnesses and the whole test suite share one compiled library
+# the whole test suite and the libFuzzer harnesses share one compiled library
 # (scripts/run-sanitizers.sh, docs/fuzzing.md). install-deps.sh installs clang-14, so a failed
-# build fails the test command. ADDSIM_SANITIZE=1 adds the sanitized suite (off by default: it
-# runs 13-86x slower than Release and does not fit the 30-minute CI, docs/fuzzing.md);
-# ADDSIM_FUZZ_SMOKE=0 leaves out the harnesses' smoke runs; with both off nothing is built
-# there (the smoke tests then report themselves skipped).
+# build fails the test command. ADDSIM_SANITIZE=0 leaves out the sanitized suite (a developer's
+# quick run; CI runs it); ADDSIM_FUZZ_SMOKE=0 leaves out the harnesses' smoke runs; with both
+# off nothing is built there (the smoke tests then report themselves skipped).
 targets=""  # everything (tests and harnesses); the harnesses alone when the suite is left out
-if [ "${ADDSIM_SANITIZE:-0}" = 0 ]; then
+if [ "${ADDSIM_SANITIZE:-1}" = 0 ]; then
   targets="fuzz_scene fuzz_task fuzz_msh fuzz_tetgen fuzz_obj fuzz_markers"
 fi
-if [ "${ADDSIM_SANITIZE:-0}" != 0 ] || [ "${ADDSIM_FUZZ_SMOKE:-1}" != 0 ]; then
+if [ "${ADDSIM_SANITIZE:-1}" != 0 ] || [ "${ADDSIM_FUZZ_SMOKE:-1}" != 0 ]; then
   ADDSIM_SANITIZE_TARGETS="$targets" bash scripts/run-sanitizers.sh --build
 fi
 # The Release suite (with the 60-second fuzz smoke runs, label "fuzz"), then the same suite
@@ -26,7 +25,7 @@ status=0
 release_args=()
 [ "${ADDSIM_FUZZ_SMOKE:-1}" != 0 ] || release_args=(-LE fuzz)
 (cd build && ctest --output-on-failure -j2 --timeout 900 "${release_args[@]}") || status=1
-if [ "${ADDSIM_SANITIZE:-0}" != 0 ]; then
+if [ "${ADDSIM_SANITIZE:-1}" != 0 ]; then
   bash scripts/run-sanitizers.sh --test || status=1
 fi
 exit $status

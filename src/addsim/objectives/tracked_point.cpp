@@ -140,10 +140,13 @@ void tracked_point_jacobian(const TrackedPoint& point, const Model& model, const
 }
 
 void add_step_block(const MatX& jac, const TrajectorySensitivities& sens, int i, Eigen::Ref<MatX> out) {
+  const MatX& s = sens.s[i];
+  // No parameter carried at step i yet (every first_step[c] > i): nothing to add, and S^i has no
+  // storage, so a row of it would be pointer arithmetic on null (UBSan, test_direct_jacobian).
+  if (s.cols() == 0) return;
   std::vector<Eigen::Index> dofs;
   for (Eigen::Index d = 0; d < jac.cols(); ++d)
     if (!jac.col(d).isZero(0.0)) dofs.push_back(d);
-  const MatX& s = sens.s[i];
   const auto n = static_cast<Eigen::Index>(dofs.size());
   MatX local(jac.rows(), n), gathered(n, s.cols());
   for (Eigen::Index d = 0; d < n; ++d) {

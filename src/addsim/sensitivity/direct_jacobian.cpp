@@ -351,9 +351,14 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
     // One factorisation of dr^i/dq^i, all right-hand sides solved with it (the step's block
     // keeps its memory when its size repeats).
     if (w.dense) {
-      const MatX& lu = w.dense_lu.matrixLU();
-      lu.triangularView<Eigen::UnitLower>().solveInPlace(s_i);
-      lu.triangularView<Eigen::Upper>().solveInPlace(s_i);
+      // No right-hand side at a step before any parameter is carried: Eigen's triangular
+      // solve would bind a reference to the first coefficient of storage that does not exist
+      // (UBSan, test_optim).
+      if (s_i.cols() > 0) {
+        const MatX& lu = w.dense_lu.matrixLU();
+        lu.triangularView<Eigen::UnitLower>().solveInPlace(s_i);
+        lu.triangularView<Eigen::Upper>().solveInPlace(s_i);
+      }
     } else {
       if (!w.sparse_lu->factorize(lin.step_jacobian()))
         throw SimulationError("direct sensitivities: step Jacobian dr/dq of step " + std::to_string(i) +
