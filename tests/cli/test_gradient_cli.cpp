@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
+#include "../support/test_size.h"
 
 #include "addsim/io/task.h"
 #include "addsim/objectives/tracking_terms.h"
@@ -162,13 +163,16 @@ TEST(GradientCli, GradcheckContactTolerance) {
 // tasks/ball_to_target.json (project issue 5), reduced to 55 steps (the first bounce) and the
 // two parameters whose largest sweep step straddles a contact event: without --contact the
 // rollout is recognised as contact-rich, the straddling samples are not used and the check passes.
+// Under ADDSIM_TEST_REDUCED (docs/testing.md) the ball has 120 tets instead of 451 (the same
+// first bounce and straddling largest step; Release CPU 2.9 s -> 0.95 s).
 TEST(GradientCli, GradcheckBallToTargetSkipsContactEventStraddlingSteps) {
   const fs::path dir = fresh_temp_dir();
   const fs::path task = source_dir() / "tasks" / "ball_to_target.json";
+  const std::string coarse = addsim::test::reduced() ? " --set scene.bodies.0.mesh.target_tets=120" : "";
   const CliRun r = run("gradcheck '" + task.string() +
                            "' --set scene.steps=55 --set "
                            "'parameters=[\"bodies.ball.velocity.0.2\",\"bodies.ball.angular_velocity.0.1\"]' "
-                           "--out check.json",
+                           "--out check.json" + coarse,
                        dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("contact-rich"), std::string::npos) << r.out;

@@ -16,6 +16,7 @@
 #include "addsim/mesh/gmsh_generators.h"
 #include "addsim/solver/simulator.h"
 #include "fem_test_util.h"
+#include "../support/test_size.h"
 
 namespace addsim {
 namespace {
@@ -249,8 +250,8 @@ SpinResult spin_ball(ViscosityModel vm, double viscosity) {
                                         : make_box_mesh(Vec3(0.16, 0.16, 0.16), Eigen::Vector3i(3, 3, 3), BoxSplit::kFive);
   Model model;
   // 0.3 s at h = 0.5 ms: ωh = 0.01, so the O((ωh)²) error of the BDF2 velocities that
-  // enter the measured L stays near 1e-4.
-  const int steps = 600;
+  // enter the measured L stays near 1e-4. Under ADDSIM_TEST_REDUCED (docs/testing.md) 0.2 s.
+  const int steps = test::sized(600, 400);
   model.scheme_mut() = TimeScheme::make(Integrator::kBdf2, 5e-4, steps);
   FemMaterial mat;
   mat.viscosity = viscosity;

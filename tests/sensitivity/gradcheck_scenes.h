@@ -16,8 +16,9 @@ const char* to_string(MatrixScene kind);
 /// Builds `kind` with `integrator`, `friction` and `steps` steps (0: the scene's default).
 Scene make_matrix_scene(MatrixScene kind, Integrator integrator, ContactModel friction, int steps = 0);
 
-/// FEM scenes (gradcheck_scenes_fem.cpp).
-Scene make_soft_ball(bool contact, Integrator integrator, ContactModel friction, int steps);
+/// FEM scenes (gradcheck_scenes_fem.cpp). The ball is a 0.1 m box of `cells`³ cubes, six
+/// tets each (2: 27 nodes, 48 tets; 1: 8 nodes, 6 tets).
+Scene make_soft_ball(bool contact, Integrator integrator, ContactModel friction, int steps, int cells = 2);
 /// Rigid scenes (gradcheck_scenes_rigid.cpp).
 Scene make_rigid_sphere(bool contact, Integrator integrator, ContactModel friction, int steps);
 Scene make_rigid_cube_incline(Integrator integrator, ContactModel friction, int steps);

@@ -17,7 +17,7 @@ std::vector<int> range_of(int offset, int size) {
 }
 }  // namespace
 
-Scene make_soft_ball(bool contact, Integrator integrator, ContactModel friction, int steps) {
+Scene make_soft_ball(bool contact, Integrator integrator, ContactModel friction, int steps, int cells) {
   Scene s;
   s.model = std::make_unique<Model>();
   Model& m = *s.model;
@@ -49,7 +49,7 @@ Scene make_soft_ball(bool contact, Integrator integrator, ContactModel friction,
   init.angular_velocity = Vec3(1.0, -6.0, 2.0);
   FemOptions opt;
   opt.gravity = Vec3(0, 0, -9.81);
-  const int b = add_fem_body(m, "ball", make_box_mesh(Vec3(0.1, 0.1, 0.1), Eigen::Vector3i(2, 2, 2)), mat, init, opt,
+  const int b = add_fem_body(m, "ball", make_box_mesh(Vec3(0.1, 0.1, 0.1), Eigen::Vector3i(cells, cells, cells)), mat, init, opt,
                              obstacles, cs);
   m.finalize();
   const FemBody& fb = fem_body(m, b);

@@ -19,6 +19,7 @@
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/finite_difference.h"
 #include "gradcheck_scenes.h"
+#include "../support/test_size.h"
 
 namespace addsim::testing {
 
@@ -67,9 +68,19 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name;
 }
 
+// Under ADDSIM_TEST_REDUCED (docs/testing.md) the slowest cases run a smaller instance of the
+// same check: the soft ball as one cube of six tets instead of 2×2×2 cubes (still deforming
+// in contact, so E, ν, ρ and the viscosity keep non-zero derivatives), the long sheet runs
+// 150 steps instead of 500 (still dragged in sliding and sticking contact). Same assertions.
 Scene build(const Case& c) {
-  if (const auto* k = std::get_if<SceneKind>(&c.scene)) return make_scene(*k, c.integrator, c.friction, c.steps);
-  return make_matrix_scene(std::get<MatrixScene>(c.scene), c.integrator, c.friction, c.steps);
+  if (const auto* k = std::get_if<SceneKind>(&c.scene)) {
+    const int steps = c.steps >= 500 ? test::sized(c.steps, 150) : c.steps;
+    return make_scene(*k, c.integrator, c.friction, steps);
+  }
+  const MatrixScene kind = std::get<MatrixScene>(c.scene);
+  if (kind == MatrixScene::kSoftBall || kind == MatrixScene::kSoftBallFlight)
+    return make_soft_ball(kind == MatrixScene::kSoftBall, c.integrator, c.friction, c.steps, test::sized(2, 1));
+  return make_matrix_scene(kind, c.integrator, c.friction, c.steps);
 }
 
 // Seeded random direction over one group; relative groups scale with the values.

@@ -23,6 +23,7 @@
 #include "addsim/solver/simulator.h"
 #include "../support/particle_fixture.h"
 #include "../support/source_dir.h"
+#include "../support/test_size.h"
 
 namespace addsim {
 namespace {
@@ -63,7 +64,8 @@ Counts count_regimes(const Trajectory& t) {
   return c;
 }
 
-// Adjoint vs direct over all parameters, then central differences for `fd_params`.
+// Adjoint vs direct over all parameters, then central differences for `fd_params` (under
+// ADDSIM_TEST_REDUCED every third of them, from the first: docs/testing.md).
 // expect_stick: the run must end some step with a sticking point (false for a slide whose
 // corners stick in each label check but are always released).
 void check_gradients(const Model& m, const std::vector<int>& fd_params, const char* label, bool expect_stick = true) {
@@ -90,7 +92,8 @@ void check_gradients(const Model& m, const std::vector<int>& fd_params, const ch
   std::printf("[ %s ] adjoint vs direct: %.3e\n", label, e_dir);
 
   const std::vector<double> steps{1e-5, 1e-6, 1e-7};
-  for (int j : fd_params) {
+  for (size_t k = 0; k < fd_params.size(); k += test::sized<size_t>(1, 3)) {
+    const int j = fd_params[k];
     const FdSweep fd = gradient_fd_sweep(sim, obj, p, j, steps);
     const double floor = 1e-8 * adj.dphi_dp.norm();
     const double err = std::abs(adj.dphi_dp[j] - fd.derivative) / std::max(std::abs(fd.derivative), floor);
@@ -154,11 +157,12 @@ TEST(HybridGradients, SoftBallThrow) {
 
 // Rigid cube on the 20° incline (hybrid, μ = 0.8): thrown across the slope it slides on the
 // penalty friction, stops and its corners stick (rigid stick projector, docs/contact.md).
-// Short run, h = 5 ms.
+// Short run, h = 5 ms: 120 steps (60 under ADDSIM_TEST_REDUCED, still ending in stick).
 TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
   const Scene scene =
       load_scene_file(test::scene_path("rigid_cube_incline.json"),
-                      {"contact.model=hybrid", "dt=0.005", "steps=120", "contact.kn=1e4", "contact.kd=20",
+                      {"contact.model=hybrid", "dt=0.005", "steps=" + std::to_string(test::sized(120, 60)),
+                       "contact.kn=1e4", "contact.kd=20",
                        "obstacles.0.friction=0.8", "bodies.0.velocity=[-0.3,0.05,0.1]"});
   const Model& m = *scene.model;
   std::vector<int> fd;

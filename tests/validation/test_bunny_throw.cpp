@@ -22,6 +22,7 @@
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
 #include "../support/source_dir.h"
+#include "../support/test_size.h"
 
 namespace addsim {
 namespace {
@@ -147,7 +148,7 @@ TEST_F(BunnyThrow, TaskTargetsAreTheRestMeshMovedOntoTheFloor) {
 TEST(BunnyThrowGradient, AdjointGradientOfThePoseTaskMatchesDirectAndFiniteDifferences) {
   if (!bunny_available()) GTEST_SKIP() << "needs gmsh and " << source_dir() / "data" / "bunny.obj";
   // A 14-step horizon: the flight and the landing on the floor (contact from step 8).
-  const Task task = load_task_file(task_file(), {"scene.steps=14"});
+  const Task task = load_task_file(task_file(), {"scene.steps=" + std::to_string(test::sized(14, 10))});
   const Model& model = *task.scene.model;
   const VecX& p = task.p();
   Simulator sim(model);
