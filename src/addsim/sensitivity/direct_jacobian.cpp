@@ -38,23 +38,6 @@ void TrajectorySensitivities::tangent(int c, std::vector<VecX>& dq) const {
 
 namespace {
 
-using SparseView = Eigen::Map<const Eigen::SparseMatrix<double, Eigen::ColMajor, int>>;
-
-// The matrix with nonzero `values` on `pattern` as a sparse view (no copy).
-SparseView sparse_view(const SparsePattern& pattern, const VecX& values) {
-  return SparseView(pattern.size(), pattern.size(), pattern.nnz(), pattern.outer().data(), pattern.inner().data(),
-                    values.data());
-}
-
-// The same matrix written densely into `out` (|q| × |q|, allocated by the caller).
-void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
-  out.setZero();
-  const int* outer = pattern.outer().data();
-  const int* inner = pattern.inner().data();
-  for (int c = 0; c < pattern.size(); ++c)
-    for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
-}
-
 // Y.row(row_map[r]) −= (A X).row(r) for the matrix A with `values` on `pattern` (the
 // negated product, its rows placed through row_map: the LU's row permutation, so that the
 // right-hand side is built in the order the triangular solves read it). History blocks
@@ -305,7 +288,7 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
     // builds it in `rhs` and solves column by column.
     MatX& s_i = out.s[i];
     if (w.dense) {
-      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
+      pattern_matrix_to_dense(pattern, lin.step_jacobian(), w.jac_dense);
       w.dense_lu.compute(w.jac_dense);
       ++out.factorizations;
       const auto& pivots = w.dense_lu.permutationP().indices();
@@ -331,21 +314,21 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
       if (w.dense) {
         product.subtract(pattern, lin.history_jacobian(k), past, b.leftCols(past.cols()), row_map);
       } else {
-        b.leftCols(past.cols()) -= sparse_view(pattern, lin.history_jacobian(k)) * past;
+        b.leftCols(past.cols()) -= pattern_matrix_view(pattern, lin.history_jacobian(k)) * past;
       }
     }
     if (lin.depends_on_v0() && active0 > 0) {
       if (w.dense) {
         product.subtract(pattern, lin.v0_jacobian(), w.dv0_active, b.leftCols(active0), row_map);
       } else {
-        b.leftCols(active0) -= sparse_view(pattern, lin.v0_jacobian()) * w.dv0_active;
+        b.leftCols(active0) -= pattern_matrix_view(pattern, lin.v0_jacobian()) * w.dv0_active;
       }
     }
     if (lin.depends_on_a0() && active0 > 0) {
       if (w.dense) {
         product.subtract(pattern, lin.a0_jacobian(), w.da0_active, b.leftCols(active0), row_map);
       } else {
-        b.leftCols(active0) -= sparse_view(pattern, lin.a0_jacobian()) * w.da0_active;
+        b.leftCols(active0) -= pattern_matrix_view(pattern, lin.a0_jacobian()) * w.da0_active;
       }
     }
     // One factorisation of dr^i/dq^i, all right-hand sides solved with it (the step's block

@@ -46,22 +46,6 @@ namespace {
 // HistoryProduct switches at the same size).
 constexpr int kDenseHistoryDofs = 32;
 
-using SparseView = Eigen::Map<const Eigen::SparseMatrix<double, Eigen::ColMajor, int>>;
-
-SparseView sparse_view(const SparsePattern& pattern, const VecX& values) {
-  return SparseView(pattern.size(), pattern.size(), pattern.nnz(), pattern.outer().data(), pattern.inner().data(),
-                    values.data());
-}
-
-// The matrix with nonzero `values` on `pattern` written densely into `out` (|q| × |q|).
-void to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
-  out.setZero();
-  const int* outer = pattern.outer().data();
-  const int* inner = pattern.inner().data();
-  for (int c = 0; c < pattern.size(); ++c)
-    for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
-}
-
 }  // namespace
 
 struct ReverseJacobianSweep::Workspace {
@@ -223,10 +207,10 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
   // entries only; at 78 DOFs the dense copy cost more than the sparse product).
   auto add_transposed_product = [&](const VecX& values, double sign, Eigen::Ref<MatX> target, int a) {
     if (nq <= kDenseHistoryDofs) {
-      to_dense(pattern, values, w.hist_dense);
+      pattern_matrix_to_dense(pattern, values, w.hist_dense);
       target.leftCols(a).noalias() += sign * (w.hist_dense.transpose() * w.lambda.leftCols(a));
     } else {
-      target.leftCols(a).noalias() += sign * (sparse_view(pattern, values).transpose() * w.lambda.leftCols(a));
+      target.leftCols(a).noalias() += sign * (pattern_matrix_view(pattern, values).transpose() * w.lambda.leftCols(a));
     }
   };
 
@@ -244,7 +228,7 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
     // Jᵀ = Uᵀ Lᵀ P and Λ = P⁻¹ (Lᵀ)⁻¹ (Uᵀ)⁻¹ rhs.
     auto lambda = w.lambda.leftCols(a);
     if (w.dense) {
-      to_dense(pattern, lin.step_jacobian(), w.jac_dense);
+      pattern_matrix_to_dense(pattern, lin.step_jacobian(), w.jac_dense);
       w.dense_lu.compute(w.jac_dense);
       ++factorizations_;
       const MatX& lu = w.dense_lu.matrixLU();

@@ -5,6 +5,7 @@
 /// start-up Jacobian dr^i/dv⁰, all as value arrays over the model's fixed pattern. Shared by the adjoint and the direct pass; all buffers are
 /// allocated once, so evaluating a step does not allocate.
 
+#include <Eigen/SparseCore>
 #include <vector>
 
 #include "addsim/core/error.h"
@@ -27,6 +28,26 @@ namespace addsim {
 /// (1e-6 / 1e-4) alone would allow 1e-8; 1e-11 would save only ≈ 11 % of the GMRES
 /// iterations (cylinder drop).
 inline constexpr double kSensitivitySolveTolerance = 1e-12;
+
+/// A step matrix given by its `values` on the model's `pattern` (the layout StepLinearization
+/// returns: step, history, v⁰ and a⁰ Jacobians) as a sparse view, no copy. The direct and the
+/// reverse Jacobian sweeps multiply with it.
+using PatternMatrixView = Eigen::Map<const Eigen::SparseMatrix<double, Eigen::ColMajor, int>>;
+
+inline PatternMatrixView pattern_matrix_view(const SparsePattern& pattern, const VecX& values) {
+  return PatternMatrixView(pattern.size(), pattern.size(), pattern.nnz(), pattern.outer().data(),
+                           pattern.inner().data(), values.data());
+}
+
+/// The same matrix written densely into `out` (|q| × |q|, sized by the caller): the sweeps'
+/// dense path for small systems.
+inline void pattern_matrix_to_dense(const SparsePattern& pattern, const VecX& values, MatX& out) {
+  out.setZero();
+  const int* outer = pattern.outer().data();
+  const int* inner = pattern.inner().data();
+  for (int c = 0; c < pattern.size(); ++c)
+    for (int e = outer[c]; e < outer[c + 1]; ++e) out(inner[e], c) = values[e];
+}
 
 /// Initial guess for the next solve of a sequence of step systems whose solutions change
 /// smoothly from step to step (adjoint states, direct sensitivities): the cubic through the
