@@ -83,6 +83,7 @@ def make_scene(args):
     scene["dt"] = dt
     scene["steps"] = args.steps
     scene["contact"] = {"kn": 1e5, "kd": 0.1}
+    scene["contact"].update(landscape_contact(args))
     scene["obstacles"][0]["friction"] = 0.8
     targets = gait(args.steps, dt, args)
     if args.soft_feet:
@@ -99,6 +100,18 @@ def make_scene(args):
             joint.pop("target_angle", None)
             joint["target_angles"] = targets[joint["name"]]
     return scene
+
+
+def landscape_contact(args):
+    """The optional contact keys that smooth the optimisation landscape (all absent by default)."""
+    keys = {}
+    if args.contact_model:
+        keys["model"] = args.contact_model
+    if args.contact_kt is not None:
+        keys["kt"] = args.contact_kt
+    if args.contact_smoothing is not None:
+        keys["smoothing"] = args.contact_smoothing
+    return keys
 
 
 FOOT_SIZE = [0.05, 0.05, 0.04]  # m
@@ -143,7 +156,7 @@ def make_task(args, motors):
              "top": {"local": [0.0, 0.0, 0.1]}, "steps": [0, -1], "weight": args.upright_weight},
             {"type": "control_smoothness", "control": control, "weight": args.smoothness},
         ],
-        "optimize": {"method": "lbfgsb", "max_sims": args.max_sims, "phi_ratio": 1e-6},
+        "optimize": {"method": "lbfgsb", "max_sims": args.max_sims, "phi_ratio": args.phi_ratio},
     }
 
 
@@ -154,7 +167,7 @@ def make_gauss_newton_task(task, args):
         " Gauss-Newton variant: Levenberg-Marquardt with the Jacobian by one reverse sweep, "
         f"damping lambda0 = {args.damping:g}, stopping when an iteration lowers Phi by at most "
         f"{args.phi_change:g} of it.")
-    task["optimize"] = {"method": "gauss_newton", "max_sims": args.max_sims, "phi_ratio": 1e-6,
+    task["optimize"] = {"method": "gauss_newton", "max_sims": args.max_sims, "phi_ratio": args.phi_ratio,
                         "phi_change": args.phi_change,
                         "gauss_newton": {"damping": args.damping, "jacobian": "adjoint"}}
     return task
@@ -175,6 +188,10 @@ def main():
     parser.add_argument("--upright-weight", type=float, default=0.1)
     parser.add_argument("--smoothness", type=float, default=1e-2)
     parser.add_argument("--max-sims", type=int, default=120)
+    parser.add_argument("--phi-ratio", type=float, default=1e-6, help="stop when Phi/Phi0 is at most this")
+    parser.add_argument("--contact-model", choices=["linear", "tanh"], help="contact.model (absent: linear)")
+    parser.add_argument("--contact-kt", type=float, help="contact.kt, N s/m (absent: k_n dt)")
+    parser.add_argument("--contact-smoothing", type=float, help="contact.smoothing, m (absent: 0)")
     parser.add_argument("--soft-feet", action="store_true", help="FEM feet instead of the shin-tip spheres")
     parser.add_argument("--gauss-newton", action="store_true",
                         help="write only the Gauss-Newton task tasks/NAME_gn.json (scene unchanged)")
