@@ -126,6 +126,29 @@ TEST(JacobianModes, APointCloudTermIsDirectInAutoAndAnErrorInAdjoint) {
   }
 }
 
+TEST(JacobianModes, SoftFeetQuadrupedPicksTheAdjointAndItsJacobianGivesTheGradient) {
+  // The soft-feet walking task (paper Table 2 row 4) with its smoothed contact, cut to 24
+  // steps: 12 motor targets per step against the rows of com_target (last step), com_line and
+  // upright (every step). The cost model must pick the reverse sweep, as it does at the full
+  // 144 steps (its parameter columns outnumber the state rows at every step).
+  const Task task = load_task_file(test::source_dir() / "tasks" / "quadruped_soft_feet_gn.json",
+                                   {"scene.steps=24", R"(optimize.gauss_newton.jacobian="auto")"});
+  ASSERT_EQ(task.optimize.gn_jacobian, JacobianMode::kAuto);
+  ASSERT_EQ(task.selection.size(), 12 * 25);
+  SimulationProblem problem(*task.scene.model, task.objective, task.selection, task.p(), 1, 1);
+  problem.set_jacobian_mode(task.optimize.gn_jacobian);
+  const LeastSquaresEvaluation ls = problem.evaluate_residuals(problem.x0(), true);
+  ASSERT_FALSE(ls.failed) << ls.failure;
+  EXPECT_EQ(problem.last_jacobian_mode(), JacobianMode::kAdjoint);
+  ASSERT_EQ(ls.jacobian.cols(), 12 * 25);
+  // Jᵀρ equals the adjoint gradient of Φ (non-zero: the torso is far from its target).
+  const Evaluation e = problem.evaluate(problem.x0(), true);
+  ASSERT_FALSE(e.failed) << e.failure;
+  const VecX g = ls.jacobian.transpose() * ls.residuals;
+  ASSERT_GT(e.gradient.norm(), 1e-3);
+  EXPECT_LT((g - e.gradient).cwiseAbs().maxCoeff(), 1e-7 * e.gradient.norm());
+}
+
 TEST(JacobianModes, TaskKeyChoosesTheMode) {
   EXPECT_EQ(short_cube_drag(10).optimize.gn_jacobian, JacobianMode::kAuto);
   const Task direct = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
