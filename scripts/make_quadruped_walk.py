@@ -30,7 +30,7 @@ the shin; the feet's boundary nodes carry the floor contact.
 --contact-model, --contact-kt and --contact-smoothing put scene overrides into the task's `set`
 (the scene keeps the paper's contact): the soft-feet tasks use tanh friction, k_t = 100 N s/m and
 a 2 mm C¹ normal blend, which cut the forward run's Newton iterations from 16 to 6.4 per step
-and let L-BFGS-B and Gauss–Newton converge in 13 and 5 iterations
+and let Gauss–Newton converge in 5 iterations (L-BFGS-B in 13–22)
 (docs/validation/trajectory-optimization.md, soft feet). --phi-ratio sets the stop Φ/Φ₀.
 
 With --gauss-newton only the task tasks/NAME_gn.json is written: the same scene (scenes/NAME.json,
