@@ -6,7 +6,7 @@
 #   wcont  tasks/ball_to_target_wcontinuation.json (w = 30 -> 10 -> 5 mm, 25 + 25 + 60)
 #   w10    tanh friction, w = 10 mm only (budget 60 simulations)
 #   gn     tasks/ball_to_target_gn.json as shipped: Gauss-Newton / Levenberg-Marquardt, tanh, w = 5 mm
-#          (budget 60)
+#          (30 simulations, or fewer on a stall), then if needed the fallback w = 10 mm -> 5 mm
 # Starts 10-13 are the corners of the range: speed x 0.5 and 1.5, spin offset -10 and +10.
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...]
 # Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs, and time.txt: wall, user and system

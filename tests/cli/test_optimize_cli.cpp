@@ -253,6 +253,12 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["stages"] = {{{"optimize", {{"phi_ratio", 0}}}}, {{"fallback", true}}};
   cases.push_back({"fallback without tolerance", t, "stages.1.fallback"});
+  t = base;
+  t["optimize"]["stall_sims"] = -1;
+  cases.push_back({"stall window", t, "optimize.stall_sims"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"stall_factor", 1.0}}}}};
+  cases.push_back({"stall factor", t, "stages.0.optimize.stall_factor"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

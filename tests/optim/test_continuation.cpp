@@ -119,6 +119,25 @@ TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStop
   EXPECT_EQ(solved.reason, StopReason::kPhiRatio);
   EXPECT_EQ(starts.size(), 1u);
 
+  // A first attempt that stalls (ADAM with a step too small to get anywhere, stall test on)
+  // ends long before its budget, and the fallback runs.
+  stages[0] = stages[1];
+  stages[0].fallback = false;
+  stages[0].options.method = OptimizerMethod::kAdam;
+  stages[0].options.adam_learning_rate = 1e-4;
+  stages[0].options.max_simulations = 100;
+  stages[0].options.stall_simulations = 5;
+  starts.clear();
+  const ContinuationResult stalled = run_continuation(stages, factory);
+  ASSERT_EQ(stalled.stages.size(), 2u);
+  EXPECT_EQ(stalled.stages[0].result.reason, StopReason::kStall) << stalled.stages[0].result.message;
+  EXPECT_EQ(stalled.stages[0].result.simulations, 6);
+  EXPECT_LT(stalled.stages[0].result.phi_best, stalled.stages[0].result.phi0);
+  EXPECT_EQ(stalled.stages[1].result.reason, StopReason::kPhiRatio);
+  EXPECT_EQ(stalled.simulations, 6 + 2);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1], Vec3::Zero());
+
   // A fallback needs an attempt before it.
   stages[0].fallback = true;
   EXPECT_THROW(run_continuation(stages, factory), InputError);

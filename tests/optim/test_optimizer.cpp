@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "../support/source_dir.h"
 #include "addsim/core/error.h"
@@ -388,6 +390,52 @@ TEST(Optimizer, BudgetsAndCallbackStopTheRun) {
   EXPECT_EQ(r.iterations, 10 + 4);
   EXPECT_EQ(r.phi0, 123.0);
   EXPECT_THROW(minimize(*problem, problem->x0(), options(OptimizerMethod::kAdam, 0)), InputError);
+}
+
+TEST(Optimizer, StallStopsARunThatNoLongerLowersPhi) {
+  // v_x ≤ 0.5 m/s keeps the target out of reach: Φ has a floor > 0, which ADAM approaches
+  // and then circles. Without the stall test it spends its whole budget; with it the run
+  // ends before the first simulation after which the last N lowered the best Φ by less
+  // than the factor, on the same path (the test changes nothing before it stops).
+  constexpr long kWindow = 10;
+  constexpr double kFactor = 2.0;
+  auto run = [](long window, std::vector<double>& best_after) {
+    auto problem = test::make_problem(particle_throw_task(-1.0, 0.5));
+    OptimizerOptions o = options(OptimizerMethod::kAdam, 300);
+    o.adam_learning_rate = 0.2;
+    o.stall_simulations = window;
+    o.stall_factor = kFactor;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) {
+      best_after.push_back(std::min(best_after.empty() ? r.phi : best_after.back(), r.phi));
+    };
+    return minimize(*problem, problem->x0(), o, cb);
+  };
+  std::vector<double> free_run, stalled;
+  const OptimizationResult full = run(0, free_run);
+  EXPECT_EQ(full.reason, StopReason::kSimulationBudget);
+  const OptimizationResult r = run(kWindow, stalled);
+  ASSERT_EQ(r.reason, StopReason::kStall) << r.message;
+  EXPECT_STREQ(to_string(r.reason), "stall");
+  const long n = r.simulations;
+  ASSERT_GT(n, kWindow + 1);
+  ASSERT_LT(n, 300);
+  EXPECT_EQ(stalled.size(), static_cast<size_t>(n));
+  for (long k = 0; k < n; ++k) EXPECT_EQ(stalled[k], free_run[k]) << "simulation " << k + 1;
+  // Stopped at the first k where best(k)·factor > best(k − N), not earlier.
+  EXPECT_GT(stalled[n - 1] * kFactor, stalled[n - 1 - kWindow]);
+  for (long k = kWindow + 1; k < n; ++k) EXPECT_LE(stalled[k - 1] * kFactor, stalled[k - 1 - kWindow]) << k;
+  EXPECT_EQ(r.phi_best, stalled.back());
+  // A run that converges is not cut: L-BFGS-B to the reachable target, same count either way.
+  for (long window : {0L, 4L}) {
+    auto problem = test::make_problem(particle_throw_task());
+    OptimizerOptions o = options(OptimizerMethod::kLbfgsb, 40);
+    o.phi_ratio_tolerance = 1e-20;
+    o.stall_simulations = window;
+    const OptimizationResult c = minimize(*problem, problem->x0(), o);
+    EXPECT_EQ(c.reason, StopReason::kPhiRatio) << window << ": " << c.message;
+    EXPECT_LE(c.simulations, 15) << window;
+  }
 }
 
 TEST(Optimizer, GaussNewtonRejectsAnObjectiveThatIsNotASumOfSquares) {

@@ -534,6 +534,16 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
   if (r.has("phi_ratio")) o.phi_ratio_tolerance = r.number("phi_ratio", std::nullopt, Bound::kNonNegative);
   if (r.has("gradient_norm")) o.gradient_tolerance = r.number("gradient_norm", std::nullopt, Bound::kNonNegative);
   if (r.has("phi_change")) o.phi_change_tolerance = r.number("phi_change", std::nullopt, Bound::kNonNegative);
+  if (r.has("stall_sims")) {
+    const json& v = r.raw("stall_sims");
+    if (!v.is_number_integer() || v.get<long long>() < 0)
+      r.fail("stall_sims", "must be an integer >= 0 (0: off), got " + describe(v));
+    o.stall_simulations = static_cast<long>(v.get<long long>());
+  }
+  if (r.has("stall_factor")) {
+    o.stall_factor = r.number("stall_factor", std::nullopt, Bound::kPositive);
+    if (!(o.stall_factor > 1.0)) r.fail("stall_factor", "must be > 1 (the decrease of Phi that counts as progress)");
+  }
   if (r.has("lbfgsb")) {
     ObjectReader m(r.raw("lbfgsb"), join_path(r.path(), "lbfgsb"), r.source());
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);

@@ -46,6 +46,7 @@ const char* to_string(StopReason reason) {
     case StopReason::kInitialFailure: return "initial_failure";
     case StopReason::kInterrupted: return "interrupted";
     case StopReason::kPhiChange: return "phi_change";
+    case StopReason::kStall: return "stall";
   }
   return "?";
 }
@@ -88,6 +89,9 @@ class Tracker {
     if (simulations() >= options_.max_simulations)
       throw Stop{StopReason::kSimulationBudget, "spent " + std::to_string(simulations()) + " simulations"};
     if (elapsed() >= options_.max_seconds) throw Stop{StopReason::kTimeBudget, "spent the time budget"};
+    const long n = options_.stall_simulations, done = static_cast<long>(best_after_.size());
+    if (n > 0 && done > n && best_after_[done - 1] * options_.stall_factor > best_after_[done - 1 - n])
+      throw Stop{StopReason::kStall, "the last " + std::to_string(n) + " simulations lowered Phi by less than the stall factor"};
   }
 
   Evaluation evaluate(const VecX& x, bool gradient) {
@@ -205,6 +209,7 @@ class Tracker {
       g_best_ = g;
     }
     if (x_best_.size() == 0) x_best_ = x;
+    best_after_.push_back(phi_best_);
     if (callbacks_.on_evaluation) {
       EvaluationRecord r;
       r.iteration = iteration_;
@@ -230,6 +235,7 @@ class Tracker {
   double phi0_;
   VecX x_best_, g_best_;
   double phi_best_ = kInf;
+  std::vector<double> best_after_;  ///< best Φ after each simulation of this run (stall test)
   double phi_last_iteration_ = std::numeric_limits<double>::quiet_NaN();  ///< best Φ at the last iteration's end
   std::optional<Evaluation> cached_;
 };

@@ -32,10 +32,11 @@ enum class StopReason {
   kInitialFailure,    ///< the simulation at the starting point failed
   kInterrupted,       ///< the iteration callback asked to stop
   kPhiChange,         ///< an iteration lowered Φ by ≤ phi_change_tolerance · Φ (Gauss–Newton, L-BFGS-B)
+  kStall,             ///< the last stall_simulations simulations lowered the best Φ by less than stall_factor
 };
 
 /// "phi_ratio", "gradient", "simulation_budget", "time_budget", "line_search", "no_progress",
-/// "initial_failure", "interrupted", "phi_change".
+/// "initial_failure", "interrupted", "phi_change", "stall".
 const char* to_string(StopReason reason);
 
 struct OptimizerOptions {
@@ -49,6 +50,14 @@ struct OptimizerOptions {
   /// For regularised problems whose Φ/Φ₀ has a floor > 0 (trajectory optimisation with a
   /// smoothness term), where phi_ratio_tolerance cannot say when the optimum is reached.
   double phi_change_tolerance = 0.0;
+  /// Stop (StopReason::kStall) before a simulation when the last stall_simulations
+  /// simulations of this run lowered the best Φ by less than a factor stall_factor (best Φ now
+  /// > best Φ then / stall_factor); 0: never. Any method. For a stage that may end in another
+  /// local minimum and has a fallback attempt after it (optim/continuation.h): a run that
+  /// creeps is cut short instead of spending its whole budget; a run that converges lowers Φ
+  /// by orders of magnitude in far fewer simulations.
+  long stall_simulations = 0;
+  double stall_factor = 2.0;  ///< > 1
   // L-BFGS-B
   int lbfgs_memory = 6;          ///< correction pairs kept
   int lbfgs_max_linesearch = 20;  ///< trials per line search
