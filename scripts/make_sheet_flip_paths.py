@@ -31,7 +31,7 @@ targets with the rows 61 … 120 (the first flip is then fixed, so its sensitivi
 by the second flip, do not enter the second stage).
 
 The Gauss–Newton variant tasks/sheet_flip_gn.json (written with --task) has the same stages with
-β = 1e-5, `contact.smoothing` 2 mm and sub-step retry (make_gn_task).
+β = 1e-5, `contact.smoothing` 2 mm, sub-step retry and a stop rule per stage (make_gn_task).
 
 Usage: scripts/make_sheet_flip_paths.py [SCENE] [--task] [--flip1 T0 T1] [--flip2 T0 T1]
        [--shift T0 T1] [--lift H] [--lift2 H]
@@ -50,6 +50,12 @@ SHIFT = 0.2         # m: the second target is moved this far along +x
 SMOOTHNESS = 0.01   # β of the smoothness regulariser on the handle paths (m⁻² … Φ in m²)
 GN_SMOOTHNESS = 1e-5          # β of the Gauss–Newton variant
 GN_CONTACT_SMOOTHING = 0.002  # m: its C¹ blend width of the normal penalty
+# Stop rules of the Gauss–Newton variant's stages (docs/validation/trajectory-optimization.md,
+# "Iterations and stop rules"): flip 1 is solved once Φ/Φ₀ ≤ 7.5e-3 (Φ ≤ 6.4e-6 m² from
+# Φ₀ = 8.5e-4 m²: the corners about 2 mm from their t = 1 s targets; its last ten iterations
+# before this rule moved them by 0.4 mm); flip 2 starts from λ₀ = 1 (from 1e-3 its first five
+# trials were rejected while λ climbed to 1) and stops once an iteration lowers Φ by < 1 %.
+GN_STAGE_OPTIMIZE = ({"phi_ratio": 0.0075}, {"gauss_newton": {"damping": 1}, "phi_change": 0.01})
 FLIP1_TARGETS = [[0.0, 0.8, 0.0], [0.4, 0.8, 0.0], [0.0, 0.4, 0.0], [0.4, 0.4, 0.0]]
 FLIP2_TARGETS = [[0.2, 0.0, 0.0], [0.6, 0.0, 0.0], [0.2, 0.4, 0.0], [0.6, 0.4, 0.0]]
 
@@ -136,8 +142,8 @@ def make_gn_task(steps, split):
     task["set"] = {"contact.smoothing": GN_CONTACT_SMOOTHING, "solver.substep_retry": {"max_depth": 4}}
     task["objective"][2]["weight"] = GN_SMOOTHNESS
     task["optimize"] = {"method": "gauss_newton", "max_sims": 100, "phi_ratio": 1e-6, "phi_change": 1e-3}
-    for stage in task["stages"]:
-        stage.pop("optimize", None)
+    for stage, options in zip(task["stages"], GN_STAGE_OPTIMIZE):
+        stage["optimize"] = options
     order = ["name", "description", "scene", "set", "parameters", "objective", "optimize", "stages"]
     return {k: task[k] for k in order}
 
