@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,31 @@ TEST_F(BunnyThrow, ContinuationTaskPosesTheSameProblemWithStiffeningContact) {
     EXPECT_GT(kn, previous) << o;
     EXPECT_LT(kn, scene_kn) << o;
     previous = kn;
+  }
+  EXPECT_TRUE(staged.stages.back().scene_overrides.empty());
+}
+
+// tasks/bunny_to_pose_gn.json (also written by scripts/make_bunny_pose_task.py) must pose the
+// same problem: stages on tanh friction whose smoothed normal penalty's width w
+// (contact.smoothing) narrows from stage to stage, then the scene itself (the last stage
+// overrides nothing).
+TEST_F(BunnyThrow, SmoothedTaskNarrowsTheSmoothingThenSolvesTheScene) {
+  const Task staged = load_task_file(source_dir() / "tasks" / "bunny_to_pose_gn.json", {"scene.steps=36"});
+  EXPECT_EQ(staged.json.at("objective"), task_->json.at("objective")) << "regenerate with scripts/make_bunny_pose_task.py";
+  EXPECT_EQ(staged.selection.names(), task_->selection.names());
+  EXPECT_EQ(staged.optimize.method, OptimizerMethod::kGaussNewton);
+  EXPECT_FALSE(staged.json.contains("set"));
+  ASSERT_GE(staged.stages.size(), 3u);
+  double previous = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k + 1 < staged.stages.size(); ++k) {
+    const std::vector<std::string>& o = staged.stages[k].scene_overrides;
+    ASSERT_EQ(o.size(), 2u) << staged.stages[k].name;
+    EXPECT_EQ(o[0], "contact.model=\"tanh\"");
+    ASSERT_EQ(o[1].rfind("contact.smoothing=", 0), 0u) << o[1];
+    const double w = std::stod(o[1].substr(o[1].find('=') + 1));
+    EXPECT_GT(w, 0.0) << o[1];
+    EXPECT_LT(w, previous) << o[1];
+    previous = w;
   }
   EXPECT_TRUE(staged.stages.back().scene_overrides.empty());
 }
