@@ -69,6 +69,58 @@ void add_weighted(Assembly& out, int stencil, const std::array<double, 8>& w, co
   }
   out.add<N>(stencil, r, &jx, &jv, nullptr);
 }
+
+// The same for the residual only (no partials wanted).
+template <int M>
+void add_weighted_residual(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra) {
+  constexpr int N = 3 * M;
+  Eigen::Matrix<double, N, 1> r;
+  for (int m = 0; m < M; ++m) r.template segment<3>(3 * m) = w[m] * ra;
+  out.add<N>(stencil, r, nullptr, nullptr, nullptr);
+}
+
+// The step Jacobian of node weights ±1 (particle, handle and world ends): the blocks
+// w_m w_l (wq kx + wv kv) formed once instead of wq (w_m w_l kx) + wv (w_m w_l kv) per
+// block, the same numbers bit for bit (w_m w_l = ±1 only flips signs; the sum keeps
+// Assembly::add's order and its skipping of zero weights).
+template <int M>
+void add_unit_weighted_step(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra,
+                            const Mat3& kx, const Mat3& kv) {
+  constexpr int N = 3 * M;
+  Eigen::Matrix<double, N, 1> r;
+  for (int m = 0; m < M; ++m) r.template segment<3>(3 * m) = w[m] * ra;
+  out.add<N>(stencil, r, nullptr, nullptr, nullptr);
+  const JacobianWeights& jw = out.weights();
+  if (jw.wq == 0.0 && jw.wv == 0.0) return;
+  Mat3 s;
+  if (jw.wq != 0.0) {
+    s.noalias() = jw.wq * kx;
+    if (jw.wv != 0.0) s.noalias() += jw.wv * kv;
+  } else {
+    s.noalias() = jw.wv * kv;
+  }
+  // Scattered into jac as Assembly::add does (same entries, same order of additions).
+  const SparsePattern& pattern = out.pattern();
+  double* values = out.jac.data();
+  if (const int* pm = pattern.point_map(stencil)) {
+    for (int l = 0; l < M; ++l) {
+      for (int j = 0; j < 3; ++j) {
+        const int c = 3 * l + j;
+        for (int m = 0; m < M; ++m) {
+          const double sign = w[m] * w[l];
+          double* v = values + pm[m + c * M];
+          v[0] += sign * s(0, j);
+          v[1] += sign * s(1, j);
+          v[2] += sign * s(2, j);
+        }
+      }
+    }
+    return;
+  }
+  const int* map = pattern.map(stencil);
+  for (int c = 0; c < N; ++c)
+    for (int rr = 0; rr < N; ++rr) values[map[rr + c * N]] += (w[rr / 3] * w[c / 3]) * s(rr % 3, c % 3);
+}
 }  // namespace
 
 struct SpringTerm::Local {
@@ -96,7 +148,9 @@ void SpringTerm::declare(StencilSet& stencils) {
       const double sign = an == &s.a ? 1.0 : -1.0;
       for (int m = 0; m < an->num_nodes(); ++m) {
         for (int c = 0; c < 3; ++c) dofs.push_back(an->node_dof(m) + c);
-        nw.w[nw.count++] = sign * an->node_weight(m);
+        nw.w[nw.count] = sign * an->node_weight(m);
+        nw.unit = nw.unit && std::abs(nw.w[nw.count]) == 1.0;
+        ++nw.count;
       }
     }
     stencil_.push_back(dofs.empty() ? -1 : stencils.add(dofs));
@@ -104,7 +158,7 @@ void SpringTerm::declare(StencilSet& stencils) {
   }
 }
 
-SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp) const {
+SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp, bool partials) const {
   const Spring& s = springs_[k];
   Local L;
   L.sa = anchor_state(*model_, s.a, ctx);
@@ -119,11 +173,12 @@ SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp) c
     // E = (k/2)‖d‖²: r_a = k d + k_d w.
     L.active = true;
     L.r = stiffness * d + damping * w;
+    L.energy = 0.5 * stiffness * d.squaredNorm();
+    if (!partials) return L;
     L.kx = stiffness * I;
     L.kv = damping * I;
     L.dr_dk = d;
     L.dr_dkd = w;
-    L.energy = 0.5 * stiffness * d.squaredNorm();
     return L;
   }
 
@@ -132,12 +187,14 @@ SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp) c
   if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) return L;   // rejected by admissible()
   L.active = true;
   const Vec3 u = d / len;
-  const Mat3 uu = u * u.transpose();
-  const Mat3 du_dd = (I - uu) / len;
   const double stretch = len - s.rest_length;
   const double uw = u.dot(w);
   // E = (k/2)(‖d‖ − l₀)²: r_a = k (‖d‖ − l₀) u; damping r_a += k_d (u·w) u.
   L.r = stiffness * stretch * u + damping * uw * u;
+  L.energy = 0.5 * stiffness * stretch * stretch;
+  if (!partials) return L;
+  const Mat3 uu = u * u.transpose();
+  const Mat3 du_dd = (I - uu) / len;
   // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
   // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
   const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
@@ -145,21 +202,42 @@ SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp) c
   L.kv = damping * uu;
   L.dr_dk = stretch * u;
   L.dr_dkd = uw * u;
-  L.energy = 0.5 * stiffness * stretch * stretch;
   return L;
 }
 
 SpringRegime SpringTerm::regime(const TermContext& ctx, int k) const {
-  return local(ctx, k).active ? SpringRegime::kActive : SpringRegime::kSlack;
+  return local(ctx, k, false, false).active ? SpringRegime::kActive : SpringRegime::kSlack;
 }
 
 void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  const bool clamp = out.clamp_compressed_springs && out.mode() == EvalMode::kResidualAndStepJacobian;
+  const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
+  const bool clamp = out.clamp_compressed_springs && step;
+  const bool partials = out.wants_jacobians();
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
-    const Local L = local(ctx, k, clamp);
+    const Local L = local(ctx, k, clamp, partials);
     if (!L.active) continue;
     const NodeWeights& nw = node_weights_[k];
+    // The line search's trials want r only; particle-to-particle (and handle, world) springs
+    // of a Newton step form their weighted block once. Other ends go the general way.
+    if (!partials) {
+      switch (nw.count) {
+        case 1: add_weighted_residual<1>(out, stencil_[k], nw.w, L.r); break;
+        case 2: add_weighted_residual<2>(out, stencil_[k], nw.w, L.r); break;
+        case 4: add_weighted_residual<4>(out, stencil_[k], nw.w, L.r); break;
+        case 5: add_weighted_residual<5>(out, stencil_[k], nw.w, L.r); break;
+        case 8: add_weighted_residual<8>(out, stencil_[k], nw.w, L.r); break;
+        default: ADDSIM_CHECK(false, "spring stencil of 1, 2, 4, 5 or 8 nodes");
+      }
+      continue;
+    }
+    if (step && nw.unit && nw.count <= 2) {
+      if (nw.count == 1)
+        add_unit_weighted_step<1>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
+      else
+        add_unit_weighted_step<2>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
+      continue;
+    }
     switch (nw.count) {
       case 1: add_weighted<1>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
       case 2: add_weighted<2>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
@@ -216,7 +294,7 @@ void SpringTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) cons
 
 double SpringTerm::energy(const TermContext& ctx) const {
   double e = 0.0;
-  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) e += local(ctx, k).energy;
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) e += local(ctx, k, false, false).energy;
   return e;
 }
 
