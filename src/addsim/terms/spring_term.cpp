@@ -52,6 +52,13 @@ AnchorState anchor_state(const Model& model, const Anchor& an, const TermContext
   return s;
 }
 
+// Position of an anchor alone (the admissibility check): a particle's is read directly,
+// without the velocity and handle sample anchor_state builds.
+Vec3 anchor_position(const Model& model, const Anchor& an, const TermContext& ctx) {
+  if (an.kind == Anchor::Kind::kParticle) return ctx.q.segment<3>(an.dof);
+  return anchor_state(model, an, ctx).x;
+}
+
 // Adds the residual w_m r_a of every stencil node m (M of them, 3 DOFs each) and the
 // blocks w_m w_l kx, w_m w_l kv: d = x_a − x_b = Σ_m w_m x_m + const.
 template <int M>
@@ -302,8 +309,8 @@ bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     const Spring& s = springs_[k];
     if (s.kind == SpringKind::kZeroLength) continue;
-    const Vec3 xa = anchor_state(*model_, s.a, ctx).x;
-    const Vec3 xb = anchor_state(*model_, s.b, ctx).x;
+    const Vec3 xa = anchor_position(*model_, s.a, ctx);
+    const Vec3 xb = anchor_position(*model_, s.b, ctx);
     const double len = (xa - xb).norm();
     if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) continue;
     if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) {
