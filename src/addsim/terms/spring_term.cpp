@@ -128,9 +128,9 @@ void add_unit_weighted_step(Assembly& out, int stencil, const std::array<double,
   for (int c = 0; c < N; ++c)
     for (int rr = 0; rr < N; ++rr) values[map[rr + c * N]] += (w[rr / 3] * w[c / 3]) * s(rr % 3, c % 3);
 }
-}  // namespace
 
-struct SpringTerm::Local {
+// A spring's force on its end a and the partials (SpringTerm::Local adds the ends' states).
+struct SpringForce {
   bool active = false;
   Vec3 r = Vec3::Zero();       // residual on a (= −force on a); residual on b is −r
   Mat3 kx = Mat3::Zero();      // ∂r_a/∂x_a (= −∂r_a/∂x_b)
@@ -138,6 +138,66 @@ struct SpringTerm::Local {
   Vec3 dr_dk = Vec3::Zero();   // ∂r_a/∂k
   Vec3 dr_dkd = Vec3::Zero();  // ∂r_a/∂k_d
   double energy = 0.0;
+};
+
+// Force on end a of spring s at separation d = x_a − x_b and relative velocity w (and its
+// partials when `partials`).
+void spring_force(const Spring& s, const Vec3& d, const Vec3& w, const TermContext& ctx, bool clamp, bool partials,
+                  SpringForce& F) {
+  const double stiffness = ctx.p[s.stiffness_param];
+  const double damping = s.damping_param >= 0 ? ctx.p[s.damping_param] : 0.0;
+  const Mat3 I = Mat3::Identity();
+
+  if (s.kind == SpringKind::kZeroLength) {
+    // E = (k/2)‖d‖²: r_a = k d + k_d w.
+    F.active = true;
+    F.r = stiffness * d + damping * w;
+    F.energy = 0.5 * stiffness * d.squaredNorm();
+    if (!partials) return;
+    F.kx = stiffness * I;
+    F.kv = damping * I;
+    F.dr_dk = d;
+    F.dr_dkd = w;
+    return;
+  }
+
+  const double len = d.norm();
+  if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) return;  // slack
+  if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) return;   // rejected by admissible()
+  F.active = true;
+  const Vec3 u = d / len;
+  const double stretch = len - s.rest_length;
+  const double uw = u.dot(w);
+  // E = (k/2)(‖d‖ − l₀)²: r_a = k (‖d‖ − l₀) u; damping r_a += k_d (u·w) u.
+  F.r = stiffness * stretch * u + damping * uw * u;
+  F.energy = 0.5 * stiffness * stretch * stretch;
+  if (!partials) return;
+  const Mat3 uu = u * u.transpose();
+  const Mat3 du_dd = (I - uu) / len;
+  // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
+  // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
+  const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
+  F.kx = stiffness * (uu + transverse * du_dd) + damping * (uw * I + u * w.transpose()) * du_dd;
+  F.kv = damping * uu;
+  F.dr_dk = stretch * u;
+  F.dr_dkd = uw * u;
+}
+
+// Position and velocity of an anchor for an evaluation: a particle's are read directly,
+// without the handle sample anchor_state carries along for the parameter derivatives.
+void anchor_motion(const Model& model, const Anchor& an, const TermContext& ctx, Vec3& x, Vec3& v) {
+  if (an.kind == Anchor::Kind::kParticle) {
+    x = ctx.q.segment<3>(an.dof);
+    v = ctx.v.segment<3>(an.dof);
+    return;
+  }
+  const AnchorState st = anchor_state(model, an, ctx);
+  x = st.x;
+  v = st.v;
+}
+}  // namespace
+
+struct SpringTerm::Local : SpringForce {
   AnchorState sa, sb;
 };
 
@@ -170,45 +230,7 @@ SpringTerm::Local SpringTerm::local(const TermContext& ctx, int k, bool clamp, b
   Local L;
   L.sa = anchor_state(*model_, s.a, ctx);
   L.sb = anchor_state(*model_, s.b, ctx);
-  const double stiffness = ctx.p[s.stiffness_param];
-  const double damping = s.damping_param >= 0 ? ctx.p[s.damping_param] : 0.0;
-  const Vec3 d = L.sa.x - L.sb.x;
-  const Vec3 w = L.sa.v - L.sb.v;
-  const Mat3 I = Mat3::Identity();
-
-  if (s.kind == SpringKind::kZeroLength) {
-    // E = (k/2)‖d‖²: r_a = k d + k_d w.
-    L.active = true;
-    L.r = stiffness * d + damping * w;
-    L.energy = 0.5 * stiffness * d.squaredNorm();
-    if (!partials) return L;
-    L.kx = stiffness * I;
-    L.kv = damping * I;
-    L.dr_dk = d;
-    L.dr_dkd = w;
-    return L;
-  }
-
-  const double len = d.norm();
-  if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) return L;  // slack
-  if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) return L;   // rejected by admissible()
-  L.active = true;
-  const Vec3 u = d / len;
-  const double stretch = len - s.rest_length;
-  const double uw = u.dot(w);
-  // E = (k/2)(‖d‖ − l₀)²: r_a = k (‖d‖ − l₀) u; damping r_a += k_d (u·w) u.
-  L.r = stiffness * stretch * u + damping * uw * u;
-  L.energy = 0.5 * stiffness * stretch * stretch;
-  if (!partials) return L;
-  const Mat3 uu = u * u.transpose();
-  const Mat3 du_dd = (I - uu) / len;
-  // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
-  // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
-  const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
-  L.kx = stiffness * (uu + transverse * du_dd) + damping * (uw * I + u * w.transpose()) * du_dd;
-  L.kv = damping * uu;
-  L.dr_dk = stretch * u;
-  L.dr_dkd = uw * u;
+  spring_force(s, L.sa.x - L.sb.x, L.sa.v - L.sb.v, ctx, clamp, partials, L);
   return L;
 }
 
@@ -222,7 +244,12 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool partials = out.wants_jacobians();
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
-    const Local L = local(ctx, k, clamp, partials);
+    const Spring& s = springs_[k];
+    Vec3 xa, va, xb, vb;
+    anchor_motion(*model_, s.a, ctx, xa, va);
+    anchor_motion(*model_, s.b, ctx, xb, vb);
+    SpringForce L;
+    spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
     if (!L.active) continue;
     const NodeWeights& nw = node_weights_[k];
     // The line search's trials want r only; particle-to-particle (and handle, world) springs
