@@ -66,6 +66,10 @@ struct JointLocal {
   Col dr_dalpha = Col::Zero();
   Eigen::Matrix<double, N, 3> dr_dxb = Eigen::Matrix<double, N, 3>::Zero();  ///< handle b: ∂r/∂x_b
   double energy = 0.0;
+  /// False: the parameter columns dr_dk, dr_dkm, dr_dkd, dr_dalpha, dr_dxb of point, axis,
+  /// motor and damping potentials are left zero (an evaluation does not read them; r and
+  /// the state partials are the same numbers either way).
+  bool params = true;
 };
 
 // dq += k Jdᵀ H Jd (N × N). Written out because Eigen sends a 12 × 3 × 12 product to its
@@ -144,7 +148,7 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   if constexpr (N == 12) Jd.template rightCols<6>() = -wb->dy;
   if constexpr (N == 9 || N == 18)
     for (int m = 0; m < (N - 6) / 3; ++m) Jd.template block<3, 3>(0, 6 + 3 * m) = -wn[m] * Mat3::Identity();
-  dr_dk += Jd.transpose() * se.g;
+  if (L.params) dr_dk += Jd.transpose() * se.g;
   L.r += k * Jd.transpose() * se.g;
   L.energy += k * se.e;
   if (!jacobians) return Jd;
@@ -173,7 +177,7 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
     v.template tail<6>() = ctx.v.segment<6>(b->dof());
   }
   const Vec3 w_rel = D * v;
-  L.dr_dkd += D.transpose() * w_rel;
+  if (L.params) L.dr_dkd += D.transpose() * w_rel;
   L.r += kd * D.transpose() * w_rel;
   if (!jacobians) return;
   add_scaled_gram<N>(kd, D, L.dv);
@@ -217,14 +221,14 @@ void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
 
 template <int N>
 JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
-                                   const TermContext& ctx, const Model* model, bool jacobians);
+                                   const TermContext& ctx, const Model* model, bool jacobians, bool params);
 
 // fa, fb: frames of jt.body_a and jt.body_b (fb null without a body b), built with ∂J/∂θ
 // when `jacobians`.
 template <int N>
 JointLocal<N> joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
-                          const Model* model, bool jacobians) {
-  JointLocal<N> L = joint_local_unmasked<N>(jt, fa, fb, ctx, model, jacobians);
+                          const Model* model, bool jacobians, bool params = true) {
+  JointLocal<N> L = joint_local_unmasked<N>(jt, fa, fb, ctx, model, jacobians, params);
   mask_kinematic_rows<N>(jt, L);
   return L;
 }
@@ -417,8 +421,9 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
 
 template <int N>
 JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
-                                   const TermContext& ctx, const Model* model, bool jacobians) {
+                                   const TermContext& ctx, const Model* model, bool jacobians, bool params) {
   JointLocal<N> L;
+  L.params = params;
   const RigidBody& a = *jt.body_a;
   const RigidBody* b = jt.body_b;
   if (jt.kind == RigidJoint::Kind::kMotorDamping) {
@@ -450,7 +455,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, co
     const SeparationEnergy se = separation_energy(jt.kind, wa.y - xb, jt.rest_length);
     const Eigen::Matrix<double, 3, N> Jd =
         add_potential<N>(k, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dk, L);
-    if (jt.handle_b >= 0) L.dr_dxb = -k * Jd.transpose() * se.H;
+    if (jt.handle_b >= 0 && params) L.dr_dxb = -k * Jd.transpose() * se.H;
   }
   if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
     // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
@@ -475,6 +480,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, co
     const Eigen::Matrix<double, 3, N> Jd =
         add_potential<N>(km, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dkm, L);
     // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
+    if (!params) return L;
     const WorldVector dwa = world_vector(fa, du, false, false);
     Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
     dJd.template leftCols<6>() = dwa.dy;
@@ -577,7 +583,8 @@ void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
   for_each_joint(joints_, [&]<int N>(size_t k) {
     const auto [ia, ib] = body_index_[k];
-    const JointLocal<N> L = joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac);
+    const JointLocal<N> L =
+        joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac, false);
     // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
     const bool damping = joints_[k].kind == RigidJoint::Kind::kMotorDamping;
     out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac && damping ? &L.dv : nullptr, nullptr);
@@ -623,7 +630,7 @@ double RigidJointTerm::energy(const TermContext& ctx) const {
   double e = 0.0;
   for_each_joint(joints_, [&]<int N>(size_t k) {
     const auto [ia, ib] = body_index_[k];
-    e += joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false).energy;
+    e += joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, false).energy;
   });
   return e;
 }

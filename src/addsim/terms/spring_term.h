@@ -50,13 +50,15 @@ class SpringTerm final : public Term {
  private:
   struct Local;  // force on a and its partials at one state
   // clamp: drop the transverse stiffness of a compressed spring (Assembly::clamp_compressed_springs).
-  Local local(const TermContext& ctx, int k, bool clamp = false) const;
+  // partials = false: r and the energy only (kx, kv, dr_dk, dr_dkd stay zero).
+  Local local(const TermContext& ctx, int k, bool clamp = false, bool partials = true) const;
 
   // Per spring: the weight of each stencil node in d = x_a − x_b (+b_m for a's nodes,
   // −b_m for b's; a particle is one node of weight 1).
   struct NodeWeights {
     std::array<double, 8> w{};
     int count = 0;
+    bool unit = true;  // every |w_m| = 1 (no embedded ends)
   };
 
   const Model* model_;
