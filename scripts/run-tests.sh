@@ -4,7 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+# In CI (CI set, as GitHub Actions and .ci runners do) the Google Benchmark programs are not
+# built: no test runs them, and their compile is ~65 CPU-s of the cold Release build
+# (docs/fuzzing.md "Measured in CI"). A developer's run builds them as scripts/build.sh does.
+build_args=()
+if [ -n "${CI:-}" ] && [ "${CI:-}" != false ]; then build_args=(-DADDSIM_BUILD_BENCHMARKS=OFF); fi
+bash scripts/build.sh "${build_args[@]}"
 bash scripts/install-python.sh
 # The AddressSanitizer + UndefinedBehaviorSanitizer build (build-sanitize, clang-14, ccache):
 # the whole test suite and the libFuzzer harnesses share one compiled library
