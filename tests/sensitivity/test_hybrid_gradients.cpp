@@ -157,11 +157,11 @@ TEST(HybridGradients, SoftBallThrow) {
 
 // Rigid cube on the 20° incline (hybrid, μ = 0.8): thrown across the slope it slides on the
 // penalty friction, stops and its corners stick (rigid stick projector, docs/contact.md).
-// Short run, h = 5 ms: 120 steps (40 under ADDSIM_TEST_REDUCED, still ending in stick).
+// Short run, h = 5 ms: 120 steps (60 under ADDSIM_TEST_REDUCED, still ending in stick).
 TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
   const Scene scene =
       load_scene_file(test::scene_path("rigid_cube_incline.json"),
-                      {"contact.model=hybrid", "dt=0.005", "steps=" + std::to_string(test::sized(120, 40)),
+                      {"contact.model=hybrid", "dt=0.005", "steps=" + std::to_string(test::sized(120, 60)),
                        "contact.kn=1e4", "contact.kd=20",
                        "obstacles.0.friction=0.8", "bodies.0.velocity=[-0.3,0.05,0.1]"});
   const Model& m = *scene.model;

@@ -13,7 +13,6 @@
 #include "addsim/sensitivity/step_linearization.h"
 #include "addsim/solver/simulator.h"
 #include "../support/source_dir.h"
-#include "../support/test_size.h"
 
 namespace addsim {
 namespace {
@@ -77,17 +76,12 @@ TEST(StepLinearization, HistoryProductsMatchMatricesForFemContact) {
   EXPECT_GT(c.v0_steps, 0) << "no start-up step reads v⁰";
 }
 
-// Under ADDSIM_TEST_REDUCED (docs/testing.md) shorter runs that still stick: the ball touches
-// the floor in steps 37-42 and sticks in 39-41 (45 steps instead of 60); the cube slides and
-// sticks from step 8 on (40 steps instead of 120, 23 of them with sticking corners).
 TEST(StepLinearization, HistoryProductsMatchMatricesWithStickRows) {
-  const Scene ball = load_scene_file(test::scene_path("soft_ball_throw.json"),
-                                     {"contact.model=hybrid", "steps=" + std::to_string(test::sized(60, 45))});
+  const Scene ball = load_scene_file(test::scene_path("soft_ball_throw.json"), {"contact.model=hybrid", "steps=60"});
   EXPECT_GT(compare_forms(*ball.model, "soft ball hybrid").stick_steps, 0) << "no step with point stick rows";
   const Scene cube =
       load_scene_file(test::scene_path("rigid_cube_incline.json"),
-                      {"contact.model=hybrid", "dt=0.005", "steps=" + std::to_string(test::sized(120, 40)),
-                       "contact.kn=1e4", "contact.kd=20",
+                      {"contact.model=hybrid", "dt=0.005", "steps=120", "contact.kn=1e4", "contact.kd=20",
                        "obstacles.0.friction=0.8", "bodies.0.velocity=[-0.3,0.05,0.1]"});
   EXPECT_GT(compare_forms(*cube.model, "rigid cube hybrid").stick_steps, 0) << "no step with rigid stick rows";
 }
