@@ -120,9 +120,10 @@ TEST(HybridGradients, ParticleSlidesThenSticksOnIncline) {
   }
 }
 
+// 60 steps; under ADDSIM_TEST_REDUCED (docs/testing.md) 30, still landing, sliding and sticking.
 TEST(HybridGradients, SoftBallThrow) {
   auto m = std::make_unique<Model>();
-  m->scheme_mut() = TimeScheme::make(Integrator::kBdf1, 0.01, 60);
+  m->scheme_mut() = TimeScheme::make(Integrator::kBdf1, 0.01, test::sized(60, 30));
   auto& P = m->params();
   ContactSettings cs;
   cs.model = ContactModel::kHybrid;
