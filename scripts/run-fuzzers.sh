@@ -11,7 +11,9 @@
 #        bash scripts/run-fuzzers.sh --build                       (build only)
 #        ADDSIM_FUZZ_NO_BUILD=1 skips the build.
 #        bash scripts/run-fuzzers.sh --smoke SECONDS HARNESS       (CTest: no build, exit 77
-#            when the harness is not built; the corpus grows in a temporary folder only)
+#            when the harness is not built; the corpus grows in a temporary folder only;
+#            ADDSIM_FUZZ_SMOKE_SECONDS in the environment replaces SECONDS, which CTest
+#            configured: scripts/run-tests.sh runs the smoke tests for 30 s each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -28,7 +30,11 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan-gmsh.supp:print_suppressions=0"
 
 if [ "${1:-}" = "--smoke" ]; then
-  seconds=$2 h=$3
+  seconds=${ADDSIM_FUZZ_SMOKE_SECONDS:-$2} h=$3
+  case "$seconds" in '' | *[!0-9]* | 0)
+    echo "run-fuzzers.sh: ADDSIM_FUZZ_SMOKE_SECONDS must be a positive whole number of seconds, not '$seconds'" >&2
+    exit 2 ;;
+  esac
   if [ ! -x "$bin/fuzz_$h" ]; then
     echo "run-fuzzers.sh: $bin/fuzz_$h is not built (scripts/run-tests.sh builds it when clang++-14 is installed)"
     exit 77

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/test_size.h"
 #include "cli_test_util.h"
 
 namespace {
@@ -135,8 +136,9 @@ TEST(OptimizeCli, StagesAndMethodsFromTheTaskFile) {
 
 TEST(OptimizeCli, ResumesARunKilledMidway) {
   const fs::path dir = fresh_temp_dir();
-  // ADAM with a fixed budget on a longer particle run (a few ms per simulation).
-  json task = throw_task(write_particle_scene(dir, 3000, 0.0005));
+  // ADAM with a fixed budget on a longer particle run (a few ms per simulation); under
+  // ADDSIM_TEST_REDUCED (docs/testing.md) the same 1.5 s in 1,500 steps instead of 3,000.
+  json task = throw_task(write_particle_scene(dir, addsim::test::sized(3000, 1500), addsim::test::sized(0.0005, 0.001)));
   task["optimize"] = {{"method", "adam"}, {"max_sims", 120}, {"adam", {{"learning_rate", 0.05}}}};
   write_json(dir / "adam.json", task);
   // Start the CLI, wait until iterations.csv has ≥ 30 rows, kill it.

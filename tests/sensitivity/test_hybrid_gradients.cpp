@@ -120,9 +120,10 @@ TEST(HybridGradients, ParticleSlidesThenSticksOnIncline) {
   }
 }
 
+// 60 steps; under ADDSIM_TEST_REDUCED (docs/testing.md) 30, still landing, sliding and sticking.
 TEST(HybridGradients, SoftBallThrow) {
   auto m = std::make_unique<Model>();
-  m->scheme_mut() = TimeScheme::make(Integrator::kBdf1, 0.01, 60);
+  m->scheme_mut() = TimeScheme::make(Integrator::kBdf1, 0.01, test::sized(60, 30));
   auto& P = m->params();
   ContactSettings cs;
   cs.model = ContactModel::kHybrid;
@@ -175,9 +176,12 @@ TEST(HybridGradients, RigidCubeSlidesThenSticksOnIncline) {
 // sticks. Checks the sliding force's exact derivatives on a rigid body.
 // A rigid cube thrown down the incline with c_f = 0.4 (hybrid): its corners are released to
 // the Coulomb sliding force, decelerate, and (without smoothing) stick. `extra` adds scene
-// overrides. Adjoint vs direct over all parameters, then central differences for all.
-void check_released_cube(const std::vector<std::string>& extra, const char* label, bool expect_stick) {
-  std::vector<std::string> overrides = {"contact.model=hybrid", "dt=0.005", "steps=80", "contact.kn=1e4",
+// overrides. Adjoint vs direct over all parameters, then central differences for all. `steps`:
+// the corners are released from step 41 on.
+void check_released_cube(const std::vector<std::string>& extra, const char* label, bool expect_stick,
+                         int steps = 80) {
+  std::vector<std::string> overrides = {"contact.model=hybrid", "dt=0.005", "steps=" + std::to_string(steps),
+                                        "contact.kn=1e4",
                                         "contact.kd=20", "obstacles.0.friction=0.4",
                                         "bodies.0.velocity=[0.094,0.02,-0.0342]"};
   overrides.insert(overrides.end(), extra.begin(), extra.end());
@@ -199,9 +203,10 @@ TEST(HybridGradients, RigidCubeDeceleratesOnCoulombReleaseAndSticks) {
 // The same with the C¹ smoothed normal penalty (contact.smoothing): the released corners'
 // Coulomb force and its derivatives follow the smoothed normal force, including ∂/∂w (the
 // column rigid_slip_correction_param_derivatives adds for contact.smoothing). Within these 80
-// steps the corners slide throughout (no step ends sticking).
+// steps the corners slide throughout (no step ends sticking). Under ADDSIM_TEST_REDUCED
+// (docs/testing.md) 60 steps: 20 of them with released corners.
 TEST(HybridGradients, RigidCubeReleasedCornersWithSmoothedNormalPenalty) {
-  check_released_cube({"contact.smoothing=0.002"}, "rigid cube mu=0.4, w=2mm", false);
+  check_released_cube({"contact.smoothing=0.002"}, "rigid cube mu=0.4, w=2mm", false, test::sized(80, 60));
 }
 
 }  // namespace

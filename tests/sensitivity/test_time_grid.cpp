@@ -21,6 +21,7 @@
 #include "addsim/sensitivity/finite_difference.h"
 #include "addsim/solver/simulator.h"
 #include "../support/source_dir.h"
+#include "../support/test_size.h"
 #include "centroid_objective.h"
 
 namespace addsim {
@@ -95,15 +96,23 @@ void check_gradients(const Model& m, Simulator& sim, const std::vector<std::stri
 
 const std::vector<std::string> kFdParams{"bodies.0.velocity.0.0", "bodies.0.material.youngs_modulus"};
 
+// Every start-up: adjoint vs direct over all parameters and the multi-parameter sweep, then
+// finite differences for both kFdParams; under ADDSIM_TEST_REDUCED (docs/testing.md) the
+// k-th start-up takes kFdParams[k mod 2], so the four together still check both.
 TEST(TimeGrid, EveryStartupDifferentiatesExactly) {
-  for (const char* startup : {"trapezoidal", "constant_velocity", "constant_acceleration", "bdf1_first_step"}) {
+  const std::vector<const char*> startups{"trapezoidal", "constant_velocity", "constant_acceleration",
+                                          "bdf1_first_step"};
+  for (std::size_t k = 0; k < startups.size(); ++k) {
+    const char* startup = startups[k];
     const Scene scene = ball({std::string("integrator_startup=\"") + startup + "\""});
     const Model& m = *scene.model;
     Simulator sim(m);
     const Trajectory traj = sim.run(m.params().defaults());
     ASSERT_TRUE(traj.completed()) << startup << ": " << traj.failure;
     EXPECT_FALSE(traj.substepped());
-    check_gradients(m, sim, kFdParams, std::string("startup ") + startup);
+    const std::vector<std::string> fd_names =
+        test::reduced() ? std::vector<std::string>{kFdParams[k % kFdParams.size()]} : kFdParams;
+    check_gradients(m, sim, fd_names, std::string("startup ") + startup);
   }
 }
 
@@ -165,7 +174,11 @@ TEST(TimeGrid, RetriedRunDifferentiatesExactly) {
   Scene off = ball({"solver.max_iterations=4"});
   Simulator plain(*off.model);
   EXPECT_FALSE(plain.run(off.model->params().defaults()).completed());
-  check_gradients(m, sim, kFdParams, "retry");
+  // Under ADDSIM_TEST_REDUCED (docs/testing.md) FD for the material parameter only: the
+  // retried run with the constant-acceleration start-up (below) checks an initial velocity.
+  const std::vector<std::string> fd_names =
+      test::reduced() ? std::vector<std::string>{"bodies.0.material.youngs_modulus"} : kFdParams;
+  check_gradients(m, sim, fd_names, "retry");
 }
 
 // The failure the retry was first made for: a soft ball (E = 1 kPa) hitting the floor whose
@@ -263,7 +276,11 @@ TEST(TimeGrid, EffectiveStepTangentialStiffness) {
   ASSERT_TRUE(ta.completed() && tb.completed() && tc.completed());
   EXPECT_GT((ta.q.back() - tb.q.back()).norm(), 1e-6);
   EXPECT_LT((tb.q.back() - tc.q.back()).norm(), 1e-9);
-  check_gradients(*eff.model, b, {"contact.kn", "bodies.0.velocity.0.0"}, "kt_rule effective_step");
+  // Under ADDSIM_TEST_REDUCED (docs/testing.md) FD for contact.kn only, the parameter k_t is
+  // derived from (adjoint vs direct still covers all).
+  const std::vector<std::string> fd_names = test::reduced() ? std::vector<std::string>{"contact.kn"}
+                                                            : std::vector<std::string>{"contact.kn", "bodies.0.velocity.0.0"};
+  check_gradients(*eff.model, b, fd_names, "kt_rule effective_step");
   EXPECT_THROW(ball({"contact.kt=5", "contact.kt_rule=\"h\""}), InputError);
 }
 
