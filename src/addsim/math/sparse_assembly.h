@@ -185,6 +185,45 @@ class Assembly {
         for (int i = 0; i < 3; ++i) values[m[(3 * k + i) + (3 * l + i) * N]] += w * S(k, l);
   }
 
+  /// Adds a local residual of M nodes × 3 components (stencil order) and, in
+  /// kResidualAndStepJacobian, the step Jacobian of a force that reads its nodes only through
+  /// d = Σ_m w_m x_m (a spring between points): block (m, l) = w_m w_l (wq Kq + wv Kv). The
+  /// 3 × 3 sum is formed once instead of two N × N locals; with every |w_m| = 1 the values are
+  /// add()'s bit for bit (w_m w_l = ±1 only flips signs; the sum keeps add()'s order and its
+  /// skipping of zero weights). Not for kResidualAndJacobians (use add()).
+  template <int M>
+  void add_node_outer(int id, const Eigen::Matrix<double, 3 * M, 1>& r_local, const double* w, const Mat3& kq,
+                      const Mat3& kv) {
+    constexpr int N = 3 * M;
+    add_residual<N>(id, r_local);
+    if (!wants_jacobians()) return;
+    ADDSIM_CHECK(mode_ == EvalMode::kResidualAndStepJacobian, "add_node_outer: step-Jacobian mode only");
+    if (weights_.wq == 0.0 && weights_.wv == 0.0) return;
+    Mat3 s;
+    if (weights_.wq != 0.0) {
+      s.noalias() = weights_.wq * kq;
+      if (weights_.wv != 0.0) s.noalias() += weights_.wv * kv;
+    } else {
+      s.noalias() = weights_.wv * kv;
+    }
+    if (const int* pm = pattern_->point_map(id)) {
+      // As scatter(): column 3l + j of point m starts at pm[m + (3l + j) M], three rows on.
+      for (int l = 0; l < M; ++l)
+        for (int j = 0; j < 3; ++j)
+          for (int m = 0; m < M; ++m) {
+            const double sign = w[m] * w[l];
+            double* v = jac.data() + pm[m + (3 * l + j) * M];
+            v[0] += sign * s(0, j);
+            v[1] += sign * s(1, j);
+            v[2] += sign * s(2, j);
+          }
+      return;
+    }
+    const int* map = pattern_->map(id);
+    for (int c = 0; c < N; ++c)
+      for (int r = 0; r < N; ++r) jac[map[r + c * N]] += (w[r / 3] * w[c / 3]) * s(r % 3, c % 3);
+  }
+
   /// Dynamic-size variant for stencils whose size is only known at run time.
   void add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da);
 

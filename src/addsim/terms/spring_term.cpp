@@ -77,56 +77,25 @@ void add_weighted(Assembly& out, int stencil, const std::array<double, 8>& w, co
   out.add<N>(stencil, r, &jx, &jv, nullptr);
 }
 
-// The same for the residual only (no partials wanted).
+// The residual w_m r_a of every stencil node m alone (no partials wanted: the line search's
+// trials), and the same with the step Jacobian formed by Assembly::add_node_outer (Newton
+// steps of springs whose node weights are all ±1: particle, handle and world ends).
 template <int M>
-void add_weighted_residual(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra) {
-  constexpr int N = 3 * M;
-  Eigen::Matrix<double, N, 1> r;
+Eigen::Matrix<double, 3 * M, 1> weighted_residual(const std::array<double, 8>& w, const Vec3& ra) {
+  Eigen::Matrix<double, 3 * M, 1> r;
   for (int m = 0; m < M; ++m) r.template segment<3>(3 * m) = w[m] * ra;
-  out.add<N>(stencil, r, nullptr, nullptr, nullptr);
+  return r;
 }
 
-// The step Jacobian of node weights ±1 (particle, handle and world ends): the blocks
-// w_m w_l (wq kx + wv kv) formed once instead of wq (w_m w_l kx) + wv (w_m w_l kv) per
-// block, the same numbers bit for bit (w_m w_l = ±1 only flips signs; the sum keeps
-// Assembly::add's order and its skipping of zero weights).
+template <int M>
+void add_weighted_residual(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra) {
+  out.add<3 * M>(stencil, weighted_residual<M>(w, ra), nullptr, nullptr, nullptr);
+}
+
 template <int M>
 void add_unit_weighted_step(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra,
                             const Mat3& kx, const Mat3& kv) {
-  constexpr int N = 3 * M;
-  Eigen::Matrix<double, N, 1> r;
-  for (int m = 0; m < M; ++m) r.template segment<3>(3 * m) = w[m] * ra;
-  out.add<N>(stencil, r, nullptr, nullptr, nullptr);
-  const JacobianWeights& jw = out.weights();
-  if (jw.wq == 0.0 && jw.wv == 0.0) return;
-  Mat3 s;
-  if (jw.wq != 0.0) {
-    s.noalias() = jw.wq * kx;
-    if (jw.wv != 0.0) s.noalias() += jw.wv * kv;
-  } else {
-    s.noalias() = jw.wv * kv;
-  }
-  // Scattered into jac as Assembly::add does (same entries, same order of additions).
-  const SparsePattern& pattern = out.pattern();
-  double* values = out.jac.data();
-  if (const int* pm = pattern.point_map(stencil)) {
-    for (int l = 0; l < M; ++l) {
-      for (int j = 0; j < 3; ++j) {
-        const int c = 3 * l + j;
-        for (int m = 0; m < M; ++m) {
-          const double sign = w[m] * w[l];
-          double* v = values + pm[m + c * M];
-          v[0] += sign * s(0, j);
-          v[1] += sign * s(1, j);
-          v[2] += sign * s(2, j);
-        }
-      }
-    }
-    return;
-  }
-  const int* map = pattern.map(stencil);
-  for (int c = 0; c < N; ++c)
-    for (int rr = 0; rr < N; ++rr) values[map[rr + c * N]] += (w[rr / 3] * w[c / 3]) * s(rr % 3, c % 3);
+  out.add_node_outer<M>(stencil, weighted_residual<M>(w, ra), w.data(), kx, kv);
 }
 
 // A spring's force on its end a and the partials (SpringTerm::Local adds the ends' states).
