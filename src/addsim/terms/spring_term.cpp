@@ -52,34 +52,8 @@ AnchorState anchor_state(const Model& model, const Anchor& an, const TermContext
   return s;
 }
 
-// Position of an anchor alone (the admissibility check): a particle's is read directly,
-// without the velocity and handle sample anchor_state builds.
-Vec3 anchor_position(const Model& model, const Anchor& an, const TermContext& ctx) {
-  if (an.kind == Anchor::Kind::kParticle) return ctx.q.segment<3>(an.dof);
-  return anchor_state(model, an, ctx).x;
-}
-
-// Adds the residual w_m r_a of every stencil node m (M of them, 3 DOFs each) and the
-// blocks w_m w_l kx, w_m w_l kv: d = x_a − x_b = Σ_m w_m x_m + const.
-template <int M>
-void add_weighted(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra, const Mat3& kx,
-                  const Mat3& kv) {
-  constexpr int N = 3 * M;
-  Eigen::Matrix<double, N, 1> r;
-  Eigen::Matrix<double, N, N> jx, jv;
-  for (int m = 0; m < M; ++m) {
-    r.template segment<3>(3 * m) = w[m] * ra;
-    for (int l = 0; l < M; ++l) {
-      jx.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kx;
-      jv.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kv;
-    }
-  }
-  out.add<N>(stencil, r, &jx, &jv, nullptr);
-}
-
-// The residual w_m r_a of every stencil node m alone (no partials wanted: the line search's
-// trials), and the same with the step Jacobian formed by Assembly::add_node_outer (Newton
-// steps of springs whose node weights are all ±1: particle, handle and world ends).
+// The residual w_m r_a of every stencil node m (M of them, 3 DOFs each):
+// d = x_a − x_b = Σ_m w_m x_m + const.
 template <int M>
 Eigen::Matrix<double, 3 * M, 1> weighted_residual(const std::array<double, 8>& w, const Vec3& ra) {
   Eigen::Matrix<double, 3 * M, 1> r;
@@ -87,15 +61,32 @@ Eigen::Matrix<double, 3 * M, 1> weighted_residual(const std::array<double, 8>& w
   return r;
 }
 
+// Adds that residual and the blocks w_m w_l kx, w_m w_l kv of every node pair.
 template <int M>
-void add_weighted_residual(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra) {
-  out.add<3 * M>(stencil, weighted_residual<M>(w, ra), nullptr, nullptr, nullptr);
+void add_weighted(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra, const Mat3& kx,
+                  const Mat3& kv) {
+  constexpr int N = 3 * M;
+  Eigen::Matrix<double, N, N> jx, jv;
+  for (int m = 0; m < M; ++m)
+    for (int l = 0; l < M; ++l) {
+      jx.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kx;
+      jv.template block<3, 3>(3 * m, 3 * l) = (w[m] * w[l]) * kv;
+    }
+  out.add<N>(stencil, weighted_residual<M>(w, ra), &jx, &jv, nullptr);
 }
 
-template <int M>
-void add_unit_weighted_step(Assembly& out, int stencil, const std::array<double, 8>& w, const Vec3& ra,
-                            const Mat3& kx, const Mat3& kv) {
-  out.add_node_outer<M>(stencil, weighted_residual<M>(w, ra), w.data(), kx, kv);
+// Calls f.template operator()<M>() for a stencil of M = count nodes (1, 2, 4, 5 or 8: a
+// particle, handle or world end has 0 or 1 node, an embedded end 4).
+template <class F>
+void with_node_count(int count, F&& f) {
+  switch (count) {
+    case 1: f.template operator()<1>(); break;
+    case 2: f.template operator()<2>(); break;
+    case 4: f.template operator()<4>(); break;
+    case 5: f.template operator()<5>(); break;
+    case 8: f.template operator()<8>(); break;
+    default: ADDSIM_CHECK(false, "spring stencil of 1, 2, 4, 5 or 8 nodes");
+  }
 }
 
 // A spring's force on its end a and the partials (SpringTerm::Local adds the ends' states).
@@ -221,34 +212,17 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
     spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
     if (!L.active) continue;
     const NodeWeights& nw = node_weights_[k];
-    // The line search's trials want r only; particle-to-particle (and handle, world) springs
-    // of a Newton step form their weighted block once. Other ends go the general way.
-    if (!partials) {
-      switch (nw.count) {
-        case 1: add_weighted_residual<1>(out, stencil_[k], nw.w, L.r); break;
-        case 2: add_weighted_residual<2>(out, stencil_[k], nw.w, L.r); break;
-        case 4: add_weighted_residual<4>(out, stencil_[k], nw.w, L.r); break;
-        case 5: add_weighted_residual<5>(out, stencil_[k], nw.w, L.r); break;
-        case 8: add_weighted_residual<8>(out, stencil_[k], nw.w, L.r); break;
-        default: ADDSIM_CHECK(false, "spring stencil of 1, 2, 4, 5 or 8 nodes");
-      }
-      continue;
-    }
-    if (step && nw.unit && nw.count <= 2) {
-      if (nw.count == 1)
-        add_unit_weighted_step<1>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
+    // The line search's trials want r only; a Newton step of a spring whose node weights are
+    // all ±1 (particle, handle and world ends) forms its weighted block once
+    // (Assembly::add_node_outer, the same numbers); other ends go the general way.
+    with_node_count(nw.count, [&]<int M>() {
+      if (!partials)
+        out.add<3 * M>(stencil_[k], weighted_residual<M>(nw.w, L.r), nullptr, nullptr, nullptr);
+      else if (step && nw.unit)
+        out.add_node_outer<M>(stencil_[k], weighted_residual<M>(nw.w, L.r), nw.w.data(), L.kx, L.kv);
       else
-        add_unit_weighted_step<2>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
-      continue;
-    }
-    switch (nw.count) {
-      case 1: add_weighted<1>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
-      case 2: add_weighted<2>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
-      case 4: add_weighted<4>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
-      case 5: add_weighted<5>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
-      case 8: add_weighted<8>(out, stencil_[k], nw.w, L.r, L.kx, L.kv); break;
-      default: ADDSIM_CHECK(false, "spring stencil of 1, 2, 4, 5 or 8 nodes");
-    }
+        add_weighted<M>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
+    });
   }
 }
 
@@ -305,8 +279,9 @@ bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     const Spring& s = springs_[k];
     if (s.kind == SpringKind::kZeroLength) continue;
-    const Vec3 xa = anchor_position(*model_, s.a, ctx);
-    const Vec3 xb = anchor_position(*model_, s.b, ctx);
+    Vec3 xa, va, xb, vb;
+    anchor_motion(*model_, s.a, ctx, xa, va);
+    anchor_motion(*model_, s.b, ctx, xb, vb);
     const double len = (xa - xb).norm();
     if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) continue;
     if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) {
