@@ -15,6 +15,7 @@ namespace {
 // Jacobian w.r.t. the body's 6 DOFs and the θθ second derivatives
 // ∂²y/∂θ_j∂θ_k = (∂J/∂θ_j e_k) × y_R + (J e_k) × ((J e_j) × y_R), y_R = R û.
 struct WorldVector {
+  bool point = false;  ///< a point (dy's position columns are I) or a direction (they are 0)
   Vec3 y = Vec3::Zero();
   Eigen::Matrix<double, 3, 6> dy = Eigen::Matrix<double, 3, 6>::Zero();
   std::array<std::array<Vec3, 3>, 3> d2y{};
@@ -43,6 +44,7 @@ WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool s
   WorldVector w;
   const ExpJacobian& jac = f.jac;
   const Vec3 yR = f.R * u_B;
+  w.point = point;
   w.y = point ? Vec3(f.x + yR) : yR;
   if (point) w.dy.leftCols<3>() = Mat3::Identity();
   w.dy.rightCols<3>() = -skew(yR) * jac.J;
@@ -92,6 +94,36 @@ void add_gram(double k, const Eigen::Matrix<double, 3, N>& Jd, const Mat3& H, Ei
     }
 }
 
+// dq += k Jdᵀ Jd for a potential between two rigid bodies with ∂²E/∂d² = I (the zero-length
+// point, axis and motor potentials), the same numbers as add_gram<12>(k, Jd, I, dq) with
+// fewer products. Jd = [P_a, Θ_a, P_b, Θ_b] in 3 × 3 blocks: Θ = ∂y/∂θ is dense, P is ±I
+// for an anchor point and 0 for a direction. In add_gram's sums Σ_r (k Jd(r, i)) Jd(r, j)
+// (r = 0, 1, 2) a zero block adds exact zeros only, and a ±I block leaves one non-zero
+// product (r = i in its rows, r = j in its columns), so those sums are formed here
+// directly and the others in the same order.
+void add_pair_gram(double k, const Eigen::Matrix<double, 3, 12>& Jd, bool point_a, bool point_b,
+                   Eigen::Matrix<double, 12, 12>& dq) {
+  enum Block { kZero, kUnit, kDense };
+  const Block kinds[4] = {point_a ? kUnit : kZero, kDense, point_b ? kUnit : kZero, kDense};
+  for (int cb = 0; cb < 4; ++cb)
+    for (int rb = 0; rb < 4; ++rb) {
+      if (kinds[rb] == kZero || kinds[cb] == kZero) continue;
+      const int r0 = 3 * rb, c0 = 3 * cb;
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 3; ++i) {
+          double acc;
+          if (kinds[rb] == kUnit)
+            acc = (k * Jd(i, r0 + i)) * Jd(i, c0 + j);
+          else if (kinds[cb] == kUnit)
+            acc = (k * Jd(j, r0 + i)) * Jd(j, c0 + j);
+          else
+            acc = (k * Jd(0, r0 + i)) * Jd(0, c0 + j) + (k * Jd(1, r0 + i)) * Jd(1, c0 + j) +
+                  (k * Jd(2, r0 + i)) * Jd(2, c0 + j);
+          dq(r0 + i, c0 + j) += acc;
+        }
+    }
+}
+
 // dv += k Dᵀ D (N × N), as Eigen's general product evaluates it: k (Σ_r D(r, i) D(r, j)).
 template <int N>
 void add_scaled_gram(double k, const Eigen::Matrix<double, 3, N>& D, Eigen::Matrix<double, N, N>& dv) {
@@ -112,6 +144,7 @@ struct SeparationEnergy {
   double e = 0.0;
   Vec3 g = Vec3::Zero();
   Mat3 H = Mat3::Zero();
+  bool unit_hessian = false;  ///< H = I exactly (zero length)
 };
 
 SeparationEnergy separation_energy(RigidJoint::Kind kind, const Vec3& d, double rest_length) {
@@ -121,6 +154,7 @@ SeparationEnergy separation_energy(RigidJoint::Kind kind, const Vec3& d, double 
     out.e = 0.5 * d.squaredNorm();
     out.g = d;
     out.H = Mat3::Identity();
+    out.unit_hessian = true;
     return out;
   }
   // Distance: E = ½ c², c = |d| − l₀; undefined direction at |d| = 0, where the force
@@ -152,7 +186,14 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   L.r += k * Jd.transpose() * se.g;
   L.energy += k * se.e;
   if (!jacobians) return Jd;
-  add_gram<N>(k, Jd, se.H, L.dq);
+  if constexpr (N == 12) {
+    if (se.unit_hessian)
+      add_pair_gram(k, Jd, wa.point, wb->point, L.dq);
+    else
+      add_gram<N>(k, Jd, se.H, L.dq);
+  } else {
+    add_gram<N>(k, Jd, se.H, L.dq);
+  }
   // Curvature term Σ_i g_i ∇²d_i, non-zero in the θθ blocks of rigid sides only.
   for (int j = 0; j < 3; ++j)
     for (int m = 0; m < 3; ++m) {
@@ -160,6 +201,37 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
       if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * se.g.dot(wb->d2y[j][m]);
     }
   return Jd;
+}
+
+// The partials of the motor damping between two rigid bodies (stencil a, b: 12 DOFs), the
+// same numbers as the general form in add_damping() with fewer products: D = [0, J_a, 0, −J_b]
+// and its derivatives ∂D/∂θ_j (±∂J/∂θ_j in one body's θ columns) are zero outside the θ
+// columns, where the general sums add exact zeros only; each remaining entry is summed in
+// the general form's order (Eigen's 3 × 3 and 3 × 12 products agree on their non-zero terms).
+void add_pair_damping_partials(double kd, const Eigen::Matrix<double, 3, 12>& D, const Eigen::Matrix<double, 12, 1>& v,
+                               const Vec3& w_rel, const BodyFrame& fa, const BodyFrame& fb, JointLocal<12>& L) {
+  constexpr std::array<int, 6> kTheta{3, 4, 5, 9, 10, 11};
+  // ∂r/∂v = k_md Dᵀ D.
+  for (int j : kTheta)
+    for (int i : kTheta) {
+      double acc = 0.0;
+      for (int r = 0; r < 3; ++r) acc += D(r, i) * D(r, j);
+      L.dv(i, j) += kd * acc;
+    }
+  // ∂r/∂θ_j = k_md ((∂D/∂θ_j)ᵀ ω_rel + Dᵀ (∂D/∂θ_j) v).
+  for (int slot = 0; slot < 2; ++slot) {
+    const ExpJacobian& jac = slot == 0 ? fa.jac : fb.jac;
+    const double sign = slot == 0 ? 1.0 : -1.0;
+    const int base = 6 * slot + 3;
+    for (int j = 0; j < 3; ++j) {
+      const Mat3 dD = sign * jac.dJ[j];  // the θ block of ∂D/∂θ_j
+      const Vec3 dDv = dD * v.segment<3>(base);
+      for (int i : kTheta) {
+        const double z = D.col(i).dot(dDv);
+        L.dq(i, base + j) += kd * (i >= base && i < base + 3 ? dD.col(i - base).dot(w_rel) + z : z);
+      }
+    }
+  }
 }
 
 // Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v (J_a, J_b from the frames
@@ -180,6 +252,10 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
   if (L.params) L.dr_dkd += D.transpose() * w_rel;
   L.r += kd * D.transpose() * w_rel;
   if (!jacobians) return;
+  if constexpr (N == 12) {
+    add_pair_damping_partials(kd, D, v, w_rel, fa, *fb, L);
+    return;
+  }
   add_scaled_gram<N>(kd, D, L.dv);
   // ∂D/∂θ_j has ±∂J/∂θ_j in the θ columns of its body.
   for (int slot = 0; slot < (N == 12 ? 2 : 1); ++slot) {
