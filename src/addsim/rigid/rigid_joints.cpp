@@ -14,11 +14,13 @@ namespace {
 // A world vector attached to one body: a point p + R û or a direction R û, with its
 // Jacobian w.r.t. the body's 6 DOFs and the θθ second derivatives
 // ∂²y/∂θ_j∂θ_k = (∂J/∂θ_j e_k) × y_R + (J e_k) × ((J e_j) × y_R), y_R = R û.
+// world_vector() sets y and dy, and d2y only when asked for second derivatives; a
+// default-constructed one (no such side) is left unset and never read.
 struct WorldVector {
   bool point = false;  ///< a point (dy's position columns are I) or a direction (they are 0)
-  Vec3 y = Vec3::Zero();
-  Eigen::Matrix<double, 3, 6> dy = Eigen::Matrix<double, 3, 6>::Zero();
-  std::array<std::array<Vec3, 3>, 3> d2y{};
+  Vec3 y;
+  Eigen::Matrix<double, 3, 6> dy;
+  std::array<std::array<Vec3, 3>, 3> d2y;
 };
 
 // A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ if `second`),
@@ -46,7 +48,10 @@ WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool s
   const Vec3 yR = f.R * u_B;
   w.point = point;
   w.y = point ? Vec3(f.x + yR) : yR;
-  if (point) w.dy.leftCols<3>() = Mat3::Identity();
+  if (point)
+    w.dy.leftCols<3>() = Mat3::Identity();
+  else
+    w.dy.leftCols<3>().setZero();
   w.dy.rightCols<3>() = -skew(yR) * jac.J;
   if (!second) return w;
   for (int j = 0; j < 3; ++j) {
@@ -58,20 +63,37 @@ WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool s
 
 // Local contributions of one joint over its stencil (N = 6: a alone, 9: a + particle,
 // 12: a + rigid b, 18: a + the 4 nodes of an embedded point).
+// clear() zeroes what a call will accumulate and read: r and the energy always, dq with
+// Jacobians, dv with Jacobians of a motor damping (the only joint with ∂r/∂v), the parameter
+// columns when `params`; the rest stays unset and unread (zeroing all 33 columns of a
+// 12-DOF joint per evaluation measured as much as half of the joint's own arithmetic).
 template <int N>
 struct JointLocal {
   using Col = Eigen::Matrix<double, N, 1>;
-  Col r = Col::Zero();
-  Eigen::Matrix<double, N, N> dq = Eigen::Matrix<double, N, N>::Zero();
-  Eigen::Matrix<double, N, N> dv = Eigen::Matrix<double, N, N>::Zero();
-  Col dr_dk = Col::Zero(), dr_dkaxis = Col::Zero(), dr_dkm = Col::Zero(), dr_dkd = Col::Zero();
-  Col dr_dalpha = Col::Zero();
-  Eigen::Matrix<double, N, 3> dr_dxb = Eigen::Matrix<double, N, 3>::Zero();  ///< handle b: ∂r/∂x_b
+  Col r;
+  Eigen::Matrix<double, N, N> dq;
+  Eigen::Matrix<double, N, N> dv;
+  Col dr_dk, dr_dkaxis, dr_dkm, dr_dkd;
+  Col dr_dalpha;
+  Eigen::Matrix<double, N, 3> dr_dxb;  ///< handle b: ∂r/∂x_b
   double energy = 0.0;
-  /// False: the parameter columns dr_dk, dr_dkm, dr_dkd, dr_dalpha, dr_dxb of point, axis,
-  /// motor and damping potentials are left zero (an evaluation does not read them; r and
-  /// the state partials are the same numbers either way).
+  /// False: the parameter columns dr_dk, dr_dkaxis, dr_dkm, dr_dkd, dr_dalpha, dr_dxb are
+  /// neither formed nor zeroed (an evaluation does not read them; r and the state partials
+  /// are the same numbers either way).
   bool params = true;
+  bool jacobians = false;  ///< dq (and dv for motor damping) are formed
+
+  void clear(bool with_jacobians, bool with_dv, bool with_params) {
+    jacobians = with_jacobians;
+    params = with_params;
+    energy = 0.0;
+    r.setZero();
+    if (jacobians) dq.setZero();
+    if (jacobians && with_dv) dv.setZero();
+    if (!params) return;
+    for (Col* c : {&dr_dk, &dr_dkaxis, &dr_dkm, &dr_dkd, &dr_dalpha}) c->setZero();
+    dr_dxb.setZero();
+  }
 };
 
 // dq += k Jdᵀ H Jd (N × N). Written out because Eigen sends a 12 × 3 × 12 product to its
@@ -285,8 +307,11 @@ template <int N>
 void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
   auto zero = [&](int r0) {
     L.r.template segment<6>(r0).setZero();
-    L.dq.template middleRows<6>(r0).setZero();
-    L.dv.template middleRows<6>(r0).setZero();
+    if (L.jacobians) {
+      L.dq.template middleRows<6>(r0).setZero();
+      if (jt.kind == RigidJoint::Kind::kMotorDamping) L.dv.template middleRows<6>(r0).setZero();
+    }
+    if (!L.params) return;
     for (auto* c : {&L.dr_dk, &L.dr_dkaxis, &L.dr_dkm, &L.dr_dkd, &L.dr_dalpha}) c->template segment<6>(r0).setZero();
     L.dr_dxb.template middleRows<6>(r0).setZero();
   };
@@ -296,17 +321,17 @@ void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
 }
 
 template <int N>
-JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
-                                   const TermContext& ctx, const Model* model, bool jacobians, bool params);
+void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
+                          const Model* model, JointLocal<N>& L);
 
-// fa, fb: frames of jt.body_a and jt.body_b (fb null without a body b), built with ∂J/∂θ
-// when `jacobians`.
+// Fills L (cleared here) for joint jt; fa, fb: frames of jt.body_a and jt.body_b (fb null
+// without a body b), built with ∂J/∂θ when `jacobians`.
 template <int N>
-JointLocal<N> joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
-                          const Model* model, bool jacobians, bool params = true) {
-  JointLocal<N> L = joint_local_unmasked<N>(jt, fa, fb, ctx, model, jacobians, params);
+void joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
+                 const Model* model, bool jacobians, bool params, JointLocal<N>& L) {
+  L.clear(jacobians, jt.kind == RigidJoint::Kind::kMotorDamping, params);
+  joint_local_unmasked<N>(jt, fa, fb, ctx, model, L);
   mask_kinematic_rows<N>(jt, L);
-  return L;
 }
 
 // Hinge angle α = atan2(s, c), s = n·(u × w), c = u·w, of the world vectors n = w_a(â_a),
@@ -324,8 +349,7 @@ template <int N>
 HingeAngle<N> hinge_angle(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, bool second) {
   const WorldVector wn = world_vector(fa, jt.axis_a.normalized(), false, second);
   const WorldVector wu = world_vector(fa, jt.ref_a, false, second);
-  WorldVector ww;
-  if constexpr (N == 12) ww = world_vector(*fb, jt.ref_b, false, second);
+  const WorldVector ww = N == 12 ? world_vector(*fb, jt.ref_b, false, second) : WorldVector{};
   const Vec3 n = wn.y, u = wu.y, w = N == 12 ? ww.y : jt.ref_b;
   const double s = n.dot(u.cross(w)), c = u.dot(w);
   const double rho = s * s + c * c;
@@ -391,7 +415,7 @@ void add_angle_limit(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame*
   if (sign == 0.0) return;
   // ∂E/∂q = k g ∂g/∂q with ∂g/∂q = sign ∂α/∂q; ∂²E = k (∂α ∂αᵀ + g sign ∂²α).
   L.energy += 0.5 * k * g * g;
-  L.dr_dk += sign * g * h.grad;
+  if (L.params) L.dr_dk += sign * g * h.grad;
   L.r += k * sign * g * h.grad;
   if (jacobians) L.dq += k * (h.grad * h.grad.transpose() + sign * g * h.hess);
 }
@@ -408,7 +432,7 @@ Eigen::Matrix<double, 6, N> add_point_axis_energy(double k, double e, const Eige
   Jy.template block<3, 6>(0, 0) = pa.dy;
   if constexpr (N == 12) Jy.template block<3, 6>(0, 6) = -pb->dy;
   Jy.template block<3, 6>(3, 0) = na.dy;
-  dr_dk += Jy.transpose() * g;
+  if (L.params) dr_dk += Jy.transpose() * g;
   L.r += k * Jy.transpose() * g;
   L.energy += k * e;
   if (!jacobians) return Jy;
@@ -448,8 +472,7 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
                    bool jacobians, JointLocal<N>& L) {
   const WorldVector pa = world_vector(fa, jt.point_a, true, jacobians);
   const WorldVector na = world_vector(fa, jt.axis_a.normalized(), false, jacobians);
-  WorldVector pb;
-  if constexpr (N == 12) pb = world_vector(*fb, jt.point_b, true, jacobians);
+  const WorldVector pb = N == 12 ? world_vector(*fb, jt.point_b, true, jacobians) : WorldVector{};
   const Vec3 d = pa.y - (N == 12 ? pb.y : jt.point_b);
   const Vec3 n = na.y;
   const WorldVector* pbp = N == 12 ? &pb : nullptr;
@@ -478,8 +501,7 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
   const double ka = ctx.p[jt.axis_stiffness_param];
   for (const auto& [ua, ub] : {std::pair{jt.axis_a, jt.axis_b}, std::pair{jt.ref_a, jt.ref_b}}) {
     const WorldVector wa = world_vector(fa, ua, false, jacobians);
-    WorldVector wb;
-    if constexpr (N == 12) wb = world_vector(*fb, ub, false, jacobians);
+    const WorldVector wb = N == 12 ? world_vector(*fb, ub, false, jacobians) : WorldVector{};
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (N == 12 ? wb.y : ub), 0.0);
     add_potential<N>(ka, se, wa, N == 12 ? &wb : nullptr, {}, jacobians, L.dr_dkaxis, L);
   }
@@ -491,34 +513,32 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
     const Eigen::Matrix<double, 6, N> Jy =
         add_point_axis_energy<N>(km, 0.5 * e * e, Eigen::Matrix<double, 6, 1>(e * sl.grad),
                                  sl.grad * sl.grad.transpose() + e * slide_hessian(), pa, pbp, na, jacobians, L.dr_dkm, L);
-    L.dr_dalpha = -km * Jy.transpose() * sl.grad;
+    if (L.params) L.dr_dalpha = -km * Jy.transpose() * sl.grad;
   }
 }
 
 template <int N>
-JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
-                                   const TermContext& ctx, const Model* model, bool jacobians, bool params) {
-  JointLocal<N> L;
-  L.params = params;
+void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
+                          const Model* model, JointLocal<N>& L) {
+  const bool jacobians = L.jacobians, params = L.params;
   const RigidBody& a = *jt.body_a;
   const RigidBody* b = jt.body_b;
   if (jt.kind == RigidJoint::Kind::kMotorDamping) {
     add_damping<N>(ctx.p[jt.damping_param], a, b, fa, fb, ctx, jacobians, L);
-    return L;
+    return;
   }
   if (jt.kind == RigidJoint::Kind::kAngleLimit) {
     if constexpr (N == 6 || N == 12) add_angle_limit<N>(jt, fa, fb, ctx.p[jt.stiffness_param], jacobians, L);
-    return L;
+    return;
   }
   if (jt.kind == RigidJoint::Kind::kPrismatic || jt.kind == RigidJoint::Kind::kSlideLimit) {
     if constexpr (N == 6 || N == 12) add_prismatic<N>(jt, fa, fb, ctx, jacobians, L);
-    return L;
+    return;
   }
   // Anchor points: d = x_a − x_b.
   {
     const WorldVector wa = world_vector(fa, jt.point_a, true, jacobians);
-    WorldVector wb;
-    if (b) wb = world_vector(*fb, jt.point_b, true, jacobians);
+    const WorldVector wb = b ? world_vector(*fb, jt.point_b, true, jacobians) : WorldVector{};
     Vec3 xb = jt.point_b;
     if (b) xb = wb.y;
     if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
@@ -536,8 +556,7 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, co
   if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
     // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
     const WorldVector wa = world_vector(fa, jt.axis_a, false, jacobians);
-    WorldVector wb;
-    if (b) wb = world_vector(*fb, jt.axis_b, false, jacobians);
+    const WorldVector wb = b ? world_vector(*fb, jt.axis_b, false, jacobians) : WorldVector{};
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
     add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, node_weights(jt), jacobians,
                      L.dr_dkaxis, L);
@@ -548,21 +567,20 @@ JointLocal<N> joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, co
     const Vec3 u = motor_reference(jt, alpha);
     const Vec3 du = jt.axis_a.normalized().cross(u);
     const WorldVector wa = world_vector(fa, u, false, jacobians);
-    WorldVector wb;
-    if (b) wb = world_vector(*fb, jt.ref_b, false, jacobians);
+    const WorldVector wb = b ? world_vector(*fb, jt.ref_b, false, jacobians) : WorldVector{};
     const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
     const double km = ctx.p[jt.motor_stiffness_param];
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
     const Eigen::Matrix<double, 3, N> Jd =
         add_potential<N>(km, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dkm, L);
     // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
-    if (!params) return L;
+    if (!params) return;
     const WorldVector dwa = world_vector(fa, du, false, false);
     Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
     dJd.template leftCols<6>() = dwa.dy;
     L.dr_dalpha = km * (dJd.transpose() * d + Jd.transpose() * dwa.y);
   }
-  return L;
+  return;
 }
 
 int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : j.tet_b[0] >= 0 ? 12 : 0; }
@@ -659,8 +677,8 @@ void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
   for_each_joint(joints_, [&]<int N>(size_t k) {
     const auto [ia, ib] = body_index_[k];
-    const JointLocal<N> L =
-        joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac, false);
+    JointLocal<N> L;
+    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac, false, L);
     // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
     const bool damping = joints_[k].kind == RigidJoint::Kind::kMotorDamping;
     out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac && damping ? &L.dv : nullptr, nullptr);
@@ -696,7 +714,8 @@ void RigidJointTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) 
   const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, false);
   for_each_joint(joints_, [&]<int N>(size_t k) {
     const auto [ia, ib] = body_index_[k];
-    const JointLocal<N> L = joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false);
+    JointLocal<N> L;
+    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, true, L);
     joint_params<N>(joints_[k], stencil_[k], L, ctx, model_, sink);
   });
 }
@@ -706,7 +725,9 @@ double RigidJointTerm::energy(const TermContext& ctx) const {
   double e = 0.0;
   for_each_joint(joints_, [&]<int N>(size_t k) {
     const auto [ia, ib] = body_index_[k];
-    e += joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, false).energy;
+    JointLocal<N> L;
+    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, false, L);
+    e += L.energy;
   });
   return e;
 }
