@@ -199,7 +199,7 @@ template <int N>
 Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, const WorldVector& wa,
                                           const WorldVector* wb, const std::array<double, 4>& wn, bool jacobians,
                                           Eigen::Matrix<double, N, 1>& dr_dk, JointLocal<N>& L) {
-  Eigen::Matrix<double, 3, N> Jd = Eigen::Matrix<double, 3, N>::Zero();
+  Eigen::Matrix<double, 3, N> Jd;  // every block is set below
   Jd.template leftCols<6>() = wa.dy;
   if constexpr (N == 12) Jd.template rightCols<6>() = -wb->dy;
   if constexpr (N == 9 || N == 18)

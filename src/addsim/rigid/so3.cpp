@@ -35,33 +35,35 @@ constexpr SeriesTable make_table(int k) {
 
 constexpr SeriesTable kSeries[4] = {make_table(0), make_table(1), make_table(2), make_table(3)};
 
-// f(s), f'(s) and, if `second`, f''(s) for s in [0, 1), by Horner's rule on the tabulated
-// coefficients (f' = Σ n c_n s^(n−1), f'' = Σ n (n − 1) c_n s^(n−2)). f and f' do not
-// depend on `second`: each recurrence only reads its own accumulator.
-void series(double s, int k, bool second, double& f, double& df, double& ddf) {
+// f(s) and, up to `order` (0, 1, 2), f'(s) and f''(s) for s in [0, 1), by Horner's rule on
+// the tabulated coefficients (f' = Σ n c_n s^(n−1), f'' = Σ n (n − 1) c_n s^(n−2)); the
+// derivatives not asked for are 0. Each recurrence only reads its own accumulator, so a
+// value does not depend on `order`.
+void series(double s, int k, int order, double& f, double& df, double& ddf) {
   const double* c = kSeries[k].c;
   constexpr int N = kSeriesTerms;
   f = c[N - 1];
+  for (int n = N - 2; n >= 0; --n) f = f * s + c[n];
+  df = ddf = 0.0;
+  if (order < 1) return;
   df = (N - 1) * c[N - 1];
-  for (int n = N - 2; n >= 0; --n) {
-    f = f * s + c[n];
-    if (n >= 1) df = df * s + n * c[n];
-  }
-  ddf = 0.0;
-  if (!second) return;
+  for (int n = N - 2; n >= 1; --n) df = df * s + n * c[n];
+  if (order < 2) return;
   ddf = (N - 1) * (N - 2) * c[N - 1];
   for (int n = N - 2; n >= 2; --n) ddf = ddf * s + n * (n - 1) * c[n];
 }
 
-// Coefficients at s; A2 and B2 (second derivatives of J) only if `second`, else 0.
-ExpCoefficients coefficients(double s, bool second) {
+// Coefficients at s: a and b; c if `with_c` (R needs it, J does not); A1, B1 (∂J/∂θ) if
+// order ≥ 1 and A2, B2 (∂²J/∂θ²) if order = 2. What is not asked for is left at its default
+// (series) or 0; what is asked for does not depend on the rest.
+ExpCoefficients coefficients(double s, int order, bool with_c) {
   ExpCoefficients e;
   if (s < 1.0) {
     // Power series in s = t²: A1 = 2 a'(s), A2 = 4 a''(s) (and the same for b).
     double dc, ddc, da, dda, db, ddb;
-    series(s, 1, false, e.c, dc, ddc);
-    series(s, 2, second, e.a, da, dda);
-    series(s, 3, second, e.b, db, ddb);
+    if (with_c) series(s, 1, 0, e.c, dc, ddc);
+    series(s, 2, order, e.a, da, dda);
+    series(s, 3, order, e.b, db, ddb);
     e.A1 = 2.0 * da;
     e.A2 = 4.0 * dda;
     e.B1 = 2.0 * db;
@@ -78,7 +80,7 @@ ExpCoefficients coefficients(double s, bool second) {
   e.b = tms / t3;
   e.A1 = st / t3 - 2.0 * omc / t4;
   e.B1 = omc / t4 - 3.0 * tms / t5;
-  if (!second) return e;
+  if (order < 2) return e;
   e.A2 = ct / t4 - 5.0 * st / t5 + 8.0 * omc / t6;
   e.B2 = st / t5 - 7.0 * omc / t6 + 15.0 * tms / t7;
   return e;
@@ -130,23 +132,23 @@ void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, c
 
 }  // namespace
 
-ExpCoefficients exp_coefficients(double s) { return coefficients(s, true); }
+ExpCoefficients exp_coefficients(double s) { return coefficients(s, 2, true); }
 
 Mat3 rotation_from_vector(const Vec3& theta) {
-  const ExpCoefficients e = coefficients(theta.squaredNorm(), false);
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), 0, true);
   const Mat3 S = skew(theta);
   return Mat3::Identity() + e.c * S + e.a * S * S;
 }
 
 void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
-  const ExpCoefficients e = coefficients(theta.squaredNorm(), order >= 2);
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), order, false);
   const Mat3 S = skew(theta);
   const Mat3 S2 = S * S;
   jacobian_from(theta, e, S, S2, order, out);
 }
 
 void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobian& out) {
-  const ExpCoefficients e = coefficients(theta.squaredNorm(), order >= 2);
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), order, true);
   const Mat3 S = skew(theta);
   R = Mat3::Identity() + e.c * S + e.a * S * S;
   const Mat3 S2 = S * S;
