@@ -65,8 +65,8 @@ WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool s
 // 12: a + rigid b, 18: a + the 4 nodes of an embedded point).
 // clear() zeroes what a call will accumulate and read: r and the energy always, dq with
 // Jacobians, dv with Jacobians of a motor damping (the only joint with ∂r/∂v), the parameter
-// columns when `params`; the rest stays unset and unread (zeroing all 33 columns of a
-// 12-DOF joint per evaluation measured as much as half of the joint's own arithmetic).
+// columns when `params`; the rest stays unset and unread (zeroing all of it, 396 doubles for
+// a 12-DOF joint, took about half of the CPU samples of the joint's own code).
 template <int N>
 struct JointLocal {
   using Col = Eigen::Matrix<double, N, 1>;
@@ -580,7 +580,6 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
     dJd.template leftCols<6>() = dwa.dy;
     L.dr_dalpha = km * (dJd.transpose() * d + Jd.transpose() * dwa.y);
   }
-  return;
 }
 
 int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : j.tet_b[0] >= 0 ? 12 : 0; }
