@@ -34,7 +34,7 @@ int total_iterations(const Trajectory& t) {
 
 TEST(NewtonOptions, ClampedFirstIterationConvergesToTheSameStates) {
   // 40 steps: the sheet is lifted, falls back and lies in contact, with compressed springs.
-  const Trajectory exact = sheet_flip(40, {});
+  const Trajectory exact = sheet_flip(40, {"solver.clamped_first_iteration=false"});
   const Trajectory clamped = sheet_flip(40, {"solver.clamped_first_iteration=true"});
   ASSERT_TRUE(exact.completed()) << exact.failure;
   ASSERT_TRUE(clamped.completed()) << clamped.failure;
