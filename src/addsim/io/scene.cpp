@@ -97,6 +97,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                     : ls == "dense"   ? LinearSolverKind::kDense
                                       : LinearSolverKind::kAuto;
   s.reuse_factorization = r.boolean("reuse_factorization", true);
+  s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -36,6 +36,11 @@ struct SolverSettings {
   /// as sub-steps down to h / 2^depth (Simulator). −1: not set (off for simulate, on for
   /// optimisation problems); 0: off.
   int substep_retry = -1;
+  /// Plain Newton: the first iteration of every step solves with the clamped-spring Newton
+  /// matrix (compressed springs' transverse stiffness left out, Assembly::clamp_compressed_springs),
+  /// the later ones with the exact step Jacobian (solver.clamped_first_iteration; docs/solver.md
+  /// "Newton iterations per step on the Table 2 scenes"). Changes the path, not the root.
+  bool clamped_first_iteration = false;
 };
 
 class Model {

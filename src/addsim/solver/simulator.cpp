@@ -467,10 +467,17 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   rep.background_factorizations = static_cast<int>(lu_->stats().background_factorizations - adopted);
   bdf_history_terms(s, hist, step, v_hist_, a_hist_);
 
+  // solver.clamped_first_iteration: the step Jacobians evaluated before the first iteration
+  // (at the guesses) leave out the transverse stiffness of compressed springs. From an
+  // extrapolated guess, a flat sheet's compressed springs make the exact matrix nearly
+  // singular out of plane and its full step overshoots; the clamped (PSD) matrix's first
+  // step lands closer (docs/solver.md, "Newton iterations per step on the Table 2 scenes").
+  const bool clamp_first = opt.clamped_first_iteration && has_springs_;
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
+    if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
     const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
     rep.assembly_ms += ms_since(t0);
     ++rep.assemblies;
