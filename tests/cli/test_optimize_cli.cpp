@@ -261,6 +261,9 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["stages"] = {{{"optimize", {{"stall_factor", 1.0}}}}};
   cases.push_back({"stall factor", t, "stages.0.optimize.stall_factor"});
+  t = base;
+  t["optimize"]["gauss_newton"] = {{"step_shrink", 1.0}};
+  cases.push_back({"step shrink", t, "optimize.gauss_newton.step_shrink"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);
