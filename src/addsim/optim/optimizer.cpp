@@ -409,6 +409,9 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
     const double dmax = D.maxCoeff();
     for (Eigen::Index k = 0; k < D.size(); ++k)
       if (!(D[k] > 1e-14 * dmax)) D[k] = dmax > 0.0 ? 1e-14 * dmax : 1.0;
+    // lm_scale_floor τ: no column's scale below τ·max (τ = 1: Levenberg's D = const · I).
+    if (o.lm_scale_floor > 0.0)
+      for (Eigen::Index k = 0; k < D.size(); ++k) D[k] = std::max(D[k], o.lm_scale_floor * dmax);
     for (;;) {
       MatX M = A;
       M.diagonal() += lambda * D;

@@ -69,6 +69,13 @@ struct OptimizerOptions {
   /// hardly changes the step, and growing it by 4 per trial then spends several simulations
   /// on almost the same point. 0: off (growth by 4 only).
   double lm_step_shrink = 0.0;
+  /// Floor τ in [0, 1] on Marquardt's scaling: D_k = max(diag(JᵀJ)_k, τ · max_j diag(JᵀJ)_j).
+  /// With fewer residuals than parameters the step (even at λ → 0) is the one of least
+  /// ‖D^½ δ‖ among those that solve the linear model, so D decides which parameters move:
+  /// Marquardt's D (τ = 0) makes a parameter with little influence as cheap to move, per unit
+  /// of its effect, as one with much, and moves it far; τ = 1 is Levenberg's D ∝ I in the
+  /// optimiser's units, which moves the influential parameters instead. 0: off.
+  double lm_scale_floor = 0.0;
   JacobianMode gn_jacobian = JacobianMode::kAuto;  ///< how J is formed (SimulationProblem::set_jacobian_mode)
   // ADAM [Kingma and Ba 2015]: learning rate η_k = η₀ · decay^k
   double adam_learning_rate = 1e-2;
