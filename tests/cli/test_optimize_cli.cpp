@@ -264,6 +264,9 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["optimize"]["gauss_newton"] = {{"step_shrink", 1.0}};
   cases.push_back({"step shrink", t, "optimize.gauss_newton.step_shrink"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"gauss_newton", {{"scale_floor", 2.0}}}}}}};
+  cases.push_back({"scale floor", t, "stages.0.optimize.gauss_newton.scale_floor"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

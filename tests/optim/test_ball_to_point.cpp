@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -141,6 +143,48 @@ TEST(BallToPoint, StepShrinkShortensEveryTrialAfterARejection) {
   EXPECT_GE(rejections, 1);
   EXPECT_LE(worst, kShrink * (1.0 + 1e-6));
   EXPECT_GT(worst_plain, kShrink) << rejections_plain;
+}
+
+TEST(BallToPoint, ScaleFloorOneTakesLevenbergsStep) {
+  // optimize.gauss_newton.scale_floor = 1 (OptimizerOptions::lm_scale_floor): the damping
+  // matrix is max_k diag(JᵀJ)_k · I instead of diag(JᵀJ), so the first trial step from the
+  // start is δ = −(JᵀJ + (λ₀ + 1e-14) d I)⁻¹ Jᵀρ with d = max diag(JᵀJ) (J recomputed here);
+  // with the floor off it is Marquardt's step, a different one (the spin columns of J are
+  // small, so Marquardt's scaling moves the spin much further).
+  auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
+  t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0.5, 0.0, 0.06)));
+  const ParameterTable& params = t->scene.model->params();
+  VecX p = params.defaults();
+  p.segment<3>(params.require("bodies.0.velocity").offset) = Vec3(0.8, 0.0, 0.8);
+  auto problem = test::make_problem(t, p);
+  const LeastSquaresEvaluation e = problem->evaluate_residuals(problem->x0(), true);
+  ASSERT_FALSE(e.failed);
+  const MatX A = e.jacobian.transpose() * e.jacobian;
+  const VecX g = e.jacobian.transpose() * e.residuals;
+  constexpr double kLambda = 1e-3;
+  auto first_trial = [&](double floor) {
+    OptimizerOptions o;
+    o.method = OptimizerMethod::kGaussNewton;
+    o.max_simulations = 2;
+    o.lm_scale_floor = floor;
+    std::vector<VecX> xs;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { xs.push_back(r.x); };
+    minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(xs.size(), 2u);
+    return VecX(xs.back() - problem->x0());
+  };
+  auto expected = [&](const VecX& D) {
+    MatX M = A;
+    M.diagonal() += (kLambda + 1e-14) * D;
+    return VecX(M.ldlt().solve(-g));
+  };
+  const VecX levenberg = expected(VecX::Constant(g.size(), A.diagonal().maxCoeff()));
+  const VecX marquardt = expected(A.diagonal());
+  const VecX floored = first_trial(1.0), plain = first_trial(0.0);
+  EXPECT_LE((floored - levenberg).norm(), 1e-8 * levenberg.norm());
+  EXPECT_LE((plain - marquardt).norm(), 1e-8 * marquardt.norm());
+  EXPECT_GT((levenberg - marquardt).norm(), 0.1 * marquardt.norm());
 }
 
 }  // namespace
