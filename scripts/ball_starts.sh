@@ -7,8 +7,10 @@
 #   w10    tanh friction, w = 10 mm only (budget 60 simulations)
 #   gn     tasks/ball_to_target_gn.json as shipped: Gauss-Newton / Levenberg-Marquardt, tanh, w = 5 mm
 #          (30 simulations, or fewer on a stall), then if needed the fallback w = 10 mm -> 5 mm
-# Starts 10-13 are the corners of the issue's range: speed x 0.5 and 1.5, spin offset -10 and +10.
-# Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...]
+# Starts 10-13 are the corners of the issue's range: speed x 0.5 and 1.5, spin offset -10 and +10;
+# starts 14-21 eight further starts inside it (docs/validation/throwing.md, "Eight further starts").
+# Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...] [-- ADDSIM_ARGS ...]
+# (ADDSIM_ARGS, e.g. --set optimize.gauss_newton.step_shrink=0.5, are added to every gn run.)
 # Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs, and time.txt: wall, user and system
 # seconds of the whole command from /usr/bin/time); tabulate with
 # /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
@@ -17,8 +19,11 @@ addsim=$1; out=$2; variant=$3; shift 3
 cd "$(dirname "$0")/.."
 # k: speed factor s, spin offset d (omega_y = -15.7 + d); v = s * (1.9, 0, 1.4)
 starts=("0.6 -8" "0.6 0" "0.6 8" "0.8 -8" "0.8 8" "1.2 -8" "1.2 8" "1.4 -8" "1.4 0" "1.4 8"
-        "0.5 -10" "0.5 10" "1.5 -10" "1.5 10")
-idx=("$@")
+        "0.5 -10" "0.5 10" "1.5 -10" "1.5 10"
+        "0.5 0" "1.5 0" "1.0 -10" "1.0 10" "0.7 -5" "1.3 5" "0.55 5" "1.45 -5")
+idx=(); extra=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do idx+=("$1"); shift; done
+if [ $# -gt 0 ]; then shift; extra=("$@"); fi
 if [ ${#idx[@]} -eq 0 ]; then idx=($(seq 0 9)); fi
 for k in "${idx[@]}"; do
   read -r s d <<<"${starts[$k]}"
@@ -37,7 +42,7 @@ for k in "${idx[@]}"; do
           --set optimize.phi_ratio=1e-20 --set 'scene.contact.model="tanh"' --set scene.contact.smoothing=0.01 \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;
     gn) "${timed[@]}" nice -n 5 "$addsim" optimize tasks/ball_to_target_gn.json --out "$dir" --quiet \
-          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true
+          --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" "${extra[@]}" || true
         mv "$tmp" "$dir/time.txt" ;;
     wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" || true ;;

@@ -261,6 +261,12 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["stages"] = {{{"optimize", {{"stall_factor", 1.0}}}}};
   cases.push_back({"stall factor", t, "stages.0.optimize.stall_factor"});
+  t = base;
+  t["optimize"]["gauss_newton"] = {{"step_shrink", 1.0}};
+  cases.push_back({"step shrink", t, "optimize.gauss_newton.step_shrink"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"gauss_newton", {{"scale_floor", 2.0}}}}}}};
+  cases.push_back({"scale floor", t, "stages.0.optimize.gauss_newton.scale_floor"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

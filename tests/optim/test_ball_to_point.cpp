@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -72,6 +74,117 @@ TEST(BallToPoint, GaussNewtonReachesTheTargetOverABounceFromStartsAround) {
     EXPECT_GT(std::sqrt(2.0 * r.phi0), 0.02) << start;
     EXPECT_LE(std::sqrt(2.0 * r.phi_best), 1e-9) << start;
   }
+}
+
+TEST(BallToPoint, StepShrinkShortensEveryTrialAfterARejection) {
+  // optimize.gauss_newton.step_shrink (OptimizerOptions::lm_step_shrink) on the same problem:
+  // after a rejected trial, the next trial from the same point is at most that fraction of
+  // the rejected one in the Marquardt-scaled norm ‖D^½ δ‖, D = diag(JᵀJ) at that point (J
+  // recomputed here); the runs still reach the target. Without the option some trial after a
+  // rejection is longer than that (the growth by 4 of a tiny damping hardly shortens it).
+  const Vec3 v_star(1.0, 0.0, 1.0), w_star(0.0, -10.0, 0.0);
+  Vec3 target;
+  {
+    Scene s = load_scene_text(kSmallBallBounce, "test.json");
+    Simulator sim(*s.model, 1);
+    const VecX p = s.model->params().defaults();
+    const Trajectory traj = sim.run(p);
+    ASSERT_TRUE(traj.completed());
+    target = s.model->bodies()[0]->center_of_mass(traj.q.back(), p);
+  }
+  constexpr double kShrink = 0.5;
+  // Largest ratio of a trial after a rejection to the rejected trial, and the rejections.
+  auto run = [&](double speed, double spin, double shrink, int& rejections) {
+    auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const ParameterTable& params = t->scene.model->params();
+    VecX p = params.defaults();
+    p.segment<3>(params.require("bodies.0.velocity").offset) = speed * v_star;
+    p.segment<3>(params.require("bodies.0.angular_velocity").offset) = w_star + Vec3(0.0, spin, 0.0);
+    auto problem = test::make_problem(t, p);
+    OptimizerOptions o;
+    o.method = OptimizerMethod::kGaussNewton;
+    o.max_simulations = 40;
+    o.phi_ratio_tolerance = 1e-20;
+    o.lm_step_shrink = shrink;
+    std::vector<EvaluationRecord> records;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { records.push_back(r); };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(r.reason, StopReason::kPhiRatio) << speed << " " << spin << " " << shrink << ": " << r.message;
+    // Walk the run: the current point is the last accepted one (Φ below the best so far).
+    auto scale_at = [&](const VecX& x) {
+      const LeastSquaresEvaluation e = problem->evaluate_residuals(x, true);
+      return VecX((e.jacobian.transpose() * e.jacobian).diagonal().cwiseSqrt());
+    };
+    VecX current = records[0].x, scale = scale_at(current);
+    double best = records[0].phi, rejected = -1.0, worst_ratio = 0.0;
+    for (size_t k = 1; k < records.size(); ++k) {
+      const double step = scale.cwiseProduct(records[k].x - current).norm();
+      if (rejected > 0.0) worst_ratio = std::max(worst_ratio, step / rejected);
+      if (records[k].phi < best) {
+        best = records[k].phi;
+        current = records[k].x;
+        scale = scale_at(current);
+        rejected = -1.0;
+      } else {
+        ++rejections;
+        rejected = step;
+      }
+    }
+    return worst_ratio;
+  };
+  int rejections = 0, rejections_plain = 0;
+  double worst = 0.0, worst_plain = 0.0;
+  for (const auto& [speed, spin] : std::vector<std::pair<double, double>>{{0.6, -8.0}, {1.4, 8.0}}) {
+    worst = std::max(worst, run(speed, spin, kShrink, rejections));
+    worst_plain = std::max(worst_plain, run(speed, spin, 0.0, rejections_plain));
+  }
+  EXPECT_GE(rejections, 1);
+  EXPECT_LE(worst, kShrink * (1.0 + 1e-6));
+  EXPECT_GT(worst_plain, kShrink) << rejections_plain;
+}
+
+TEST(BallToPoint, ScaleFloorOneTakesLevenbergsStep) {
+  // optimize.gauss_newton.scale_floor = 1 (OptimizerOptions::lm_scale_floor): the damping
+  // matrix is max_k diag(JᵀJ)_k · I instead of diag(JᵀJ), so the first trial step from the
+  // start is δ = −(JᵀJ + (λ₀ + 1e-14) d I)⁻¹ Jᵀρ with d = max diag(JᵀJ) (J recomputed here);
+  // with the floor off it is Marquardt's step, a different one (the spin columns of J are
+  // small, so Marquardt's scaling moves the spin much further).
+  auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
+  t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, Vec3(0.5, 0.0, 0.06)));
+  const ParameterTable& params = t->scene.model->params();
+  VecX p = params.defaults();
+  p.segment<3>(params.require("bodies.0.velocity").offset) = Vec3(0.8, 0.0, 0.8);
+  auto problem = test::make_problem(t, p);
+  const LeastSquaresEvaluation e = problem->evaluate_residuals(problem->x0(), true);
+  ASSERT_FALSE(e.failed);
+  const MatX A = e.jacobian.transpose() * e.jacobian;
+  const VecX g = e.jacobian.transpose() * e.residuals;
+  constexpr double kLambda = 1e-3;
+  auto first_trial = [&](double floor) {
+    OptimizerOptions o;
+    o.method = OptimizerMethod::kGaussNewton;
+    o.max_simulations = 2;
+    o.lm_scale_floor = floor;
+    std::vector<VecX> xs;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { xs.push_back(r.x); };
+    minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(xs.size(), 2u);
+    return VecX(xs.back() - problem->x0());
+  };
+  auto expected = [&](const VecX& D) {
+    MatX M = A;
+    M.diagonal() += (kLambda + 1e-14) * D;
+    return VecX(M.ldlt().solve(-g));
+  };
+  const VecX levenberg = expected(VecX::Constant(g.size(), A.diagonal().maxCoeff()));
+  const VecX marquardt = expected(A.diagonal());
+  const VecX floored = first_trial(1.0), plain = first_trial(0.0);
+  EXPECT_LE((floored - levenberg).norm(), 1e-8 * levenberg.norm());
+  EXPECT_LE((plain - marquardt).norm(), 1e-8 * marquardt.norm());
+  EXPECT_GT((levenberg - marquardt).norm(), 0.1 * marquardt.norm());
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -436,6 +438,54 @@ TEST(Optimizer, StallStopsARunThatNoLongerLowersPhi) {
     EXPECT_EQ(c.reason, StopReason::kPhiRatio) << window << ": " << c.message;
     EXPECT_LE(c.simulations, 15) << window;
   }
+}
+
+// Scaled step length ‖D^½ δ‖ of the trial (A + (λ + 1e-14) D) δ = −g.
+double scaled_step(const MatX& A, const VecX& D, const VecX& g, double lambda) {
+  MatX M = A;
+  M.diagonal() += (lambda + 1e-14) * D;
+  return D.cwiseSqrt().cwiseProduct(M.ldlt().solve(-g)).norm();
+}
+
+TEST(Optimizer, LevenbergMarquardtDampingAfterARejectionShortensTheScaledStep) {
+  // Three residuals, six parameters (as the ball throw): A = JᵀJ has rank 3, so a damping far
+  // below the scale of its non-zero eigenvalues hardly changes the step.
+  MatX J(3, 6);
+  J << 1.0, 0.2, -0.3, 0.01, 0.002, 0.0, 0.1, 0.9, 0.2, -0.004, 0.01, 0.003, -0.2, 0.1, 1.1, 0.002, -0.001, 0.02;
+  const VecX rho = Vec3(0.01, -0.02, 0.005);
+  const MatX A = J.transpose() * J;
+  const VecX D = A.diagonal();
+  const VecX g = J.transpose() * rho;
+  for (double lambda : {0.0, 1e-9, 5e-7, 1e-3, 1e2}) {
+    // Off: growth by 4 (from 0: 1e-6), bit for bit the rule without the option.
+    EXPECT_EQ(lm_damping_after_rejection(A, D, g, lambda, 0.0), lambda > 0.0 ? 4.0 * lambda : 1e-6);
+    for (double shrink : {0.5, 0.25}) {
+      const double next = lm_damping_after_rejection(A, D, g, lambda, shrink);
+      const double before = scaled_step(A, D, g, lambda), after = scaled_step(A, D, g, next);
+      EXPECT_GE(next, lambda > 0.0 ? 4.0 * lambda : 1e-6) << lambda;
+      // (1e-3: round-off of the solve with the rank-deficient A at λ ≈ 0, cond ≈ 1e14.)
+      EXPECT_LE(after, shrink * before * (1.0 + 1e-3)) << lambda << " " << shrink;
+      // Growth by 4 would not have shortened the step enough: then the damping is the
+      // smallest one that does (the step length is continuous and monotone in λ).
+      const double grown = lambda > 0.0 ? 4.0 * lambda : 1e-6;
+      if (scaled_step(A, D, g, grown) > shrink * before) {
+        EXPECT_GT(next, grown);
+        EXPECT_NEAR(after, shrink * before, 1e-3 * before) << lambda << " " << shrink;
+      } else {
+        EXPECT_EQ(next, grown) << lambda << " " << shrink;
+      }
+    }
+  }
+  // The rejection sequence from λ = 5e-7 with shrink 1/2: every trial at least halves the
+  // scaled step, where growth by 4 leaves it within 1 % of the first for four trials.
+  double lambda = 5e-7, four = 5e-7;
+  const double first = scaled_step(A, D, g, lambda);
+  for (int k = 1; k <= 4; ++k) {
+    lambda = lm_damping_after_rejection(A, D, g, lambda, 0.5);
+    four = lm_damping_after_rejection(A, D, g, four, 0.0);
+    EXPECT_LE(scaled_step(A, D, g, lambda), std::pow(0.5, k) * first * (1.0 + 1e-3)) << k;
+  }
+  EXPECT_GT(scaled_step(A, D, g, four), 0.99 * first);
 }
 
 TEST(Optimizer, GaussNewtonRejectsAnObjectiveThatIsNotASumOfSquares) {

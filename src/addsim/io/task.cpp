@@ -553,6 +553,14 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
   if (r.has("gauss_newton")) {
     ObjectReader m(r.raw("gauss_newton"), join_path(r.path(), "gauss_newton"), r.source());
     o.lm_damping = m.number("damping", o.lm_damping, Bound::kNonNegative);
+    if (m.has("scale_floor")) {
+      o.lm_scale_floor = m.number("scale_floor", std::nullopt, Bound::kNonNegative);
+      if (!(o.lm_scale_floor <= 1.0)) m.fail("scale_floor", "must be in [0, 1] (a fraction of the largest column scale of J^T J)");
+    }
+    if (m.has("step_shrink")) {
+      o.lm_step_shrink = m.number("step_shrink", std::nullopt, Bound::kNonNegative);
+      if (!(o.lm_step_shrink < 1.0)) m.fail("step_shrink", "must be in [0, 1) (0: off; the scaled step after a rejection is at most this fraction of the rejected one)");
+    }
     if (m.has("jacobian")) {
       const std::string mode = m.choice("jacobian", std::nullopt, {"auto", "direct", "adjoint"});
       o.gn_jacobian = mode == "direct" ? JacobianMode::kDirect : mode == "adjoint" ? JacobianMode::kAdjoint : JacobianMode::kAuto;

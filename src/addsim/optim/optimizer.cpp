@@ -1,6 +1,7 @@
 #include "addsim/optim/optimizer.h"
 
 #include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
 #include <Eigen/SparseCore>
 #include <LBFGSB.h>
 
@@ -341,7 +342,9 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
 // ---------------------------------------------------------------------------------------
 // Gauss–Newton / Levenberg–Marquardt with bounds by projection: (JᵀJ + λ D) δ = −Jᵀρ with
 // D = diag(JᵀJ) (Marquardt's scaling); a step that lowers Φ is taken and λ shrinks by 3,
-// otherwise (also for a failed simulation) λ grows by 4 from the same point. The Jacobian
+// otherwise (also for a failed simulation) λ grows by 4 from the same point, or with
+// lm_step_shrink further until the scaled step is that fraction of the rejected one
+// (lm_damping_after_rejection). The Jacobian
 // (direct sweep) is computed at the start and at taken steps only: a rejected trial costs
 // one simulation.
 
@@ -406,6 +409,9 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
     const double dmax = D.maxCoeff();
     for (Eigen::Index k = 0; k < D.size(); ++k)
       if (!(D[k] > 1e-14 * dmax)) D[k] = dmax > 0.0 ? 1e-14 * dmax : 1.0;
+    // lm_scale_floor τ: no column's scale below τ·max (τ = 1: Levenberg's D = const · I).
+    if (o.lm_scale_floor > 0.0)
+      for (Eigen::Index k = 0; k < D.size(); ++k) D[k] = std::max(D[k], o.lm_scale_floor * dmax);
     for (;;) {
       MatX M = A;
       M.diagonal() += lambda * D;
@@ -430,11 +436,45 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
         t.end_iteration();
         break;
       }
-      lambda = lambda > 0.0 ? 4.0 * lambda : 1e-6;
+      lambda = lm_damping_after_rejection(A, D, g, lambda, o.lm_step_shrink);
       if (lambda > kMaxDamping) throw Stop{StopReason::kNoProgress, "Levenberg-Marquardt damping overflow"};
     }
   }
 }
+
+}  // namespace
+
+double lm_damping_after_rejection(const MatX& A, const VecX& D, const VecX& g, double lambda, double shrink) {
+  const double grown = lambda > 0.0 ? 4.0 * lambda : 1e-6;
+  if (!(shrink > 0.0)) return grown;
+  // Scaled problem: S = D^-½ A D^-½ with eigenpairs (σ_k, u_k), ĝ = D^-½ g; the scaled step
+  // D^½ δ(μ) = −Σ_k c_k u_k / (σ_k + μ + 1e-14), c = Uᵀ ĝ.
+  const VecX s = D.cwiseSqrt().cwiseInverse();
+  const MatX S = s.asDiagonal() * A * s.asDiagonal();
+  const Eigen::SelfAdjointEigenSolver<MatX> eig(S);
+  const VecX sigma = eig.eigenvalues();
+  const VecX c2 = (eig.eigenvectors().transpose() * s.cwiseProduct(g)).cwiseAbs2();
+  auto length2 = [&](double mu) {
+    double sum = 0.0;
+    for (Eigen::Index k = 0; k < sigma.size(); ++k) {
+      const double d = std::max(sigma[k], 0.0) + mu + 1e-14;
+      sum += c2[k] / (d * d);
+    }
+    return sum;
+  };
+  const double target2 = shrink * shrink * length2(lambda);
+  if (!(target2 > 0.0) || length2(grown) <= target2) return grown;
+  // length2 ≤ ‖c‖²/μ² bounds the bracket's upper end.
+  double lo = grown, hi = std::max(grown, std::sqrt(c2.sum() / target2));
+  while (length2(hi) > target2) hi *= 2.0;
+  while (hi > lo * (1.0 + 1e-6)) {
+    const double mid = std::sqrt(lo * hi);
+    (length2(mid) > target2 ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // ADAM [Kingma and Ba 2015] with bounds by projection; a failed simulation returns to the

@@ -63,6 +63,19 @@ struct OptimizerOptions {
   int lbfgs_max_linesearch = 20;  ///< trials per line search
   // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
   double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
+  /// On a rejected trial λ grows by 4 (from 0: to 1e-6). With lm_step_shrink s in (0, 1) it
+  /// grows at least so far that the next trial's scaled step ‖D^½ δ‖ is at most s times the
+  /// rejected one's (lm_damping_after_rejection): a λ far below the scale of D^-½ JᵀJ D^-½
+  /// hardly changes the step, and growing it by 4 per trial then spends several simulations
+  /// on almost the same point. 0: off (growth by 4 only).
+  double lm_step_shrink = 0.0;
+  /// Floor τ in [0, 1] on Marquardt's scaling: D_k = max(diag(JᵀJ)_k, τ · max_j diag(JᵀJ)_j).
+  /// With fewer residuals than parameters the step (even at λ → 0) is the one of least
+  /// ‖D^½ δ‖ among those that solve the linear model, so D decides which parameters move:
+  /// Marquardt's D (τ = 0) makes a parameter with little influence as cheap to move, per unit
+  /// of its effect, as one with much, and moves it far; τ = 1 is Levenberg's D ∝ I in the
+  /// optimiser's units, which moves the influential parameters instead. 0: off.
+  double lm_scale_floor = 0.0;
   JacobianMode gn_jacobian = JacobianMode::kAuto;  ///< how J is formed (SimulationProblem::set_jacobian_mode)
   // ADAM [Kingma and Ba 2015]: learning rate η_k = η₀ · decay^k
   double adam_learning_rate = 1e-2;
@@ -128,6 +141,15 @@ struct OptimizationResult {
   StopReason reason = StopReason::kSimulationBudget;
   std::string message;      ///< details of the stop (e.g. LBFGS++'s exception text)
 };
+
+/// The Levenberg–Marquardt damping after a rejected trial with damping `lambda`, for the
+/// normal matrix A = JᵀJ, Marquardt's scaling D (> 0) and g = Jᵀρ: the trial step solves
+/// (A + (λ + 1e-14) D) δ = −g. Returns max(4λ (1e-6 if λ = 0), λ_s) where λ_s is the
+/// smallest damping at which ‖D^½ δ(λ_s)‖ ≤ shrink · ‖D^½ δ(λ)‖ (shrink in (0, 1); shrink = 0:
+/// the growth by 4 alone). The scaled step length is Σ_k c_k² / (σ_k + λ + 1e-14)² over the
+/// eigenpairs (σ_k, u_k) of D^-½ A D^-½ with c = Uᵀ D^-½ g, monotone in λ; λ_s by bisection
+/// in log λ to a relative 1e-6.
+double lm_damping_after_rejection(const MatX& A, const VecX& D, const VecX& g, double lambda, double shrink);
 
 /// Minimises Φ over the problem's selection from x0 (|x|, projected onto the bounds) with
 /// `options.method`. Never throws for a failed simulation; throws InputError for invalid
