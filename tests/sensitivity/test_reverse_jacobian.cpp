@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -284,6 +285,126 @@ TEST(ReverseJacobian, QuadrupedTermsMatchTheDirectJacobian) {
   ReverseJacobianSweep sweep(*two.scene.model);
   sweep.run(traj, params, rows, out);
   EXPECT_TRUE(out == one_thread);
+}
+
+// The parameters of `params` whose first_parameter_step is at least `from`.
+std::vector<int> late_parameters(const Model& m, const std::vector<int>& params, int from) {
+  std::vector<int> late;
+  for (int j : params)
+    if (first_parameter_step(m, j) >= from) late.push_back(j);
+  return late;
+}
+
+// first_parameter_step() is what both sweeps skip by: the direct sweep over all parameters
+// (which finds each column's first non-zero step itself) never starts a column earlier, for
+// handle positions (dragged sheet), kinematic poses (cube drag) and motor targets
+// (quadruped). With only the late half of the controls listed, the reverse sweep stops at
+// their first step and gives the full list's columns bit for bit; the direct sweep starts
+// there and gives them to round-off; both factorise n − s + 1 steps instead of n.
+TEST(ReverseJacobian, LateControlsSkipTheStepsBeforeTheirFirst) {
+  struct Case {
+    std::string label;
+    const Model* model;
+    std::vector<int> params;
+  };
+  const Scene sheet = make_scene(SceneKind::kDraggedSheet, Integrator::kBdf2, ContactModel::kLinear, 0);
+  std::vector<Case> cases{{"dragged sheet (handles)", sheet.model.get(), all_groups(sheet)}};
+  std::vector<std::unique_ptr<Task>> tasks;
+  // The cube drag's plate poses with k_n and the cube's velocity; the quadruped's 12 motor
+  // target paths.
+  const std::vector<std::pair<const char*, std::vector<std::string>>> files{
+      {"cube_drag.json",
+       {"scene.steps=10", "scene.bodies.0.velocity=[0.3, 0, 0]",
+        R"(parameters=["bodies.effector.poses", "contact.kn", "bodies.cube.velocity"])"}},
+      {"quadruped_short.json", {"scene.steps=10"}}};
+  for (const auto& [file, sets] : files) {
+    tasks.push_back(std::make_unique<Task>(load_task_file(test::source_dir() / "tasks" / file, sets)));
+    cases.push_back({file, tasks.back()->scene.model.get(), tasks.back()->selection.indices()});
+  }
+  for (const Case& k : cases) {
+    const Model& m = *k.model;
+    const int n = m.scheme().steps;
+    Simulator sim(m);
+    const Trajectory traj = sim.run(m.params().defaults());
+    ASSERT_TRUE(traj.completed()) << k.label << ": " << traj.failure;
+    const TrajectorySensitivities all = direct_sensitivity_matrices(m, traj, k.params);
+    int controls = 0;
+    for (size_t c = 0; c < k.params.size(); ++c) {
+      const int first = first_parameter_step(m, k.params[c]);
+      if (first >= 2) ++controls;
+      EXPECT_GE(all.first_step[c], first) << k.label << ": " << m.params().name_of(k.params[c]);
+    }
+    EXPECT_GT(controls, 0) << k.label;
+    const int from = n / 2;
+    const std::vector<int> late = late_parameters(m, k.params, from);
+    ASSERT_FALSE(late.empty()) << k.label;
+    std::vector<int> at;  // columns of `late` in the full list
+    for (int j : late) at.push_back(static_cast<int>(std::find(k.params.begin(), k.params.end(), j) - k.params.begin()));
+    // Rows at the last step, at n/2 and at step 3 (before every late column).
+    const std::vector<ResidualStateRows> rows = random_rows(m.num_dofs(), n, 5);
+    ReverseJacobianSweep sweep(m);
+    MatX full = MatX::Zero(8, static_cast<Eigen::Index>(k.params.size()));
+    sweep.run(traj, k.params, rows, full);
+    MatX got = MatX::Zero(8, static_cast<Eigen::Index>(late.size()));
+    sweep.run(traj, late, rows, got);
+    EXPECT_EQ(sweep.factorizations(), n - from + 1) << k.label;
+    MatX expected(8, static_cast<Eigen::Index>(late.size()));
+    for (size_t c = 0; c < late.size(); ++c) expected.col(static_cast<Eigen::Index>(c)) = full.col(at[c]);
+    EXPECT_GT(expected.cwiseAbs().maxCoeff(), 0.0) << k.label;
+    EXPECT_TRUE(got == expected) << k.label << ": deviation " << relative_deviation(got, expected);
+    const TrajectorySensitivities part = direct_sensitivity_matrices(m, traj, late);
+    EXPECT_EQ(part.factorizations, n - from + 1) << k.label;
+    for (size_t c = 0; c < late.size(); ++c) {
+      EXPECT_EQ(part.first_step[c], all.first_step[at[c]]) << k.label;
+      for (int i = 0; i <= n; ++i)
+        EXPECT_LE((part.column(i, static_cast<int>(c)) - all.column(i, at[c])).norm(),
+                  1e-12 * std::max(all.column(i, at[c]).norm(), 1e-300))
+            << k.label << ": " << m.params().name_of(late[c]) << " step " << i;
+    }
+    EXPECT_LT(relative_deviation(direct_rows(rows, part), expected), 1e-10) << k.label;
+  }
+}
+
+// The cube drag's own terms with only the plate's poses of rows 5 … 12 listed (the reverse
+// sweep stops at step 5): the residual Jacobian against central differences of whole
+// rollouts.
+TEST(ReverseJacobian, LateCubeDragPosesMatchDifferences) {
+  const Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
+                                   {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]",
+                                    R"(parameters=["bodies.effector.poses"])"});
+  const Model& m = *task.scene.model;
+  const VecX p = m.params().defaults();
+  Simulator sim(m);
+  const Trajectory traj = sim.run(p);
+  ASSERT_TRUE(traj.completed()) << traj.failure;
+  const int poses = m.params().require("bodies.effector.poses").offset;
+  std::vector<int> params;
+  for (int k = 6 * 5; k < 6 * 13; ++k) params.push_back(poses + k);
+  MatX got;
+  std::vector<MatX> parts;
+  std::vector<ResidualStateRows> rows;
+  ASSERT_EQ(task.objective.residual_partials(m, traj, no_sensitivities(m, traj, params), got, parts, rows), -1);
+  ReverseJacobianSweep sweep(m);
+  sweep.run(traj, params, rows, got);
+  EXPECT_EQ(sweep.factorizations(), 12 - 5 + 1);
+  VecX rho0;
+  task.objective.residuals(m, traj, rho0, nullptr, nullptr);
+  // x of the plate at row 5 (its first step), z at row 8, the tilt at row 11.
+  for (int c : {0, 6 * 3 + 2, 6 * 6 + 4}) {
+    const int j = params[c];
+    const double t = 1e-6 * std::max(1.0, std::abs(p[j]));
+    VecX pp = p, pm = p, rp, rm;
+    pp[j] += t;
+    pm[j] -= t;
+    const Trajectory tp = sim.run(pp), tm = sim.run(pm);
+    ASSERT_TRUE(tp.completed() && tm.completed());
+    task.objective.residuals(m, tp, rp, nullptr, nullptr);
+    task.objective.residuals(m, tm, rm, nullptr, nullptr);
+    const VecX fd = (rp - rm) / (2.0 * t);
+    EXPECT_GT(got.col(c).norm(), 1e-6) << m.params().name_of(j);
+    EXPECT_LT((got.col(c) - fd).norm(), 1e-3 * std::max(fd.norm(), 1e-3))
+        << m.params().name_of(j) << ": analytic " << got.col(c).transpose() << "\nfd " << fd.transpose();
+  }
 }
 
 TEST(ReverseJacobian, CostModelCountsColumnsFromTheirStepAndRowsToTheirStep) {

@@ -225,11 +225,13 @@ ParamSink ParamSink::column(const StencilSet* stencils, int j, VecX* col) {
   return s;
 }
 
-ParamSink ParamSink::columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols) {
+ParamSink ParamSink::columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols,
+                             std::vector<int>* touched) {
   ParamSink s;
   s.stencils_ = stencils;
   s.column_of_ = column_of;
   s.cols_ = cols;
+  s.touched_ = touched;
   return s;
 }
 
@@ -256,6 +258,7 @@ void ParamSink::add_rows(std::span<const DofIndex> dofs, std::span<const int> pi
       if (pidx[c] < 0) continue;
       const int k = (*column_of_)[pidx[c]];
       if (k < 0) continue;
+      if (touched_) touched_->push_back(k);
       for (int r = 0; r < n; ++r) (*cols_)(dofs[r], k) += dr_dp(r, c);
     }
     return;

@@ -281,8 +281,11 @@ class ParamSink {
   /// column mode: col (|q|) += ∂r/∂p_j.
   static ParamSink column(const StencilSet* stencils, int j, VecX* col);
   /// columns mode: cols (|q| × m) column column_of[j] += ∂r/∂p_j for every parameter j with
-  /// column_of[j] ≥ 0 (column_of has |p| entries; −1 = not wanted).
-  static ParamSink columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols);
+  /// column_of[j] ≥ 0 (column_of has |p| entries; −1 = not wanted). If `touched` is given,
+  /// every column written is appended to it (repeats included), so that callers need not
+  /// scan all m columns for the few a step touches (per-step controls).
+  static ParamSink columns(const StencilSet* stencils, const std::vector<int>* column_of, MatX* cols,
+                           std::vector<int>* touched = nullptr);
 
   /// Adds a local block: rows follow the stencil's DOFs, columns the global parameter
   /// indices `pidx` (size m).
@@ -314,6 +317,7 @@ class ParamSink {
   VecX* col_ = nullptr;
   const std::vector<int>* column_of_ = nullptr;
   MatX* cols_ = nullptr;
+  std::vector<int>* touched_ = nullptr;
 };
 
 }  // namespace addsim

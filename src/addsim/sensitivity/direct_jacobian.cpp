@@ -11,6 +11,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/sensitivity/objective_function.h"
+#include "addsim/sensitivity/reverse_jacobian.h"
 #include "addsim/sensitivity/step_linearization.h"
 #include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/linear_solver.h"
@@ -167,6 +168,7 @@ struct DirectSensitivitySweep::Workspace {
   // column_of[j]: the listed column of parameter j (the ParamSink::columns map; −1 = not
   // listed, restored after each run); order[k]: the listed column stored at position k.
   std::vector<int> column_of, order;
+  std::vector<int> touched;  // the columns of dr_dp a step's ParamSink wrote (sorted, unique)
   // row_map[r]: the row of the right-hand side that holds residual row r (the dense LU's
   // row permutation; the identity on the sparse path).
   std::vector<int> row_map;
@@ -276,9 +278,14 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
     // non-zero here start at this step.
     // dr_dp is zero here: inactive columns stay zero (a non-zero one is activated), active
     // ones are cleared after use below.
-    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp);
+    // Only the columns the terms wrote are candidates (in increasing order, as a scan of
+    // all m would find them).
+    w.touched.clear();
+    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp, &w.touched);
     lin.param_derivatives(sink);
-    for (int c = 0; c < m; ++c)
+    std::sort(w.touched.begin(), w.touched.end());
+    w.touched.erase(std::unique(w.touched.begin(), w.touched.end()), w.touched.end());
+    for (int c : w.touched)
       if (out.position[c] < 0 && !dr_dp.col(c).isZero(0.0)) activate(c, i);
     const int active = static_cast<int>(order.size());
     // The dense path factorises dr^i/dq^i first and builds the right-hand side
@@ -362,12 +369,21 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
                             i);
   };
 
+  // Steps before the first one any listed parameter enters (first_parameter_step(), e.g. a
+  // continuation stage over the second half of a per-step control) carry no column: S^i = 0,
+  // no linearisation, no factorisation. A sub-stepped run starts at step 1.
+  int start = 1;
+  if (!traj.substepped() && active0 == 0) {
+    start = n + 1;
+    for (int c = 0; c < m; ++c) start = std::min(start, std::max(first_parameter_step(model, params[c]), 1));
+  }
+  for (int i = 1; i < start; ++i) out.s[i].resize(nq, 0);
   // With solver.threads = 2 a helper thread linearises step i + 1 (it needs only the
   // recorded trajectory) while this thread solves step i.
   StepLinearization* current = &w.current;
   StepLinearization* following = &w.following;
-  if (n >= 1) current->evaluate(traj, 1);
-  for (int i = 1; i <= n; ++i) {
+  if (start <= n) current->evaluate(traj, start);
+  for (int i = start; i <= n; ++i) {
     if (w.worker && i < n) {
       w.worker->run_alongside([&traj, next = following, i] { next->evaluate(traj, i + 1); },
                               [&] { solve_step(*current, i); });

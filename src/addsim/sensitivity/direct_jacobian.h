@@ -13,7 +13,9 @@
 /// only from the first step at which its right-hand side is non-zero. For per-step controls
 /// (poses, motor targets, handle positions) the work and memory are about half of all
 /// m columns at every step. The stored blocks hold the active columns in the order in which
-/// they became non-zero.
+/// they became non-zero. Steps before the first one any listed parameter can enter
+/// (first_parameter_step() in reverse_jacobian.h; a continuation stage over the second half
+/// of a per-step control) are not linearised or factorised at all.
 ///
 /// Memory: Σ_i |q| · active_i doubles (at most (n + 1) · |q| · m); callers with large
 /// problems split the parameters into blocks (optim/problem.cpp).

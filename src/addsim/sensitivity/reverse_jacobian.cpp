@@ -18,6 +18,15 @@
 
 namespace addsim {
 
+int first_parameter_step(const Model& model, int j) {
+  const ParameterTable& table = model.params();
+  if (j < 0 || j >= table.size()) return 0;
+  const ParamEntry& e = table.entry_of(j);
+  if (e.kind != ParamKind::kControl || e.rows != model.scheme().steps + 1) return 0;
+  const int row = (j - e.offset) / e.cols;
+  return row >= 2 ? row : 0;
+}
+
 JacobianModeCost jacobian_mode_cost(const Model& model, std::span<const int> params,
                                     std::span<const ResidualStateRows> rows) {
   JacobianModeCost cost;
@@ -25,10 +34,7 @@ JacobianModeCost jacobian_mode_cost(const Model& model, std::span<const int> par
   const ParameterTable& table = model.params();
   for (int j : params) {
     if (j < 0 || j >= table.size()) continue;
-    const ParamEntry& e = table.entry_of(j);
-    int first = 0;
-    if (e.kind == ParamKind::kControl && e.rows == n + 1) first = (j - e.offset) / e.cols;
-    cost.direct += n - std::max(first, 1) + 1;
+    cost.direct += n - std::max(first_parameter_step(model, j), 1) + 1;
   }
   // Each row once, at its last step.
   std::vector<std::pair<int, int>> last;  // (row, step)
@@ -89,6 +95,7 @@ struct ReverseJacobianSweep::Workspace {
   // column_of[j]: listed column of parameter j (−1: not listed); seed_of_row[r]: the seed
   // (position in last-step order) of residual row r (−1: r does not read the state).
   std::vector<int> column_of, seed_of_row;
+  std::vector<int> touched;  // the columns of dr_dp a step's ParamSink wrote (sorted, unique)
   // Per seed in order: its row and last internal step (non-increasing); the blocks in order
   // of decreasing internal step with that step.
   std::vector<int> seed_row, seed_last, block_order, block_step;
@@ -263,9 +270,13 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
       }
       lam = &w.lambda_p;
     }
-    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp);
+    // Only the columns the terms wrote (a few per step for per-step controls) are visited.
+    w.touched.clear();
+    ParamSink sink = ParamSink::columns(&model.stencils(), &column_of, &w.dr_dp, &w.touched);
     lin.param_derivatives(sink);
-    for (int c = 0; c < m; ++c) {
+    std::sort(w.touched.begin(), w.touched.end());
+    w.touched.erase(std::unique(w.touched.begin(), w.touched.end()), w.touched.end());
+    for (int c : w.touched) {
       auto col = dr_dp.col(c);
       if (col.isZero(0.0)) continue;
       jst.col(c).head(a).noalias() -= lam->leftCols(a).transpose() * col;
@@ -284,39 +295,50 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
     if (lin.depends_on_a0()) add_transposed_product(lin.a0_jacobian(), -1.0, ga0, a);
   };
 
-  // Steps after the last one any row reads carry no seed. With solver.threads = 2 a helper
-  // thread linearises step i − 1 while this thread solves step i.
+  // Steps after the last one any row reads carry no seed; steps before the first one any
+  // listed parameter enters add nothing (first_parameter_step(): ∂r^i/∂p = 0 for every
+  // column, and the start does not depend on them), so the sweep runs from `top` down to
+  // `bottom`. With solver.threads = 2 a helper thread linearises step i − 1 while this
+  // thread solves step i.
   const int top = seed_last[0];
+  int lowest = 0;  // the first (output) step any listed parameter enters
+  if (!traj.substepped()) {
+    lowest = n_out + 1;
+    for (int c = 0; c < m; ++c) lowest = std::min(lowest, first_parameter_step(model, params[c]));
+  }
+  const int bottom = std::max(lowest, 1);
   StepLinearization* current = &w.current;
   StepLinearization* following = &w.following;
-  if (top >= 1) current->evaluate(traj, top);
-  for (int i = top; i >= 1; --i) {
-    if (w.worker && i > 1) {
+  if (top >= bottom) current->evaluate(traj, top);
+  for (int i = top; i >= bottom; --i) {
+    if (w.worker && i > bottom) {
       w.worker->run_alongside([&traj, next = following, i] { next->evaluate(traj, i - 1); },
                               [&] { solve_step(*current, i); });
     } else {
       solve_step(*current, i);
-      if (i > 1) following->evaluate(traj, i - 1);
+      if (i > bottom) following->evaluate(traj, i - 1);
     }
     std::swap(current, following);
   }
-
-  // Initial state: the seeds read at step 0 plus the history products, chained through
-  // a⁰(q⁰, v⁰, p) (constant-acceleration start-up) and q⁰(p), v⁰(p) (Body::initial_state_vjp).
-  add_blocks(0, gq0);
-  if (scheme.uses_initial_acceleration()) {
-    if (!w.a0) w.a0 = std::make_unique<InitialAcceleration>(model);
-    w.a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
-  }
-  for (int s = 0; s < k; ++s) {
-    if (gq0.col(s).isZero(0.0) && gv0.col(s).isZero(0.0) && ga0.col(s).isZero(0.0)) continue;
-    w.gq = gq0.col(s);
-    w.gv = gv0.col(s);
-    w.ga = ga0.col(s);
-    w.grad.setZero();
-    if (scheme.uses_initial_acceleration()) w.a0->vjp(w.ga, w.gq, w.gv, w.grad);
-    for (const auto& body : model.bodies()) body->initial_state_vjp(traj.p, w.gq, w.gv, w.grad);
-    for (int c = 0; c < m; ++c) jst(s, c) += w.grad[params[c]];
+  // Initial state (only if some listed parameter may set it): the seeds read at step 0 plus
+  // the history products, chained through a⁰(q⁰, v⁰, p) (constant-acceleration start-up)
+  // and q⁰(p), v⁰(p) (Body::initial_state_vjp).
+  if (lowest == 0) {
+    add_blocks(0, gq0);
+    if (scheme.uses_initial_acceleration()) {
+      if (!w.a0) w.a0 = std::make_unique<InitialAcceleration>(model);
+      w.a0->linearize(traj.q0, traj.v0, traj.a0, traj.p);
+    }
+    for (int s = 0; s < k; ++s) {
+      if (gq0.col(s).isZero(0.0) && gv0.col(s).isZero(0.0) && ga0.col(s).isZero(0.0)) continue;
+      w.gq = gq0.col(s);
+      w.gv = gv0.col(s);
+      w.ga = ga0.col(s);
+      w.grad.setZero();
+      if (scheme.uses_initial_acceleration()) w.a0->vjp(w.ga, w.gq, w.gv, w.grad);
+      for (const auto& body : model.bodies()) body->initial_state_vjp(traj.p, w.gq, w.gv, w.grad);
+      for (int c = 0; c < m; ++c) jst(s, c) += w.grad[params[c]];
+    }
   }
   for (int s = 0; s < k; ++s) out.row(w.seed_row[s]) += jst.row(s);
   wall_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -14,7 +14,11 @@
 ///
 /// Rows end at their step: a row whose ∂ρ/∂q^j vanishes for all j > i has Λ^j = 0 for j > i
 /// (the recursion is homogeneous), so a seed is carried only from the last step it reads
-/// down to step 1, the mirror of the direct sweep's columns that start at their step.
+/// down to step 1, the mirror of the direct sweep's columns that start at their step. And
+/// the sweep ends at the first step any listed parameter enters (first_parameter_step()):
+/// below it ∂r^i/∂p = 0 for every listed column and the start does not depend on them, so
+/// those steps add nothing (a continuation stage over the second half of a per-step control,
+/// the sheet flip's "flip 2": half the steps).
 ///
 /// Same contract as the adjoint (adjoint.h) and the direct sweep: step Jacobians re-evaluated
 /// at the converged states, BDF1/BDF2 history blocks, the start-up's dependence on v⁰ and a⁰,
@@ -46,6 +50,17 @@ struct JacobianModeCost {
   double reverse = 0.0;  ///< Σ_rows (the row's last step): the reverse sweep's seeds
   bool reverse_is_cheaper() const { return reverse < direct; }
 };
+
+/// The first output step whose residual r^i may depend on parameter j, 0 if p_j may set the
+/// initial state (q⁰, v⁰, a⁰). Row r of a per-step control with n + 1 rows (handle positions,
+/// motor targets, kinematic poses; ParamKind::kControl) is read by step r and, through the
+/// handles' velocity stencils, by the K steps after it, never by an earlier step; rows 0 and
+/// 1 also set the start (a kinematic body's q⁰ and v⁰, the handles' start-up extrapolation)
+/// and count from step 0. Every other parameter counts from step 0. Both sweeps rely on it:
+/// with every listed parameter from step s on, dq^i/dp = 0 for i < s (the recursion of
+/// direct_jacobian.h is homogeneous there), so the direct sweep starts at s and the reverse
+/// sweep stops there (uniform runs; a sub-stepped run is swept over all its steps).
+int first_parameter_step(const Model& model, int j);
 
 /// The cost model of the mode choice (optim/problem.h, JacobianMode::kAuto). A column's first
 /// step is estimated from its parameter entry: row r of a per-step control with n + 1 rows
