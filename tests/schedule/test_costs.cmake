@@ -3,9 +3,10 @@
 # docs/fuzzing.md and the reduced sizes of docs/testing.md; Release: a run of 2026-11-27 under
 # a load of 12, divided by 8.6 (its wall time over the idle CI run's, fuzz smoke runs aside).
 # python_pytest (python/CMakeLists.txt, read by CTest after this file) has its own COST.
-# Parameterised tests are left out: CTest names them with their parameter bytes and spaces. A test missing here keeps COST 0 on a fresh machine
-# (CTest starts it after these); a name that no longer exists is ignored. Only the order
-# depends on these numbers, so they need updating only when a test becomes one of the longest.
+# Parameterised tests are left out: CTest names them with their parameter bytes and spaces.
+# A test missing here keeps COST 0 on a fresh machine (CTest starts it after these); a name
+# that no longer exists is ignored. Only the order depends on these numbers, so they need
+# updating only when a test becomes one of the longest.
 set(addsim_test_costs
   "fuzz_smoke_scene 32 0"
   "fuzz_smoke_task 32 0"
