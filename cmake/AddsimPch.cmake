@@ -1,5 +1,5 @@
-# Settings of every target that builds or reuses a precompiled header (ADDSIM_LIBRARY_PCH in
-# the top-level CMakeLists.txt, ADDSIM_TEST_PCH in tests/; docs/testing.md, "Build time").
+# Settings of every target that builds or reuses a precompiled header (ADDSIM_TEST_PCH in
+# tests/CMakeLists.txt; docs/testing.md, "Build time").
 #
 # addsim_pch_settings(TARGET):
 # - with ccache as the compiler launcher, ccache caches a compile that uses a precompiled
