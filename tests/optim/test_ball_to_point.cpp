@@ -10,6 +10,7 @@
 #include <Eigen/Cholesky>
 
 #include <cmath>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,27 @@ const char* kSmallBallBounce = R"({
               "position": [0, 0, 0.12], "velocity": [1.0, 0, 1.0], "angular_velocity": [0, -10, 0],
               "material": {"youngs_modulus": 20000, "poisson_ratio": 0.3, "density": 150, "viscosity": 0.0125}}]
 })";
+
+// The ball's centre of mass to `target` at the end, over its throw velocity and spin, from
+// the throw (v, ω).
+std::unique_ptr<SimulationProblem> throw_problem(const Vec3& target, const Vec3& v, const Vec3& w) {
+  auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
+  t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+  const ParameterTable& params = t->scene.model->params();
+  VecX p = params.defaults();
+  p.segment<3>(params.require("bodies.0.velocity").offset) = v;
+  p.segment<3>(params.require("bodies.0.angular_velocity").offset) = w;
+  return test::make_problem(t, p);
+}
+
+// Gauss–Newton until Φ/Φ₀ ≤ 1e-20 (round-off at the target), at most 40 simulations.
+OptimizerOptions gauss_newton_to_round_off() {
+  OptimizerOptions o;
+  o.method = OptimizerMethod::kGaussNewton;
+  o.max_simulations = 40;
+  o.phi_ratio_tolerance = 1e-20;
+  return o;
+}
 
 TEST(BallToPoint, GaussNewtonReachesTheTargetOverABounceFromStartsAround) {
   const Vec3 v_star(1.0, 0.0, 1.0), w_star(0.0, -10.0, 0.0);
@@ -56,17 +78,8 @@ TEST(BallToPoint, GaussNewtonReachesTheTargetOverABounceFromStartsAround) {
   std::vector<std::pair<double, double>> starts{{0.6, -8.0}, {1.4, 8.0}};
   if (!test::reduced()) starts = {{0.6, -8.0}, {0.6, 8.0}, {1.4, -8.0}, {1.4, 8.0}};
   for (const auto& [speed, spin] : starts) {
-    auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const ParameterTable& params = t->scene.model->params();
-    VecX p = params.defaults();
-    p.segment<3>(params.require("bodies.0.velocity").offset) = speed * v_star;
-    p.segment<3>(params.require("bodies.0.angular_velocity").offset) = w_star + Vec3(0.0, spin, 0.0);
-    auto problem = test::make_problem(t, p);
-    OptimizerOptions o;
-    o.method = OptimizerMethod::kGaussNewton;
-    o.max_simulations = 40;
-    o.phi_ratio_tolerance = 1e-20;
+    auto problem = throw_problem(target, speed * v_star, w_star + Vec3(0.0, spin, 0.0));
+    OptimizerOptions o = gauss_newton_to_round_off();
     const OptimizationResult r = minimize(*problem, problem->x0(), o);
     const std::string start = "speed x" + std::to_string(speed) + ", spin " + std::to_string(spin);
     EXPECT_EQ(r.reason, StopReason::kPhiRatio) << start << ": " << r.message;
@@ -95,17 +108,8 @@ TEST(BallToPoint, StepShrinkShortensEveryTrialAfterARejection) {
   constexpr double kShrink = 0.5;
   // Largest ratio of a trial after a rejection to the rejected trial, and the rejections.
   auto run = [&](double speed, double spin, double shrink, int& rejections) {
-    auto t = test::scene_task(kSmallBallBounce, {{"bodies.0.velocity"}, {"bodies.0.angular_velocity"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const ParameterTable& params = t->scene.model->params();
-    VecX p = params.defaults();
-    p.segment<3>(params.require("bodies.0.velocity").offset) = speed * v_star;
-    p.segment<3>(params.require("bodies.0.angular_velocity").offset) = w_star + Vec3(0.0, spin, 0.0);
-    auto problem = test::make_problem(t, p);
-    OptimizerOptions o;
-    o.method = OptimizerMethod::kGaussNewton;
-    o.max_simulations = 40;
-    o.phi_ratio_tolerance = 1e-20;
+    auto problem = throw_problem(target, speed * v_star, w_star + Vec3(0.0, spin, 0.0));
+    OptimizerOptions o = gauss_newton_to_round_off();
     o.lm_step_shrink = shrink;
     std::vector<EvaluationRecord> records;
     OptimizerCallbacks cb;

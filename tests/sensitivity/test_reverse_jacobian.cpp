@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <string>
@@ -63,6 +64,29 @@ MatX direct_rows(const std::vector<ResidualStateRows>& rows, const TrajectorySen
   for (const ResidualStateRows& b : rows)
     for (int c = 0; c < m; ++c) out.middleRows(b.first_row, b.dq.rows()).col(c) += b.dq * sens.column(b.step, c);
   return out;
+}
+
+// Columns `cols` of the residual Jacobian `got` (one column per entry of `params`) against
+// central differences of the task's residuals over whole rollouts. The runs slide with
+// friction, so 1e-4 relative is the differences' own noise; the bound is 1e-3.
+void expect_columns_match_differences(const Task& task, Simulator& sim, const VecX& p, const std::vector<int>& params,
+                                      const MatX& got, std::initializer_list<int> cols) {
+  const Model& m = *task.scene.model;
+  for (int c : cols) {
+    const int j = params[c];
+    const double t = 1e-6 * std::max(1.0, std::abs(p[j]));
+    VecX pp = p, pm = p, rp, rm;
+    pp[j] += t;
+    pm[j] -= t;
+    const Trajectory tp = sim.run(pp), tm = sim.run(pm);
+    ASSERT_TRUE(tp.completed() && tm.completed());
+    task.objective.residuals(m, tp, rp, nullptr, nullptr);
+    task.objective.residuals(m, tm, rm, nullptr, nullptr);
+    const VecX fd = (rp - rm) / (2.0 * t);
+    EXPECT_GT(got.col(c).norm(), 1e-6) << m.params().name_of(j);
+    EXPECT_LT((got.col(c) - fd).norm(), 1e-3 * std::max(fd.norm(), 1e-3))
+        << m.params().name_of(j) << ": analytic " << got.col(c).transpose() << "\nfd " << fd.transpose();
+  }
 }
 
 double relative_deviation(const MatX& a, const MatX& b) {
@@ -220,24 +244,7 @@ TEST(ReverseJacobian, CubeDragTermsMatchTheDirectJacobianAndDifferences) {
 
   // Central differences of the residuals for the plate's x at step 3 and z at step 8, its
   // tilt at step 5, k_n and the cube's x velocity.
-  VecX rho0;
-  task.objective.residuals(m, traj, rho0, nullptr, nullptr);
-  for (int c : {6 * 3 + 0, 6 * 8 + 2, 6 * 5 + 4, 78, 79}) {
-    const int j = params[c];
-    const double t = 1e-6 * std::max(1.0, std::abs(p[j]));
-    VecX pp = p, pm = p, rp, rm;
-    pp[j] += t;
-    pm[j] -= t;
-    const Trajectory tp = sim.run(pp), tm = sim.run(pm);
-    ASSERT_TRUE(tp.completed() && tm.completed());
-    task.objective.residuals(m, tp, rp, nullptr, nullptr);
-    task.objective.residuals(m, tm, rm, nullptr, nullptr);
-    const VecX fd = (rp - rm) / (2.0 * t);
-    EXPECT_GT(got.col(c).norm(), 1e-6) << m.params().name_of(j);
-    // Central differences over a run with sliding friction: 1e-4 relative is their noise.
-    EXPECT_LT((got.col(c) - fd).norm(), 1e-3 * std::max(fd.norm(), 1e-3))
-        << m.params().name_of(j) << ": analytic " << got.col(c).transpose() << "\nfd " << fd.transpose();
-  }
+  expect_columns_match_differences(task, sim, p, params, got, {6 * 3 + 0, 6 * 8 + 2, 6 * 5 + 4, 78, 79});
 }
 
 // The quadruped (78 DOFs, sparse history blocks, motor targets per step): the task's
@@ -387,24 +394,8 @@ TEST(ReverseJacobian, LateCubeDragPosesMatchDifferences) {
   ReverseJacobianSweep sweep(m);
   sweep.run(traj, params, rows, got);
   EXPECT_EQ(sweep.factorizations(), 12 - 5 + 1);
-  VecX rho0;
-  task.objective.residuals(m, traj, rho0, nullptr, nullptr);
   // x of the plate at row 5 (its first step), z at row 8, the tilt at row 11.
-  for (int c : {0, 6 * 3 + 2, 6 * 6 + 4}) {
-    const int j = params[c];
-    const double t = 1e-6 * std::max(1.0, std::abs(p[j]));
-    VecX pp = p, pm = p, rp, rm;
-    pp[j] += t;
-    pm[j] -= t;
-    const Trajectory tp = sim.run(pp), tm = sim.run(pm);
-    ASSERT_TRUE(tp.completed() && tm.completed());
-    task.objective.residuals(m, tp, rp, nullptr, nullptr);
-    task.objective.residuals(m, tm, rm, nullptr, nullptr);
-    const VecX fd = (rp - rm) / (2.0 * t);
-    EXPECT_GT(got.col(c).norm(), 1e-6) << m.params().name_of(j);
-    EXPECT_LT((got.col(c) - fd).norm(), 1e-3 * std::max(fd.norm(), 1e-3))
-        << m.params().name_of(j) << ": analytic " << got.col(c).transpose() << "\nfd " << fd.transpose();
-  }
+  expect_columns_match_differences(task, sim, p, params, got, {0, 6 * 3 + 2, 6 * 6 + 4});
 }
 
 TEST(ReverseJacobian, CostModelCountsColumnsFromTheirStepAndRowsToTheirStep) {
