@@ -372,11 +372,8 @@ const TrajectorySensitivities& DirectSensitivitySweep::run(const Trajectory& tra
   // Steps before the first one any listed parameter enters (first_parameter_step(), e.g. a
   // continuation stage over the second half of a per-step control) carry no column: S^i = 0,
   // no linearisation, no factorisation. A sub-stepped run starts at step 1.
-  int start = 1;
-  if (!traj.substepped() && active0 == 0) {
-    start = n + 1;
-    for (int c = 0; c < m; ++c) start = std::min(start, std::max(first_parameter_step(model, params[c]), 1));
-  }
+  const int start =
+      traj.substepped() || active0 != 0 ? 1 : std::max(first_parameter_step(model, params, n + 1), 1);
   for (int i = 1; i < start; ++i) out.s[i].resize(nq, 0);
   // With solver.threads = 2 a helper thread linearises step i + 1 (it needs only the
   // recorded trajectory) while this thread solves step i.

@@ -27,6 +27,12 @@ int first_parameter_step(const Model& model, int j) {
   return row >= 2 ? row : 0;
 }
 
+int first_parameter_step(const Model& model, std::span<const int> params, int none) {
+  int first = none;
+  for (int j : params) first = std::min(first, first_parameter_step(model, j));
+  return first;
+}
+
 JacobianModeCost jacobian_mode_cost(const Model& model, std::span<const int> params,
                                     std::span<const ResidualStateRows> rows) {
   JacobianModeCost cost;
@@ -301,11 +307,8 @@ void ReverseJacobianSweep::run(const Trajectory& traj, std::span<const int> para
   // `bottom`. With solver.threads = 2 a helper thread linearises step i − 1 while this
   // thread solves step i.
   const int top = seed_last[0];
-  int lowest = 0;  // the first (output) step any listed parameter enters
-  if (!traj.substepped()) {
-    lowest = n_out + 1;
-    for (int c = 0; c < m; ++c) lowest = std::min(lowest, first_parameter_step(model, params[c]));
-  }
+  // The first (output) step any listed parameter enters.
+  const int lowest = traj.substepped() ? 0 : first_parameter_step(model, params, n_out + 1);
   const int bottom = std::max(lowest, 1);
   StepLinearization* current = &w.current;
   StepLinearization* following = &w.following;

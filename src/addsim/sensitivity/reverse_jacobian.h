@@ -62,6 +62,9 @@ struct JacobianModeCost {
 /// sweep stops there (uniform runs; a sub-stepped run is swept over all its steps).
 int first_parameter_step(const Model& model, int j);
 
+/// The smallest first_parameter_step() over `params`; `none` if the list is empty.
+int first_parameter_step(const Model& model, std::span<const int> params, int none);
+
 /// The cost model of the mode choice (optim/problem.h, JacobianMode::kAuto). A column's first
 /// step is estimated from its parameter entry: row r of a per-step control with n + 1 rows
 /// (handle positions, motor targets, kinematic poses) first enters step r (its value at r
