@@ -73,7 +73,7 @@ VecX random_rhs(int n, std::mt19937& rng) {
   return b;
 }
 
-// The LUs that report flop counts (and so are reused): UMFPACK, KLU and the dense LU.
+// The LUs that report flop counts (and so are reused): UMFPACK, KLU, the dense and the banded LU.
 class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
 
 TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
@@ -109,11 +109,13 @@ TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ReusedLu,
-                         ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kKlu, LinearSolverKind::kDense),
+                         ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kKlu, LinearSolverKind::kDense,
+                                           LinearSolverKind::kBanded),
                          [](const auto& info) {
-                           return std::string(info.param == LinearSolverKind::kDense ? "dense"
-                                              : info.param == LinearSolverKind::kKlu ? "klu"
-                                                                                     : "umfpack");
+                           return std::string(info.param == LinearSolverKind::kDense    ? "dense"
+                                              : info.param == LinearSolverKind::kBanded ? "banded"
+                                              : info.param == LinearSolverKind::kKlu    ? "klu"
+                                                                                        : "umfpack");
                          });
 
 // KLU keeps the pivot order of its last full factorisation while the pivot growth allows.

@@ -1,0 +1,246 @@
+#include "addsim/solver/banded_lu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "addsim/core/error.h"
+
+namespace addsim {
+
+namespace {
+
+// The band of the pattern under `order` (position filled in here).
+BandOrdering measure_band(const SparsePattern& pattern, std::vector<int> order) {
+  BandOrdering o;
+  o.order = std::move(order);
+  o.position.assign(o.order.size(), 0);
+  for (int k = 0; k < static_cast<int>(o.order.size()); ++k) o.position[o.order[k]] = k;
+  const auto& outer = pattern.outer();
+  const auto& inner = pattern.inner();
+  for (int c = 0; c < pattern.size(); ++c)
+    for (int k = outer[c]; k < outer[c + 1]; ++k) {
+      const int i = o.position[inner[k]], j = o.position[c];
+      o.lower = std::max(o.lower, i - j);
+      o.upper = std::max(o.upper, j - i);
+    }
+  return o;
+}
+
+// Adjacency of A + Aᵀ without the diagonal, each list sorted.
+std::vector<std::vector<int>> symmetric_graph(const SparsePattern& pattern) {
+  const int n = pattern.size();
+  std::vector<std::vector<int>> adj(n);
+  const auto& outer = pattern.outer();
+  const auto& inner = pattern.inner();
+  for (int c = 0; c < n; ++c)
+    for (int k = outer[c]; k < outer[c + 1]; ++k)
+      if (inner[k] != c) {
+        adj[c].push_back(inner[k]);
+        adj[inner[k]].push_back(c);
+      }
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+  }
+  return adj;
+}
+
+// Breadth-first level structure from `root` over the unvisited vertices of its component:
+// the vertices in visiting order (neighbours by increasing degree, then index) and the
+// number of levels.
+int bfs(const std::vector<std::vector<int>>& adj, int root, std::vector<int>& visit_order,
+        std::vector<int>& level, std::vector<int>& last_level) {
+  visit_order.clear();
+  last_level.clear();
+  level[root] = 0;
+  visit_order.push_back(root);
+  std::vector<int> next;
+  for (size_t head = 0; head < visit_order.size(); ++head) {
+    const int v = visit_order[head];
+    next.clear();
+    for (int w : adj[v])
+      if (level[w] < 0) {
+        level[w] = level[v] + 1;
+        next.push_back(w);
+      }
+    std::stable_sort(next.begin(), next.end(), [&](int a, int b) { return adj[a].size() < adj[b].size(); });
+    visit_order.insert(visit_order.end(), next.begin(), next.end());
+  }
+  const int depth = level[visit_order.back()];
+  for (int v : visit_order)
+    if (level[v] == depth) last_level.push_back(v);
+  return depth;
+}
+
+}  // namespace
+
+BandOrdering natural_band(const SparsePattern& pattern) {
+  std::vector<int> order(pattern.size());
+  std::iota(order.begin(), order.end(), 0);
+  return measure_band(pattern, std::move(order));
+}
+
+BandOrdering reverse_cuthill_mckee(const SparsePattern& pattern) {
+  const int n = pattern.size();
+  const auto adj = symmetric_graph(pattern);
+  std::vector<int> order, visit, last;
+  std::vector<int> done(n, 0), level(n, -1);
+  order.reserve(n);
+  for (int start = 0; start < n; ++start) {
+    if (done[start]) continue;
+    // Least-degree vertex of this component, then a pseudo-peripheral one (George & Liu):
+    // restart from the least-degree vertex of the deepest level while the depth grows.
+    int root = start;
+    {
+      std::vector<int> component_level(level);
+      bfs(adj, start, visit, component_level, last);
+      for (int v : visit)
+        if (adj[v].size() < adj[root].size()) root = v;
+    }
+    int depth = -1;
+    for (;;) {
+      std::vector<int> trial_level(level);
+      const int d = bfs(adj, root, visit, trial_level, last);
+      if (d <= depth) break;
+      depth = d;
+      const int candidate = *std::min_element(last.begin(), last.end(), [&](int a, int b) {
+        return adj[a].size() < adj[b].size();
+      });
+      if (candidate == root) break;
+      root = candidate;
+    }
+    bfs(adj, root, visit, level, last);
+    for (int v : visit) done[v] = 1;
+    order.insert(order.end(), visit.begin(), visit.end());
+  }
+  std::reverse(order.begin(), order.end());
+  return measure_band(pattern, std::move(order));
+}
+
+double band_flops(const BandOrdering& o) {
+  const int n = static_cast<int>(o.order.size());
+  double flops = 0.0;
+  for (int j = 0; j < n; ++j) {
+    const double below = std::min(o.lower, n - 1 - j), right = std::min(o.upper, n - 1 - j);
+    flops += below + 2.0 * below * right;
+  }
+  return flops;
+}
+
+BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern->size()) {
+  BandOrdering natural = natural_band(*pattern);
+  BandOrdering rcm = reverse_cuthill_mckee(*pattern);
+  ordering_ = band_flops(rcm) < band_flops(natural) ? std::move(rcm) : std::move(natural);
+  kv_ = ordering_.lower + ordering_.upper;
+  ldab_ = ordering_.lower + kv_ + 1;
+  ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
+  pivot_.assign(n_, 0);
+  work_.assign(n_, 0.0);
+  // Entry (i, j) of the permuted matrix lives at ab(kv + i − j, j).
+  const auto& outer = pattern->outer();
+  const auto& inner = pattern->inner();
+  slot_.resize(pattern->nnz());
+  for (int c = 0; c < n_; ++c)
+    for (int k = outer[c]; k < outer[c + 1]; ++k) {
+      const int i = ordering_.position[inner[k]], j = ordering_.position[c];
+      slot_[k] = kv_ + i - j + ldab_ * j;
+    }
+}
+
+bool BandedLu::factorize(const VecX& values) {
+  std::fill(ab_.begin(), ab_.end(), 0.0);
+  for (int k = 0; k < static_cast<int>(slot_.size()); ++k) ab_[slot_[k]] = values[k];
+  const int kl = ordering_.lower, ku = ordering_.upper;
+  double* ab = ab_.data();
+  const int ld = ldab_ - 1;  // stepping one column right and one row down keeps the band row
+  double flops = 0.0;
+  int ju = 0;  // last column that U's rows so far reach
+  int widest = 0;
+  for (int j = 0; j < n_; ++j) {
+    const int km = std::min(kl, n_ - 1 - j);
+    double* col = ab + kv_ + static_cast<size_t>(ldab_) * j;  // (j, j), then the km entries below
+    int jp = 0;
+    double best = std::abs(col[0]);
+    for (int r = 1; r <= km; ++r)
+      if (std::abs(col[r]) > best) {
+        best = std::abs(col[r]);
+        jp = r;
+      }
+    pivot_[j] = j + jp;
+    if (!(best > 0.0) || !std::isfinite(best)) return false;
+    widest = std::max(widest, jp);
+    ju = std::max(ju, std::min(j + ku + jp, n_ - 1));
+    if (jp != 0) {
+      // Exchange rows j and j + jp in columns j..ju: (j, c) sits at ab(kv + j − c, c).
+      double* a = col;
+      double* b = col + jp;
+      for (int c = j; c <= ju; ++c, a += ld, b += ld) std::swap(*a, *b);
+    }
+    if (km == 0) continue;
+    const double pivot = col[0];
+    for (int r = 1; r <= km; ++r) col[r] /= pivot;
+    // Rank-one update of rows j+1..j+km in columns j+1..ju.
+    double* u = col + ld;
+    for (int c = j + 1; c <= ju; ++c, u += ld) {
+      const double ujc = *u;
+      if (ujc == 0.0) continue;
+      for (int r = 1; r <= km; ++r) u[r] -= col[r] * ujc;
+    }
+    flops += km + 2.0 * km * (ju - j);
+  }
+  u_band_ = std::min(kv_, ku + widest);
+  factor_flops_ = flops;
+  double solve = 0.0;
+  for (int j = 0; j < n_; ++j) solve += 2.0 * (std::min(kl, n_ - 1 - j) + std::min(u_band_, j)) + 1.0;
+  solve_flops_ = solve;
+  return true;
+}
+
+void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
+  const int kl = ordering_.lower;
+  const int* order = ordering_.order.data();
+  double* y = work_.data();
+  for (int k = 0; k < n_; ++k) y[k] = b[order[k]];
+  const double* ab = ab_.data();
+  if (!transpose) {
+    // B y = c, B = P L U: apply the exchanges and L's columns, then U's columns backwards.
+    for (int j = 0; j + 1 < n_; ++j) {
+      const int km = std::min(kl, n_ - 1 - j);
+      if (pivot_[j] != j) std::swap(y[j], y[pivot_[j]]);
+      const double yj = y[j];
+      if (yj == 0.0) continue;
+      const double* l = ab + kv_ + static_cast<size_t>(ldab_) * j;
+      for (int r = 1; r <= km; ++r) y[j + r] -= l[r] * yj;
+    }
+    for (int j = n_ - 1; j >= 0; --j) {
+      const double* u = ab + kv_ + static_cast<size_t>(ldab_) * j;  // U(j, j); U(j − t, j) at u[−t]
+      y[j] /= u[0];
+      const double yj = y[j];
+      if (yj == 0.0) continue;
+      const int top = std::min(u_band_, j);
+      for (int t = 1; t <= top; ++t) y[j - t] -= u[-t] * yj;
+    }
+  } else {
+    // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards, then Lᵀ backwards with the exchanges undone.
+    for (int j = 0; j < n_; ++j) {
+      const double* u = ab + kv_ + static_cast<size_t>(ldab_) * j;
+      const int top = std::min(u_band_, j);
+      double s = y[j];
+      for (int t = top; t >= 1; --t) s -= u[-t] * y[j - t];
+      y[j] = s / u[0];
+    }
+    for (int j = n_ - 2; j >= 0; --j) {
+      const int km = std::min(kl, n_ - 1 - j);
+      const double* l = ab + kv_ + static_cast<size_t>(ldab_) * j;
+      double s = y[j];
+      for (int r = 1; r <= km; ++r) s -= l[r] * y[j + r];
+      y[j] = s;
+      if (pivot_[j] != j) std::swap(y[j], y[pivot_[j]]);
+    }
+  }
+  x.resize(n_);
+  for (int k = 0; k < n_; ++k) x[order[k]] = y[k];
+}
+
+}  // namespace addsim

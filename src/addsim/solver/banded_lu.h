@@ -1,0 +1,63 @@
+#pragma once
+/// Banded LU with partial pivoting for small step Jacobians whose pattern has a narrow band
+/// after reordering (the mass-spring sheet: a 5 × 5 grid of particles, 75 DOF, each particle
+/// coupled to its 8 grid neighbours, so row-major order keeps every entry within 20 DOFs of
+/// the diagonal). The pattern's rows and columns are permuted symmetrically by the order of
+/// smaller band (the pattern's own or reverse Cuthill–McKee), and the permuted matrix B is
+/// factorised as B = P L U in LAPACK's band layout (dgbtf2's algorithm): the pivot of column
+/// j is the largest of its at most `lower` entries below the diagonal — the same choice as a
+/// dense partial-pivoting LU of B — and U's band widens by at most `lower` columns. The work
+/// is that of the band, ≈ 2 n lower (lower + upper) flops instead of 2n³/3 (sheet: ≈ 5×
+/// fewer), counted exactly per factorisation for the reuse rule of
+/// solver/reused_factorization.h.
+
+#include <vector>
+
+#include "addsim/math/sparse_assembly.h"
+#include "addsim/solver/linear_solver.h"
+
+namespace addsim {
+
+/// A symmetric permutation of a pattern and the band it leaves: entry (i, j) of the pattern
+/// sits at (position[i], position[j]) of the permuted matrix, within `lower` rows below and
+/// `upper` columns right of the diagonal.
+struct BandOrdering {
+  std::vector<int> order;     ///< order[k]: the pattern row/column at position k
+  std::vector<int> position;  ///< inverse of order
+  int lower = 0, upper = 0;
+};
+
+/// The band of `pattern` in its own order.
+BandOrdering natural_band(const SparsePattern& pattern);
+/// Reverse Cuthill–McKee on the graph of A + Aᵀ (each component from a pseudo-peripheral
+/// vertex of least degree; neighbours by increasing degree).
+BandOrdering reverse_cuthill_mckee(const SparsePattern& pattern);
+/// Flops of a banded LU without row exchanges on a band ordering (the cost estimate that
+/// picks the ordering: Σ_j 2 min(lower, n−1−j) min(upper, n−1−j)).
+double band_flops(const BandOrdering& ordering);
+
+class BandedLu final : public LinearSolver {
+ public:
+  /// Orders `pattern` (the smaller-band of natural_band and reverse_cuthill_mckee).
+  explicit BandedLu(const SparsePattern* pattern);
+  bool factorize(const VecX& values) override;
+  void solve(const VecX& b, VecX& x, bool transpose) override;
+  double factor_flops() const override { return factor_flops_; }
+  double solve_flops() const override { return solve_flops_; }
+  bool counts_flops() const override { return true; }
+  const char* name() const override { return "banded_lu"; }
+  const BandOrdering& ordering() const { return ordering_; }
+
+ private:
+  const SparsePattern* pattern_;
+  BandOrdering ordering_;
+  int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1
+  int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)
+  std::vector<double> ab_;         ///< band storage, column-major ldab × n (LAPACK's AB)
+  std::vector<int> slot_;          ///< per pattern entry: its index in ab_
+  std::vector<int> pivot_;         ///< row exchanged with row j at step j
+  std::vector<double> work_;       ///< the permuted right-hand side
+  double factor_flops_ = 0.0, solve_flops_ = 0.0;
+};
+
+}  // namespace addsim
