@@ -133,8 +133,11 @@ struct JointLocal {
   /// added to dq by joint_local() once all potentials of the joint are summed.
   RotationCurvature ca, cb;
 
+  bool dv_used = false;  ///< dv is formed (Jacobians of a motor damping)
+
   void clear(bool with_jacobians, bool with_dv, bool with_params) {
     jacobians = with_jacobians;
+    dv_used = with_jacobians && with_dv;
     params = with_params;
     energy = 0.0;
     r.setZero();
@@ -143,7 +146,7 @@ struct JointLocal {
       ca.clear();
       cb.clear();
     }
-    if (jacobians && with_dv) dv.setZero();
+    if (dv_used) dv.setZero();
     if (!params) return;
     for (Col* c : {&dr_dk, &dr_dkaxis, &dr_dkm, &dr_dkd, &dr_dalpha}) c->setZero();
     dr_dxb.setZero();
@@ -276,35 +279,40 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   return Jd;
 }
 
-// The partials of the motor damping between two rigid bodies (stencil a, b: 12 DOFs), the
-// same numbers as the general form in add_damping() with fewer products: D = [0, J_a, 0, −J_b]
-// and its derivatives ∂D/∂θ_j (±∂J/∂θ_j in one body's θ columns) are zero outside the θ
-// columns, where the general sums add exact zeros only; each remaining entry is summed in
-// the general form's order (Eigen's 3 × 3 and 3 × 12 products agree on their non-zero terms).
-void add_pair_damping_partials(double kd, const Eigen::Matrix<double, 3, 12>& D, const Eigen::Matrix<double, 12, 1>& v,
-                               const Vec3& w_rel, const BodyFrame& fa, const BodyFrame& fb, JointLocal<12>& L) {
-  constexpr std::array<int, 6> kTheta{3, 4, 5, 9, 10, 11};
-  // ∂r/∂v = k_md Dᵀ D.
-  for (int j : kTheta)
-    for (int i : kTheta) {
-      double acc = 0.0;
-      for (int r = 0; r < 3; ++r) acc += D(r, i) * D(r, j);
-      L.dv(i, j) += kd * acc;
-    }
-  // ∂r/∂θ_j = k_md ((∂D/∂θ_j)ᵀ ω_rel + Dᵀ (∂D/∂θ_j) v).
-  for (int slot = 0; slot < 2; ++slot) {
-    const ExpJacobian& jac = slot == 0 ? fa.jac : fb.jac;
-    const double sign = slot == 0 ? 1.0 : -1.0;
-    const int base = 6 * slot + 3;
-    for (int j = 0; j < 3; ++j) {
-      const Mat3 dD = sign * jac.dJ[j];  // the θ block of ∂D/∂θ_j
-      const Vec3 dDv = dD * v.segment<3>(base);
-      for (int i : kTheta) {
-        const double z = D.col(i).dot(dDv);
-        L.dq(i, base + j) += kd * (i >= base && i < base + 3 ? dD.col(i - base).dot(w_rel) + z : z);
-      }
-    }
+// The motor damping between two rigid bodies without its parameter column, in 3 × 3 blocks:
+// with ω = J_a θ̇_a − J_b θ̇_b, r_θa = k_md J_aᵀ ω and r_θb = −k_md J_bᵀ ω; ∂r/∂θ̇ has the
+// blocks k_md (J_aᵀJ_a, −J_aᵀJ_b; −J_bᵀJ_a, J_bᵀJ_b), and with V_s = [∂J_s/∂θ_s,j θ̇_s]_j
+// ∂r_θa/∂θ_a = k_md (J_aᵀ V_a + [(∂J_a/∂θ_a,j)ᵀ ω]_j), ∂r_θb/∂θ_a = −k_md J_bᵀ V_a,
+// ∂r_θa/∂θ_b = −k_md J_aᵀ V_b, ∂r_θb/∂θ_b = k_md (J_bᵀ V_b − [(∂J_b/∂θ_b,j)ᵀ ω]_j).
+// The same derivatives as add_damping()'s general form (which param_derivatives() keeps for
+// ∂r/∂k_md), without its products by the zero columns of D = [0, J_a, 0, −J_b].
+void add_pair_damping(double kd, const RigidBody& a, const RigidBody& b, const BodyFrame& fa, const BodyFrame& fb,
+                      const TermContext& ctx, bool jacobians, JointLocal<12>& L) {
+  const Mat3& Ja = fa.jac.J;
+  const Mat3& Jb = fb.jac.J;
+  const Vec3 wa = ctx.v.segment<3>(a.dof() + 3), wb = ctx.v.segment<3>(b.dof() + 3);
+  const Vec3 w = Ja * wa - Jb * wb;
+  const Vec3 kw = kd * w;
+  L.r.segment<3>(3) += Ja.transpose() * kw;
+  L.r.segment<3>(9) -= Jb.transpose() * kw;
+  if (!jacobians) return;
+  const Mat3 JaJb = kd * (Ja.transpose() * Jb);
+  L.dv.block<3, 3>(3, 3) += kd * fa.JtJ;
+  L.dv.block<3, 3>(3, 9) -= JaJb;
+  L.dv.block<3, 3>(9, 3) -= JaJb.transpose();
+  L.dv.block<3, 3>(9, 9) += kd * fb.JtJ;
+  Mat3 Va, Vb, Wa, Wb;
+  for (int j = 0; j < 3; ++j) {
+    Va.col(j) = fa.jac.dJ[j] * wa;
+    Vb.col(j) = fb.jac.dJ[j] * wb;
+    Wa.col(j) = fa.jac.dJ[j].transpose() * kw;
+    Wb.col(j) = fb.jac.dJ[j].transpose() * kw;
   }
+  const Mat3 kVa = kd * Va, kVb = kd * Vb;
+  L.dq.block<3, 3>(3, 3) += Ja.transpose() * kVa + Wa;
+  L.dq.block<3, 3>(9, 3) -= Jb.transpose() * kVa;
+  L.dq.block<3, 3>(3, 9) -= Ja.transpose() * kVb;
+  L.dq.block<3, 3>(9, 9) += Jb.transpose() * kVb - Wb;
 }
 
 // Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v (J_a, J_b from the frames
@@ -312,6 +320,12 @@ void add_pair_damping_partials(double kd, const Eigen::Matrix<double, 3, 12>& D,
 template <int N>
 void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFrame& fa, const BodyFrame* fb,
                  const TermContext& ctx, bool jacobians, JointLocal<N>& L) {
+  if constexpr (N == 12) {
+    if (!L.params) {
+      add_pair_damping(kd, a, *b, fa, *fb, ctx, jacobians, L);
+      return;
+    }
+  }
   const ExpJacobian& ja = fa.jac;
   Eigen::Matrix<double, 3, N> D = Eigen::Matrix<double, 3, N>::Zero();
   Eigen::Matrix<double, N, 1> v = Eigen::Matrix<double, N, 1>::Zero();
@@ -325,10 +339,6 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
   if (L.params) L.dr_dkd += D.transpose() * w_rel;
   L.r += kd * D.transpose() * w_rel;
   if (!jacobians) return;
-  if constexpr (N == 12) {
-    add_pair_damping_partials(kd, D, v, w_rel, fa, *fb, L);
-    return;
-  }
   add_scaled_gram<N>(kd, D, L.dv);
   // ∂D/∂θ_j has ±∂J/∂θ_j in the θ columns of its body.
   for (int slot = 0; slot < (N == 12 ? 2 : 1); ++slot) {
@@ -360,7 +370,7 @@ void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
     L.r.template segment<6>(r0).setZero();
     if (L.jacobians) {
       L.dq.template middleRows<6>(r0).setZero();
-      if (jt.kind == RigidJoint::Kind::kMotorDamping) L.dv.template middleRows<6>(r0).setZero();
+      if (L.dv_used) L.dv.template middleRows<6>(r0).setZero();
     }
     if (!L.params) return;
     for (auto* c : {&L.dr_dk, &L.dr_dkaxis, &L.dr_dkm, &L.dr_dkd, &L.dr_dalpha}) c->template segment<6>(r0).setZero();
@@ -375,6 +385,18 @@ template <int N>
 void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
                           const Model* model, JointLocal<N>& L);
 
+// Completes L once every joint summed into it has been added: the curvature of its rotated
+// vectors, then the rows of kinematic bodies masked (jt: any of those joints, all with the
+// same bodies).
+template <int N>
+void finish_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, JointLocal<N>& L) {
+  if (L.jacobians) {
+    L.ca.apply(fa, L.dq, 3);
+    if constexpr (N == 12) L.cb.apply(*fb, L.dq, 9);
+  }
+  mask_kinematic_rows<N>(jt, L);
+}
+
 // Fills L (cleared here) for joint jt; fa, fb: frames of jt.body_a and jt.body_b (fb null
 // without a body b), built with ∂J/∂θ when `jacobians`.
 template <int N>
@@ -382,11 +404,7 @@ void joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
                  const Model* model, bool jacobians, bool params, JointLocal<N>& L) {
   L.clear(jacobians, jt.kind == RigidJoint::Kind::kMotorDamping, params);
   joint_local_unmasked<N>(jt, fa, fb, ctx, model, L);
-  if (jacobians) {
-    L.ca.apply(fa, L.dq, 3);
-    if constexpr (N == 12) L.cb.apply(*fb, L.dq, 9);
-  }
-  mask_kinematic_rows<N>(jt, L);
+  finish_local<N>(jt, fa, fb, L);
 }
 
 // Hinge angle α = atan2(s, c), s = n·(u × w), c = u·w, of the world vectors n = w_a(â_a),
@@ -820,6 +838,20 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
     return static_cast<int>(bodies_.size()) - 1;
   };
   for (const RigidJoint& j : joints_) body_index_.push_back({index_of(j.body_a), index_of(j.body_b)});
+  // Joints between the same two rigid bodies (a motor and its damping) share one local.
+  for (size_t k = 0; k < joints_.size(); ++k) {
+    const RigidJoint& j = joints_[k];
+    std::vector<int>* same = nullptr;
+    if (j.body_b && j.handle_b < 0)
+      for (std::vector<int>& g : groups_) {
+        const RigidJoint& o = joints_[g.front()];
+        if (o.body_b && o.handle_b < 0 && o.body_a == j.body_a && o.body_b == j.body_b) same = &g;
+      }
+    if (same)
+      same->push_back(static_cast<int>(k));
+    else
+      groups_.push_back({static_cast<int>(k)});
+  }
 }
 
 void RigidJointTerm::declare(StencilSet& stencils) {
@@ -841,14 +873,27 @@ void RigidJointTerm::declare(StencilSet& stencils) {
 void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool jac = out.wants_jacobians();
   const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
-  for_each_joint(joints_, [&]<int N>(size_t k) {
-    const auto [ia, ib] = body_index_[k];
-    JointLocal<N> L;
-    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac, false, L);
-    // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
-    const bool damping = joints_[k].kind == RigidJoint::Kind::kMotorDamping;
-    out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac && damping ? &L.dv : nullptr, nullptr);
-  });
+  for (const std::vector<int>& group : groups_) {
+    const int k0 = group.front();
+    auto run = [&]<int N>() {
+      const auto [ia, ib] = body_index_[k0];
+      const BodyFrame* fb = ib >= 0 ? &frames[ib] : nullptr;
+      // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
+      bool damping = false;
+      for (int k : group) damping = damping || joints_[k].kind == RigidJoint::Kind::kMotorDamping;
+      JointLocal<N> L;
+      L.clear(jac, damping, false);
+      for (int k : group) joint_local_unmasked<N>(joints_[k], frames[ia], fb, ctx, model_, L);
+      finish_local<N>(joints_[k0], frames[ia], fb, L);
+      out.add<N>(stencil_[k0], L.r, jac ? &L.dq : nullptr, L.dv_used ? &L.dv : nullptr, nullptr);
+    };
+    switch (b_dofs(joints_[k0])) {
+      case 12: run.template operator()<18>(); break;
+      case 6: run.template operator()<12>(); break;
+      case 3: run.template operator()<9>(); break;
+      default: run.template operator()<6>(); break;
+    }
+  }
 }
 
 namespace {
