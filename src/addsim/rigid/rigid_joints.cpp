@@ -33,13 +33,12 @@ struct BodyFrame {
   bool second = false;
 };
 
-BodyFrame body_frame(const RigidBody& b, const VecX& q, bool second) {
-  BodyFrame f;
+// Fills f in place (a frame is 1.2 kB, mostly ExpJacobian's unused ∂²J/∂θ²: not copied).
+void fill_body_frame(const RigidBody& b, const VecX& q, bool second, BodyFrame& f) {
   exp_rotation_and_jacobian(q.segment<3>(b.dof() + 3), second ? 1 : 0, f.R, f.jac);
   f.x = q.segment<3>(b.dof());
   f.second = second;
   if (second) f.JtJ.noalias() = f.jac.J.transpose() * f.jac.J;
-  return f;
 }
 
 WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point) {
@@ -771,9 +770,8 @@ int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : 
 
 // Frames of `bodies` at q, one per body (with ∂J/∂θ if `second`).
 std::vector<BodyFrame> body_frames(const std::vector<const RigidBody*>& bodies, const VecX& q, bool second) {
-  std::vector<BodyFrame> frames;
-  frames.reserve(bodies.size());
-  for (const RigidBody* b : bodies) frames.push_back(body_frame(*b, q, second));
+  std::vector<BodyFrame> frames(bodies.size());
+  for (size_t i = 0; i < bodies.size(); ++i) fill_body_frame(*bodies[i], q, second, frames[i]);
   return frames;
 }
 
