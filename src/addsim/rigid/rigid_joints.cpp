@@ -129,7 +129,7 @@ struct JointLocal {
   bool params = true;
   bool jacobians = false;  ///< dq (and dv for motor damping) are formed
   /// With Jacobians: the potentials' curvature on the θθ blocks of a and of a rigid b,
-  /// added to dq by joint_local() once all potentials of the joint are summed.
+  /// added to dq by finish_local() once all potentials of the joint (or group) are summed.
   RotationCurvature ca, cb;
 
   bool dv_used = false;  ///< dv is formed (Jacobians of a motor damping)
