@@ -112,6 +112,27 @@ TEST(So3, SharedCoefficientsGiveTheSameRotationAndJacobians) {
   }
 }
 
+TEST(So3, SecondDerivativeContractionMatchesTheFullTensor) {
+  // exp_jacobian_and_contraction()'s closed form against Σ_k v_k (∂²J/∂θ_k∂θ_j)ᵀ v from the
+  // finite-difference-checked ∂²J/∂θ² (above), and the same J and ∂J/∂θ as exp_jacobian().
+  std::mt19937 rng(11);
+  std::normal_distribution<double> nd;
+  for (const Vec3& th : sample_thetas()) {
+    const Vec3 v(nd(rng), nd(rng), nd(rng));
+    ExpJacobian full, part;
+    exp_jacobian(th, 2, full);
+    Mat3 K;
+    exp_jacobian_and_contraction(th, v, part, K);
+    EXPECT_EQ(part.J, full.J) << th.transpose();
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(part.dJ[j], full.dJ[j]) << th.transpose();
+      Vec3 ref = Vec3::Zero();
+      for (int k = 0; k < 3; ++k) ref += v[k] * (full.ddJ[k][j].transpose() * v);
+      EXPECT_LT((K.col(j) - ref).norm(), 1e-13 * (1.0 + ref.norm())) << th.transpose() << " j = " << j;
+    }
+  }
+}
+
 TEST(So3, ReparametrizationKeepsRotationAndHasExactJacobian) {
   std::mt19937 rng(3);
   std::normal_distribution<double> nd;

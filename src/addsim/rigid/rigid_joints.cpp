@@ -12,54 +12,100 @@ namespace addsim {
 namespace {
 
 // A world vector attached to one body: a point p + R û or a direction R û, with its
-// Jacobian w.r.t. the body's 6 DOFs and the θθ second derivatives
-// ∂²y/∂θ_j∂θ_k = (∂J/∂θ_j e_k) × y_R + (J e_k) × ((J e_j) × y_R), y_R = R û.
-// world_vector() sets y and dy, and d2y only when asked for second derivatives; a
+// Jacobian w.r.t. the body's 6 DOFs. Its θθ second derivatives are not formed: a potential's
+// curvature Σ_i g_i ∂²y_i/∂θ_j∂θ_k enters through RotationCurvature below. A
 // default-constructed one (no such side) is left unset and never read.
 struct WorldVector {
   bool point = false;  ///< a point (dy's position columns are I) or a direction (they are 0)
   Vec3 y;
+  Vec3 yR;  ///< the rotated part R û (the point minus the body's centre)
   Eigen::Matrix<double, 3, 6> dy;
-  std::array<std::array<Vec3, 3>, 3> d2y;
 };
 
-// A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ if `second`),
+// A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ and JᵀJ if `second`),
 // computed once per body and evaluation of the term and shared by all joints and world
 // vectors on that body.
 struct BodyFrame {
   Vec3 x = Vec3::Zero();
   Mat3 R = Mat3::Identity();
   ExpJacobian jac;
+  Mat3 JtJ;  ///< JᵀJ, with `second` only
   bool second = false;
 };
 
-BodyFrame body_frame(const RigidBody& b, const VecX& q, bool second) {
-  BodyFrame f;
+// Fills f in place (a frame is 1.2 kB, mostly ExpJacobian's unused ∂²J/∂θ²: not copied).
+void fill_body_frame(const RigidBody& b, const VecX& q, bool second, BodyFrame& f) {
   exp_rotation_and_jacobian(q.segment<3>(b.dof() + 3), second ? 1 : 0, f.R, f.jac);
   f.x = q.segment<3>(b.dof());
   f.second = second;
-  return f;
+  if (second) f.JtJ.noalias() = f.jac.J.transpose() * f.jac.J;
 }
 
-WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point, bool second) {
-  ADDSIM_CHECK(!second || f.second, "world_vector: second derivatives need a frame built with them");
+WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point) {
   WorldVector w;
   const ExpJacobian& jac = f.jac;
-  const Vec3 yR = f.R * u_B;
+  w.yR = f.R * u_B;
   w.point = point;
-  w.y = point ? Vec3(f.x + yR) : yR;
+  w.y = point ? Vec3(f.x + w.yR) : w.yR;
   if (point)
     w.dy.leftCols<3>() = Mat3::Identity();
   else
     w.dy.leftCols<3>().setZero();
-  w.dy.rightCols<3>() = -skew(yR) * jac.J;
-  if (!second) return w;
-  for (int j = 0; j < 3; ++j) {
-    const Vec3 Jj_y = jac.J.col(j).cross(yR);
-    for (int k = 0; k < 3; ++k) w.d2y[j][k] = (jac.dJ[j].col(k)).cross(yR) + jac.J.col(k).cross(Jj_y);
-  }
+  w.dy.rightCols<3>() = -skew(w.yR) * jac.J;
   return w;
 }
+
+// The curvature part of a body's θθ Hessian block, Σ_p k_p g_p · ∂²y_p/∂θ_j∂θ_m, summed over
+// the world vectors y_p = (x +) R û_p of one body that a joint's potentials read (g_p = ∂E/∂y_p,
+// k_p its weight). With J_m the columns of J(θ) and y_R = R û,
+//   ∂²y/∂θ_j∂θ_m = (∂J_m/∂θ_j) × y_R + J_m × (J_j × y_R),
+// and the triple products a·(b × c) = b·(c × a), J_m × (J_j × y) = J_j (J_m·y) − y (J_m·J_j) give
+//   Σ_p k_p g_p·∂²y_p/∂θ_j∂θ_m = (∂J/∂θ_j)ᵀ_m w + (Jᵀ M J)_jm − s (JᵀJ)_jm,
+// w = Σ_p k_p y_R,p × g_p, M = Σ_p k_p g_p y_R,pᵀ, s = Σ_p k_p y_R,p·g_p. So each potential adds
+// one cross product, one outer product and one dot product, and the 3 × 3 block is formed once
+// per joint side instead of from 9 second-derivative vectors per world vector.
+struct RotationCurvature {
+  Vec3 w = Vec3::Zero();
+  Mat3 M = Mat3::Zero();
+  double s = 0.0;
+  bool any = false;
+
+  void clear() {
+    w.setZero();
+    M.setZero();
+    s = 0.0;
+    any = false;
+  }
+  void add(double k, const WorldVector& y, const Vec3& g) {
+    const Vec3 kg = k * g;
+    w += y.yR.cross(kg);
+    M.noalias() += kg * y.yR.transpose();
+    s += y.yR.dot(kg);
+    any = true;
+  }
+  void add_scaled(double f, const RotationCurvature& o) {
+    if (!o.any) return;
+    w += f * o.w;
+    M += f * o.M;
+    s += f * o.s;
+    any = true;
+  }
+  // H(r0 + j, r0 + m) += the block above, for the frame f of the body (built with ∂J/∂θ).
+  template <class Hess>
+  void apply(const BodyFrame& f, Hess& H, int r0) const {
+    if (!any) return;
+    ADDSIM_CHECK(f.second, "RotationCurvature: needs a frame built with second derivatives");
+    const Mat3& J = f.jac.J;
+    Mat3 C = J.transpose() * M * J - s * f.JtJ;
+    add_dj_torque(f, w, C);
+    H.template block<3, 3>(r0, r0) += C;
+  }
+
+  // C(j, m) += (∂J/∂θ_j)ᵀ_m w, the first part of the block above.
+  static void add_dj_torque(const BodyFrame& f, const Vec3& w, Mat3& C) {
+    for (int j = 0; j < 3; ++j) C.row(j) += (f.jac.dJ[j].transpose() * w).transpose();
+  }
+};
 
 // Local contributions of one joint over its stencil (N = 6: a alone, 9: a + particle,
 // 12: a + rigid b, 18: a + the 4 nodes of an embedded point).
@@ -82,14 +128,24 @@ struct JointLocal {
   /// are the same numbers either way).
   bool params = true;
   bool jacobians = false;  ///< dq (and dv for motor damping) are formed
+  /// With Jacobians: the potentials' curvature on the θθ blocks of a and of a rigid b,
+  /// added to dq by finish_local() once all potentials of the joint (or group) are summed.
+  RotationCurvature ca, cb;
+
+  bool dv_used = false;  ///< dv is formed (Jacobians of a motor damping)
 
   void clear(bool with_jacobians, bool with_dv, bool with_params) {
     jacobians = with_jacobians;
+    dv_used = with_jacobians && with_dv;
     params = with_params;
     energy = 0.0;
     r.setZero();
-    if (jacobians) dq.setZero();
-    if (jacobians && with_dv) dv.setZero();
+    if (jacobians) {
+      dq.setZero();
+      ca.clear();
+      cb.clear();
+    }
+    if (dv_used) dv.setZero();
     if (!params) return;
     for (Col* c : {&dr_dk, &dr_dkaxis, &dr_dkm, &dr_dkd, &dr_dalpha}) c->setZero();
     dr_dxb.setZero();
@@ -217,43 +273,45 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
     add_gram<N>(k, Jd, se.H, L.dq);
   }
   // Curvature term Σ_i g_i ∇²d_i, non-zero in the θθ blocks of rigid sides only.
-  for (int j = 0; j < 3; ++j)
-    for (int m = 0; m < 3; ++m) {
-      L.dq(3 + j, 3 + m) += k * se.g.dot(wa.d2y[j][m]);
-      if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * se.g.dot(wb->d2y[j][m]);
-    }
+  L.ca.add(k, wa, se.g);
+  if constexpr (N == 12) L.cb.add(-k, *wb, se.g);
   return Jd;
 }
 
-// The partials of the motor damping between two rigid bodies (stencil a, b: 12 DOFs), the
-// same numbers as the general form in add_damping() with fewer products: D = [0, J_a, 0, −J_b]
-// and its derivatives ∂D/∂θ_j (±∂J/∂θ_j in one body's θ columns) are zero outside the θ
-// columns, where the general sums add exact zeros only; each remaining entry is summed in
-// the general form's order (Eigen's 3 × 3 and 3 × 12 products agree on their non-zero terms).
-void add_pair_damping_partials(double kd, const Eigen::Matrix<double, 3, 12>& D, const Eigen::Matrix<double, 12, 1>& v,
-                               const Vec3& w_rel, const BodyFrame& fa, const BodyFrame& fb, JointLocal<12>& L) {
-  constexpr std::array<int, 6> kTheta{3, 4, 5, 9, 10, 11};
-  // ∂r/∂v = k_md Dᵀ D.
-  for (int j : kTheta)
-    for (int i : kTheta) {
-      double acc = 0.0;
-      for (int r = 0; r < 3; ++r) acc += D(r, i) * D(r, j);
-      L.dv(i, j) += kd * acc;
-    }
-  // ∂r/∂θ_j = k_md ((∂D/∂θ_j)ᵀ ω_rel + Dᵀ (∂D/∂θ_j) v).
-  for (int slot = 0; slot < 2; ++slot) {
-    const ExpJacobian& jac = slot == 0 ? fa.jac : fb.jac;
-    const double sign = slot == 0 ? 1.0 : -1.0;
-    const int base = 6 * slot + 3;
-    for (int j = 0; j < 3; ++j) {
-      const Mat3 dD = sign * jac.dJ[j];  // the θ block of ∂D/∂θ_j
-      const Vec3 dDv = dD * v.segment<3>(base);
-      for (int i : kTheta) {
-        const double z = D.col(i).dot(dDv);
-        L.dq(i, base + j) += kd * (i >= base && i < base + 3 ? dD.col(i - base).dot(w_rel) + z : z);
-      }
-    }
+// The motor damping between two rigid bodies without its parameter column, in 3 × 3 blocks:
+// with ω = J_a θ̇_a − J_b θ̇_b, r_θa = k_md J_aᵀ ω and r_θb = −k_md J_bᵀ ω; ∂r/∂θ̇ has the
+// blocks k_md (J_aᵀJ_a, −J_aᵀJ_b; −J_bᵀJ_a, J_bᵀJ_b), and with V_s = [∂J_s/∂θ_s,j θ̇_s]_j
+// ∂r_θa/∂θ_a = k_md (J_aᵀ V_a + [(∂J_a/∂θ_a,j)ᵀ ω]_j), ∂r_θb/∂θ_a = −k_md J_bᵀ V_a,
+// ∂r_θa/∂θ_b = −k_md J_aᵀ V_b, ∂r_θb/∂θ_b = k_md (J_bᵀ V_b − [(∂J_b/∂θ_b,j)ᵀ ω]_j).
+// The same derivatives as add_damping()'s general form (which param_derivatives() keeps for
+// ∂r/∂k_md), without its products by the zero columns of D = [0, J_a, 0, −J_b].
+void add_pair_damping(double kd, const RigidBody& a, const RigidBody& b, const BodyFrame& fa, const BodyFrame& fb,
+                      const TermContext& ctx, bool jacobians, JointLocal<12>& L) {
+  const Mat3& Ja = fa.jac.J;
+  const Mat3& Jb = fb.jac.J;
+  const Vec3 wa = ctx.v.segment<3>(a.dof() + 3), wb = ctx.v.segment<3>(b.dof() + 3);
+  const Vec3 w = Ja * wa - Jb * wb;
+  const Vec3 kw = kd * w;
+  L.r.segment<3>(3) += Ja.transpose() * kw;
+  L.r.segment<3>(9) -= Jb.transpose() * kw;
+  if (!jacobians) return;
+  const Mat3 JaJb = kd * (Ja.transpose() * Jb);
+  L.dv.block<3, 3>(3, 3) += kd * fa.JtJ;
+  L.dv.block<3, 3>(3, 9) -= JaJb;
+  L.dv.block<3, 3>(9, 3) -= JaJb.transpose();
+  L.dv.block<3, 3>(9, 9) += kd * fb.JtJ;
+  Mat3 Va, Vb, Wa, Wb;
+  for (int j = 0; j < 3; ++j) {
+    Va.col(j) = fa.jac.dJ[j] * wa;
+    Vb.col(j) = fb.jac.dJ[j] * wb;
+    Wa.col(j) = fa.jac.dJ[j].transpose() * kw;
+    Wb.col(j) = fb.jac.dJ[j].transpose() * kw;
   }
+  const Mat3 kVa = kd * Va, kVb = kd * Vb;
+  L.dq.block<3, 3>(3, 3) += Ja.transpose() * kVa + Wa;
+  L.dq.block<3, 3>(9, 3) -= Jb.transpose() * kVa;
+  L.dq.block<3, 3>(3, 9) -= Ja.transpose() * kVb;
+  L.dq.block<3, 3>(9, 9) += Jb.transpose() * kVb - Wb;
 }
 
 // Adds the motor damping r = k_md Dᵀ D v with D = ∂(ω_a − ω_b)/∂v (J_a, J_b from the frames
@@ -261,6 +319,12 @@ void add_pair_damping_partials(double kd, const Eigen::Matrix<double, 3, 12>& D,
 template <int N>
 void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFrame& fa, const BodyFrame* fb,
                  const TermContext& ctx, bool jacobians, JointLocal<N>& L) {
+  if constexpr (N == 12) {
+    if (!L.params) {
+      add_pair_damping(kd, a, *b, fa, *fb, ctx, jacobians, L);
+      return;
+    }
+  }
   const ExpJacobian& ja = fa.jac;
   Eigen::Matrix<double, 3, N> D = Eigen::Matrix<double, 3, N>::Zero();
   Eigen::Matrix<double, N, 1> v = Eigen::Matrix<double, N, 1>::Zero();
@@ -274,10 +338,6 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
   if (L.params) L.dr_dkd += D.transpose() * w_rel;
   L.r += kd * D.transpose() * w_rel;
   if (!jacobians) return;
-  if constexpr (N == 12) {
-    add_pair_damping_partials(kd, D, v, w_rel, fa, *fb, L);
-    return;
-  }
   add_scaled_gram<N>(kd, D, L.dv);
   // ∂D/∂θ_j has ±∂J/∂θ_j in the θ columns of its body.
   for (int slot = 0; slot < (N == 12 ? 2 : 1); ++slot) {
@@ -309,7 +369,7 @@ void mask_kinematic_rows(const RigidJoint& jt, JointLocal<N>& L) {
     L.r.template segment<6>(r0).setZero();
     if (L.jacobians) {
       L.dq.template middleRows<6>(r0).setZero();
-      if (jt.kind == RigidJoint::Kind::kMotorDamping) L.dv.template middleRows<6>(r0).setZero();
+      if (L.dv_used) L.dv.template middleRows<6>(r0).setZero();
     }
     if (!L.params) return;
     for (auto* c : {&L.dr_dk, &L.dr_dkaxis, &L.dr_dkm, &L.dr_dkd, &L.dr_dalpha}) c->template segment<6>(r0).setZero();
@@ -324,6 +384,18 @@ template <int N>
 void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
                           const Model* model, JointLocal<N>& L);
 
+// Completes L once every joint summed into it has been added: the curvature of its rotated
+// vectors, then the rows of kinematic bodies masked (jt: any of those joints, all with the
+// same bodies).
+template <int N>
+void finish_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, JointLocal<N>& L) {
+  if (L.jacobians) {
+    L.ca.apply(fa, L.dq, 3);
+    if constexpr (N == 12) L.cb.apply(*fb, L.dq, 9);
+  }
+  mask_kinematic_rows<N>(jt, L);
+}
+
 // Fills L (cleared here) for joint jt; fa, fb: frames of jt.body_a and jt.body_b (fb null
 // without a body b), built with ∂J/∂θ when `jacobians`.
 template <int N>
@@ -331,25 +403,27 @@ void joint_local(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb,
                  const Model* model, bool jacobians, bool params, JointLocal<N>& L) {
   L.clear(jacobians, jt.kind == RigidJoint::Kind::kMotorDamping, params);
   joint_local_unmasked<N>(jt, fa, fb, ctx, model, L);
-  mask_kinematic_rows<N>(jt, L);
+  finish_local<N>(jt, fa, fb, L);
 }
 
 // Hinge angle α = atan2(s, c), s = n·(u × w), c = u·w, of the world vectors n = w_a(â_a),
 // u = w_a(b̂_a), w = w_b(b̂_b) (or fixed), with its gradient over the stencil and, if
-// `second`, its Hessian ∂²α = Jyᵀ H_y Jy + Σ_i (∂α/∂y_i) ∇²y_i (y = (n, u, w), 9 values).
+// `second`, its Hessian ∂²α = Jyᵀ H_y Jy + Σ_i (∂α/∂y_i) ∇²y_i (y = (n, u, w), 9 values; the
+// first part in `hess`, the second as RotationCurvature of a and b).
 template <int N>
 struct HingeAngle {
   bool defined = false;
   double alpha = 0.0;
   Eigen::Matrix<double, N, 1> grad = Eigen::Matrix<double, N, 1>::Zero();
-  Eigen::Matrix<double, N, N> hess = Eigen::Matrix<double, N, N>::Zero();
+  Eigen::Matrix<double, N, N> hess = Eigen::Matrix<double, N, N>::Zero();  ///< without the curvature part
+  RotationCurvature ca, cb;  ///< the curvature part Σ_i (∂α/∂y_i) ∇²y_i on a's and b's θθ blocks
 };
 
 template <int N>
 HingeAngle<N> hinge_angle(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, bool second) {
-  const WorldVector wn = world_vector(fa, jt.axis_a.normalized(), false, second);
-  const WorldVector wu = world_vector(fa, jt.ref_a, false, second);
-  const WorldVector ww = N == 12 ? world_vector(*fb, jt.ref_b, false, second) : WorldVector{};
+  const WorldVector wn = world_vector(fa, jt.axis_a.normalized(), false);
+  const WorldVector wu = world_vector(fa, jt.ref_a, false);
+  const WorldVector ww = N == 12 ? world_vector(*fb, jt.ref_b, false) : WorldVector{};
   const Vec3 n = wn.y, u = wu.y, w = N == 12 ? ww.y : jt.ref_b;
   const double s = n.dot(u.cross(w)), c = u.dot(w);
   const double rho = s * s + c * c;
@@ -389,11 +463,9 @@ HingeAngle<N> hinge_angle(const RigidJoint& jt, const BodyFrame& fa, const BodyF
                                          fcc * gc * gc.transpose() + fs * Hs + fc * Hc;
   out.hess = Jy.transpose() * Hy * Jy;
   // Curvature of the rotated vectors, in the θθ blocks of their bodies.
-  for (int j = 0; j < 3; ++j)
-    for (int m = 0; m < 3; ++m) {
-      out.hess(3 + j, 3 + m) += gy.segment<3>(0).dot(wn.d2y[j][m]) + gy.segment<3>(3).dot(wu.d2y[j][m]);
-      if constexpr (N == 12) out.hess(9 + j, 9 + m) += gy.segment<3>(6).dot(ww.d2y[j][m]);
-    }
+  out.ca.add(1.0, wn, gy.segment<3>(0));
+  out.ca.add(1.0, wu, gy.segment<3>(3));
+  if constexpr (N == 12) out.cb.add(1.0, ww, gy.segment<3>(6));
   return out;
 }
 
@@ -417,7 +489,10 @@ void add_angle_limit(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame*
   L.energy += 0.5 * k * g * g;
   if (L.params) L.dr_dk += sign * g * h.grad;
   L.r += k * sign * g * h.grad;
-  if (jacobians) L.dq += k * (h.grad * h.grad.transpose() + sign * g * h.hess);
+  if (!jacobians) return;
+  L.dq += k * (h.grad * h.grad.transpose() + sign * g * h.hess);
+  L.ca.add_scaled(k * sign * g, h.ca);
+  L.cb.add_scaled(k * sign * g, h.cb);
 }
 
 // An energy k·E(y) of y = (d, n): d = x_a − x_b (anchor points; x_b rigid, or fixed when pb
@@ -437,11 +512,9 @@ Eigen::Matrix<double, 6, N> add_point_axis_energy(double k, double e, const Eige
   L.energy += k * e;
   if (!jacobians) return Jy;
   L.dq += k * Jy.transpose() * H * Jy;
-  for (int j = 0; j < 3; ++j)
-    for (int m = 0; m < 3; ++m) {
-      L.dq(3 + j, 3 + m) += k * (g.template head<3>().dot(pa.d2y[j][m]) + g.template tail<3>().dot(na.d2y[j][m]));
-      if constexpr (N == 12) L.dq(9 + j, 9 + m) -= k * g.template head<3>().dot(pb->d2y[j][m]);
-    }
+  L.ca.add(k, pa, g.template head<3>());
+  L.ca.add(k, na, g.template tail<3>());
+  if constexpr (N == 12) L.cb.add(-k, *pb, g.template head<3>());
   return Jy;
 }
 
@@ -470,9 +543,9 @@ Eigen::Matrix<double, 6, 6> slide_hessian() {
 template <int N>
 void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* fb, const TermContext& ctx,
                    bool jacobians, JointLocal<N>& L) {
-  const WorldVector pa = world_vector(fa, jt.point_a, true, jacobians);
-  const WorldVector na = world_vector(fa, jt.axis_a.normalized(), false, jacobians);
-  const WorldVector pb = N == 12 ? world_vector(*fb, jt.point_b, true, jacobians) : WorldVector{};
+  const WorldVector pa = world_vector(fa, jt.point_a, true);
+  const WorldVector na = world_vector(fa, jt.axis_a.normalized(), false);
+  const WorldVector pb = N == 12 ? world_vector(*fb, jt.point_b, true) : WorldVector{};
   const Vec3 d = pa.y - (N == 12 ? pb.y : jt.point_b);
   const Vec3 n = na.y;
   const WorldVector* pbp = N == 12 ? &pb : nullptr;
@@ -500,8 +573,8 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
   // No relative rotation: the axis and the reference directions aligned.
   const double ka = ctx.p[jt.axis_stiffness_param];
   for (const auto& [ua, ub] : {std::pair{jt.axis_a, jt.axis_b}, std::pair{jt.ref_a, jt.ref_b}}) {
-    const WorldVector wa = world_vector(fa, ua, false, jacobians);
-    const WorldVector wb = N == 12 ? world_vector(*fb, ub, false, jacobians) : WorldVector{};
+    const WorldVector wa = world_vector(fa, ua, false);
+    const WorldVector wb = N == 12 ? world_vector(*fb, ub, false) : WorldVector{};
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (N == 12 ? wb.y : ub), 0.0);
     add_potential<N>(ka, se, wa, N == 12 ? &wb : nullptr, {}, jacobians, L.dr_dkaxis, L);
   }
@@ -515,6 +588,110 @@ void add_prismatic(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame* f
                                  sl.grad * sl.grad.transpose() + e * slide_hessian(), pa, pbp, na, jacobians, L.dr_dkm, L);
     if (L.params) L.dr_dalpha = -km * Jy.transpose() * sl.grad;
   }
+}
+
+// The zero-length potentials of a ball joint, hinge or motor between two rigid bodies a and b
+// (anchor point, hinge axis, motor reference: (k_p/2)‖d_p‖², d_p = y_a,p − y_b,p), summed in the
+// bodies' world-frame rotation increments φ (δy = δφ × y_R) before the chain rule to θ
+// (δφ = J(θ) δθ) is applied once per block. With A_p = [P_a, −[y_a]×, −P_b, [y_b]×]
+// (P = I for the anchor point, 0 for a direction; y = y_R of each side) the stencil
+// Jacobian of d_p is A_p T, T = diag(I, J_a, I, J_b), so
+//   r = Tᵀ Σ_p k_p A_pᵀ d_p = (F, J_aᵀ τ_a, −F, −J_bᵀ τ_b),
+//   F = Σ_point k d, τ_a = Σ_p k_p y_a,p × d_p, τ_b = Σ_p k_p y_b,p × d_p,
+//   ∂r/∂q = Tᵀ (Σ_p k_p A_pᵀ A_p) T + the curvature Σ_p k_p d_p·∇²d_p (RotationCurvature),
+// with [u]×ᵀ[u]× = (u·u) I − u uᵀ and [u]×[w]× = w uᵀ − (u·w) I. The same derivatives as the
+// per-potential form of add_potential() (which param_derivatives() keeps for ∂r/∂p), with
+// about a third of the products: no world-vector Jacobians −[y]× J are formed.
+struct RigidPairPotentials {
+  double kp = 0.0;                 ///< Σ_point k
+  Vec3 F = Vec3::Zero();           ///< Σ_point k d
+  Vec3 Ya = Vec3::Zero(), Yb = Vec3::Zero();  ///< Σ_point k y_R of a and b
+  Vec3 ta = Vec3::Zero(), tb = Vec3::Zero();  ///< τ_a, τ_b
+  /// θθ blocks before the chain rule: Caa = Σ k ((y_a·y_a) I − y_a y_aᵀ + d y_aᵀ − (y_a·d) I),
+  /// Cab = Σ k (y_b y_aᵀ − (y_a·y_b) I), Cbb = Σ k ((y_b·y_b) I − y_b y_bᵀ − d y_bᵀ + (y_b·d) I)
+  /// (Gram part plus RotationCurvature's M − s I of each side).
+  Mat3 Caa = Mat3::Zero(), Cab = Mat3::Zero(), Cbb = Mat3::Zero();
+  double energy = 0.0;
+
+  void add(double k, bool point, const Vec3& ya, const Vec3& yb, const Vec3& d, bool jacobians) {
+    const Vec3 f = k * d;
+    energy += k * (0.5 * d.squaredNorm());
+    ta += ya.cross(f);
+    tb += yb.cross(f);
+    if (point) {
+      kp += k;
+      F += f;
+      Ya += k * ya;
+      Yb += k * yb;
+    }
+    if (!jacobians) return;
+    const Vec3 kya = k * ya, kyb = k * yb;
+    Caa.noalias() += (f - kya) * ya.transpose();
+    Caa.diagonal().array() += kya.dot(ya) - ya.dot(f);
+    Cab.noalias() += yb * kya.transpose();
+    Cab.diagonal().array() -= kya.dot(yb);
+    Cbb.noalias() -= (f + kyb) * yb.transpose();
+    Cbb.diagonal().array() += kyb.dot(yb) + yb.dot(f);
+  }
+
+  void finish(const BodyFrame& fa, const BodyFrame& fb, bool jacobians, JointLocal<12>& L) const {
+    const Mat3& Ja = fa.jac.J;
+    const Mat3& Jb = fb.jac.J;
+    L.energy += energy;
+    L.r.segment<3>(0) += F;
+    L.r.segment<3>(3) += Ja.transpose() * ta;
+    L.r.segment<3>(6) -= F;
+    L.r.segment<3>(9) -= Jb.transpose() * tb;
+    if (!jacobians) return;
+    const Mat3 kI = kp * Mat3::Identity();
+    const Mat3 PaTa = -skew(Ya) * Ja;  // point rows of a, θ_a columns
+    const Mat3 PaTb = skew(Yb) * Jb;
+    Mat3 TaTa = Ja.transpose() * Caa * Ja, TbTb = Jb.transpose() * Cbb * Jb;
+    RotationCurvature::add_dj_torque(fa, ta, TaTa);
+    RotationCurvature::add_dj_torque(fb, -tb, TbTb);
+    const Mat3 TaTb = Ja.transpose() * Cab * Jb;
+    auto& H = L.dq;
+    H.block<3, 3>(0, 0) += kI;
+    H.block<3, 3>(0, 3) += PaTa;
+    H.block<3, 3>(0, 6) -= kI;
+    H.block<3, 3>(0, 9) += PaTb;
+    H.block<3, 3>(3, 0) += PaTa.transpose();
+    H.block<3, 3>(3, 3) += TaTa;
+    H.block<3, 3>(3, 6) -= PaTa.transpose();
+    H.block<3, 3>(3, 9) += TaTb;
+    H.block<3, 3>(6, 0) -= kI;
+    H.block<3, 3>(6, 3) -= PaTa;
+    H.block<3, 3>(6, 6) += kI;
+    H.block<3, 3>(6, 9) -= PaTb;
+    H.block<3, 3>(9, 0) += PaTb.transpose();
+    H.block<3, 3>(9, 3) += TaTb.transpose();
+    H.block<3, 3>(9, 6) -= PaTb.transpose();
+    H.block<3, 3>(9, 9) += TbTb;
+  }
+};
+
+// A world vector's rotated part R û and its world position (x + R û for a point).
+inline Vec3 rotated(const BodyFrame& f, const Vec3& u) { return f.R * u; }
+
+// Residual, energy and (with `jacobians`) ∂r/∂q of a ball joint, hinge or motor between two
+// rigid bodies, by RigidPairPotentials; not the parameter columns.
+void add_rigid_pair(const RigidJoint& jt, const BodyFrame& fa, const BodyFrame& fb, const TermContext& ctx,
+                    bool jacobians, JointLocal<12>& L) {
+  RigidPairPotentials pp;
+  {
+    const Vec3 ya = rotated(fa, jt.point_a), yb = rotated(fb, jt.point_b);
+    pp.add(ctx.p[jt.stiffness_param], true, ya, yb, Vec3((fa.x + ya) - (fb.x + yb)), jacobians);
+  }
+  if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
+    const Vec3 ya = rotated(fa, jt.axis_a), yb = rotated(fb, jt.axis_b);
+    pp.add(ctx.p[jt.axis_stiffness_param], false, ya, yb, ya - yb, jacobians);
+  }
+  if (jt.kind == RigidJoint::Kind::kMotor) {
+    const double alpha = ctx.p[jt.target_param + (jt.per_step_target ? ctx.step : 0)];
+    const Vec3 ya = rotated(fa, motor_reference(jt, alpha)), yb = rotated(fb, jt.ref_b);
+    pp.add(ctx.p[jt.motor_stiffness_param], false, ya, yb, ya - yb, jacobians);
+  }
+  pp.finish(fa, fb, jacobians, L);
 }
 
 template <int N>
@@ -535,10 +712,17 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
     if constexpr (N == 6 || N == 12) add_prismatic<N>(jt, fa, fb, ctx, jacobians, L);
     return;
   }
+  using K = RigidJoint::Kind;
+  if constexpr (N == 12) {
+    if (!params && (jt.kind == K::kZeroLength || jt.kind == K::kHinge || jt.kind == K::kMotor)) {
+      add_rigid_pair(jt, fa, *fb, ctx, jacobians, L);
+      return;
+    }
+  }
   // Anchor points: d = x_a − x_b.
   {
-    const WorldVector wa = world_vector(fa, jt.point_a, true, jacobians);
-    const WorldVector wb = b ? world_vector(*fb, jt.point_b, true, jacobians) : WorldVector{};
+    const WorldVector wa = world_vector(fa, jt.point_a, true);
+    const WorldVector wb = b ? world_vector(*fb, jt.point_b, true) : WorldVector{};
     Vec3 xb = jt.point_b;
     if (b) xb = wb.y;
     if (jt.particle_b >= 0) xb = ctx.q.segment<3>(jt.particle_b);
@@ -555,8 +739,8 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
   }
   if (jt.kind == RigidJoint::Kind::kHinge || jt.kind == RigidJoint::Kind::kMotor) {
     // Axis alignment: the zero-length potential on d = w(â_a) − w(â_b).
-    const WorldVector wa = world_vector(fa, jt.axis_a, false, jacobians);
-    const WorldVector wb = b ? world_vector(*fb, jt.axis_b, false, jacobians) : WorldVector{};
+    const WorldVector wa = world_vector(fa, jt.axis_a, false);
+    const WorldVector wb = b ? world_vector(*fb, jt.axis_b, false) : WorldVector{};
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, wa.y - (b ? wb.y : jt.axis_b), 0.0);
     add_potential<N>(ctx.p[jt.axis_stiffness_param], se, wa, b ? &wb : nullptr, node_weights(jt), jacobians,
                      L.dr_dkaxis, L);
@@ -566,8 +750,8 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
     const double alpha = ctx.p[jt.target_param + (jt.per_step_target ? ctx.step : 0)];
     const Vec3 u = motor_reference(jt, alpha);
     const Vec3 du = jt.axis_a.normalized().cross(u);
-    const WorldVector wa = world_vector(fa, u, false, jacobians);
-    const WorldVector wb = b ? world_vector(*fb, jt.ref_b, false, jacobians) : WorldVector{};
+    const WorldVector wa = world_vector(fa, u, false);
+    const WorldVector wb = b ? world_vector(*fb, jt.ref_b, false) : WorldVector{};
     const Vec3 d = wa.y - (b ? wb.y : jt.ref_b);
     const double km = ctx.p[jt.motor_stiffness_param];
     const SeparationEnergy se = separation_energy(RigidJoint::Kind::kZeroLength, d, 0.0);
@@ -575,7 +759,7 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
         add_potential<N>(km, se, wa, b ? &wb : nullptr, node_weights(jt), jacobians, L.dr_dkm, L);
     // r = km Jdᵀ d: ∂r/∂α = km ((∂Jd/∂α)ᵀ d + Jdᵀ ∂d/∂α), linear in u through w_a.
     if (!params) return;
-    const WorldVector dwa = world_vector(fa, du, false, false);
+    const WorldVector dwa = world_vector(fa, du, false);
     Eigen::Matrix<double, 3, N> dJd = Eigen::Matrix<double, 3, N>::Zero();
     dJd.template leftCols<6>() = dwa.dy;
     L.dr_dalpha = km * (dJd.transpose() * d + Jd.transpose() * dwa.y);
@@ -586,9 +770,8 @@ int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : 
 
 // Frames of `bodies` at q, one per body (with ∂J/∂θ if `second`).
 std::vector<BodyFrame> body_frames(const std::vector<const RigidBody*>& bodies, const VecX& q, bool second) {
-  std::vector<BodyFrame> frames;
-  frames.reserve(bodies.size());
-  for (const RigidBody* b : bodies) frames.push_back(body_frame(*b, q, second));
+  std::vector<BodyFrame> frames(bodies.size());
+  for (size_t i = 0; i < bodies.size(); ++i) fill_body_frame(*bodies[i], q, second, frames[i]);
   return frames;
 }
 
@@ -653,6 +836,20 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
     return static_cast<int>(bodies_.size()) - 1;
   };
   for (const RigidJoint& j : joints_) body_index_.push_back({index_of(j.body_a), index_of(j.body_b)});
+  // Joints between the same two rigid bodies (a motor and its damping) share one local.
+  for (size_t k = 0; k < joints_.size(); ++k) {
+    const RigidJoint& j = joints_[k];
+    std::vector<int>* same = nullptr;
+    if (j.body_b && j.handle_b < 0)
+      for (std::vector<int>& g : groups_) {
+        const RigidJoint& o = joints_[g.front()];
+        if (o.body_b && o.handle_b < 0 && o.body_a == j.body_a && o.body_b == j.body_b) same = &g;
+      }
+    if (same)
+      same->push_back(static_cast<int>(k));
+    else
+      groups_.push_back({static_cast<int>(k)});
+  }
 }
 
 void RigidJointTerm::declare(StencilSet& stencils) {
@@ -674,14 +871,27 @@ void RigidJointTerm::declare(StencilSet& stencils) {
 void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool jac = out.wants_jacobians();
   const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
-  for_each_joint(joints_, [&]<int N>(size_t k) {
-    const auto [ia, ib] = body_index_[k];
-    JointLocal<N> L;
-    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, jac, false, L);
-    // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
-    const bool damping = joints_[k].kind == RigidJoint::Kind::kMotorDamping;
-    out.add<N>(stencil_[k], L.r, jac ? &L.dq : nullptr, jac && damping ? &L.dv : nullptr, nullptr);
-  });
+  for (const std::vector<int>& group : groups_) {
+    const int k0 = group.front();
+    auto run = [&]<int N>() {
+      const auto [ia, ib] = body_index_[k0];
+      const BodyFrame* fb = ib >= 0 ? &frames[ib] : nullptr;
+      // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
+      bool damping = false;
+      for (int k : group) damping = damping || joints_[k].kind == RigidJoint::Kind::kMotorDamping;
+      JointLocal<N> L;
+      L.clear(jac, damping, false);
+      for (int k : group) joint_local_unmasked<N>(joints_[k], frames[ia], fb, ctx, model_, L);
+      finish_local<N>(joints_[k0], frames[ia], fb, L);
+      out.add<N>(stencil_[k0], L.r, jac ? &L.dq : nullptr, L.dv_used ? &L.dv : nullptr, nullptr);
+    };
+    switch (b_dofs(joints_[k0])) {
+      case 12: run.template operator()<18>(); break;
+      case 6: run.template operator()<12>(); break;
+      case 3: run.template operator()<9>(); break;
+      default: run.template operator()<6>(); break;
+    }
+  }
 }
 
 namespace {

@@ -23,7 +23,11 @@ struct RotationalInertia {
 RotationalInertia rotational_inertia(const Mat3& Ib, const Vec3& theta, const Vec3& thetadot, const Vec3& thetaddot,
                                      bool jacobians) {
   ExpJacobian jac;
-  exp_jacobian(theta, jacobians ? 2 : 1, jac);
+  Mat3 K2;  // K2.col(j) = Σ_k θ̇_k (∂²J/∂θ_k∂θ_j)ᵀ θ̇, with Jacobians
+  if (jacobians)
+    exp_jacobian_and_contraction(theta, thetadot, jac, K2);
+  else
+    exp_jacobian(theta, 1, jac);
   // Body-frame Jacobian G = Jᵀ and its derivatives G_k = (∂J/∂θ_k)ᵀ.
   const Mat3 G = jac.J.transpose();
   std::array<Mat3, 3> Gk;
@@ -50,9 +54,7 @@ RotationalInertia rotational_inertia(const Mat3& Ib, const Vec3& theta, const Ve
   // ∂α/∂θ_j = G_j θ̈ + Σ_k (∂²G/∂θ_k∂θ_j) θ̇_k θ̇ (column j of L); ∂ω/∂θ = K.
   Mat3 L;
   for (int j = 0; j < 3; ++j) {
-    Vec3 col = Gk[j] * thetaddot;
-    for (int k = 0; k < 3; ++k) col += thetadot[k] * (jac.ddJ[k][j].transpose() * thetadot);
-    L.col(j) = col;
+    L.col(j) = Gk[j] * thetaddot + K2.col(j);
   }
   out.dq = G.transpose() * (Ib * L + C * K);
   for (int j = 0; j < 3; ++j) out.dq.col(j) += Gk[j].transpose() * tau;

@@ -108,11 +108,19 @@ void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, c
                    ExpJacobian& out) {
   out.J = Mat3::Identity() + e.a * S + e.b * S2;
   if (order < 1) return;
-  // E_k = [e_k]× and the symmetric products E_k S + S E_k.
+  // E_k = [e_k]× and the symmetric products E_k S + S E_k = e_k θᵀ + θ e_kᵀ − 2 θ_k I
+  // ([a]×[b]× = b aᵀ − (a·b) I). The closed form has the same values as the two 3 × 3
+  // products: each of their entries has at most one non-zero product (±θ_i), so every
+  // entry is exact either way.
   const UnitSkews& u = unit_skews();
   const std::array<Mat3, 3>& E = u.E;
   std::array<Mat3, 3> ES;
-  for (int k = 0; k < 3; ++k) ES[k] = E[k] * S + S * E[k];
+  for (int k = 0; k < 3; ++k) {
+    ES[k].setZero();
+    ES[k].row(k) += theta.transpose();
+    ES[k].col(k) += theta;
+    ES[k].diagonal().array() -= 2.0 * theta[k];
+  }
   // ∂J/∂θ_k = A1 θ_k S + a E_k + B1 θ_k S² + b (E_k S + S E_k).
   for (int k = 0; k < 3; ++k)
     out.dJ[k] = e.A1 * theta[k] * S + e.a * E[k] + e.B1 * theta[k] * S2 + e.b * ES[k];
@@ -153,6 +161,30 @@ void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobia
   R = Mat3::Identity() + e.c * S + e.a * S * S;
   const Mat3 S2 = S * S;
   jacobian_from(theta, e, S, S2, order, out);
+}
+
+void exp_jacobian_and_contraction(const Vec3& theta, const Vec3& v, ExpJacobian& out, Mat3& K) {
+  const ExpCoefficients e = coefficients(theta.squaredNorm(), 2, false);
+  const Mat3 S = skew(theta);
+  const Mat3 S2 = S * S;
+  jacobian_from(theta, e, S, S2, 1, out);
+  // Σ_k v_k ∂²J/∂θ_k∂θ_j from jacobian_from()'s ∂²J/∂θ_k∂θ_j, with t_v = θ·v, V = [v]×:
+  //   (A2 θ_j t_v + A1 v_j) S + A1 (t_v E_j + θ_j V) + (B2 θ_j t_v + B1 v_j) S²
+  //   + B1 (t_v (E_j S + S E_j) + θ_j (V S + S V)) + b (V E_j + E_j V),
+  // transposed (Sᵀ = −S, S²ᵀ = S², E_jᵀ = −E_j, Vᵀ = −V, the products symmetric) and applied
+  // to v, with S v = θ × v, E_j v = e_j × v, V v = 0, S² v = t_v θ − |θ|² v and
+  // (E_j S + S E_j) v = t_v e_j + v_j θ − 2 θ_j v, (V S + S V) v = |v|² θ − t_v v,
+  // (V E_j + E_j V) v = |v|² e_j − v_j v.
+  const double tv = theta.dot(v), s = theta.squaredNorm(), vv = v.squaredNorm();
+  const Vec3 txv = theta.cross(v);
+  const Vec3 S2v = tv * theta - s * v;
+  for (int j = 0; j < 3; ++j) {
+    const Vec3 ej = Vec3::Unit(j);
+    K.col(j) = -(e.A2 * theta[j] * tv + e.A1 * v[j]) * txv - e.A1 * tv * ej.cross(v) +
+               (e.B2 * theta[j] * tv + e.B1 * v[j]) * S2v +
+               e.B1 * (tv * (tv * ej + v[j] * theta - 2.0 * theta[j] * v) + theta[j] * (vv * theta - tv * v)) +
+               e.b * (vv * ej - v[j] * v);
+  }
 }
 
 Vec3 reparametrize_rotation(const Vec3& theta) {

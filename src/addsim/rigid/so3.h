@@ -44,6 +44,11 @@ struct ExpJacobian {
 /// Evaluates J(θ) and its derivatives up to `order` (0, 1 or 2; unused ones are left unset).
 void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out);
 
+/// J(θ) and ∂J/∂θ (`out`, order 1; ddJ left unset) and the contraction of ∂²J/∂θ² with v
+/// on both sides, K.col(j) = Σ_k v_k (∂²J/∂θ_k∂θ_j)ᵀ v (3 × 3), in closed form without the
+/// nine matrices ∂²J/∂θ_k∂θ_j (the rigid inertia's ∂(J̇ᵀ)/∂θ needs only this contraction).
+void exp_jacobian_and_contraction(const Vec3& theta, const Vec3& v, ExpJacobian& out, Mat3& K);
+
 /// R = exp([θ]×) and J(θ) with its derivatives up to `order`, from one evaluation of the
 /// coefficients: equal to rotation_from_vector() and exp_jacobian() (same operations), for
 /// callers that need both, e.g. once per body and evaluation.
