@@ -90,6 +90,8 @@ def make_scene(args):
     scene["dt"] = dt
     scene["steps"] = args.steps
     scene["contact"] = {"kn": 1e5, "kd": 0.1}
+    # Touch-downs converge in fewer Newton iterations with the stick predictor (docs/solver.md).
+    scene["solver"] = {"stick_predictor_ratio": 10.0}
     scene["obstacles"][0]["friction"] = 0.8
     targets = gait(args.steps, dt, args)
     if args.soft_feet:
