@@ -126,6 +126,59 @@ TEST(ContactForce, DampingRampIsContinuous) {
   EXPECT_NEAR(contact_force(Vec3(0, 0, -1e-12), xdot, plane, c).f.z(), 20.0, 1e-12);
 }
 
+// The stick predictor (contact_force's stick_predictor_ratio, docs/solver.md "Stick
+// predictor"): near the cone's edge a slipping point keeps its exact force f but reports the
+// partials of the stick-law model f + predictor_shift (normal, damping and −k_t Tẋ), checked
+// here against central differences of that model; away from the edge nothing changes.
+TEST(ContactForce, StickPredictorPartialsAreTheStickModels) {
+  PlaneObstacle plane("floor", -1, Vec3::Zero(), Vec3(0.1, -0.2, 1.0).normalized());
+  ContactCoefficients c;
+  c.kn = 1e3;
+  c.kd = 3.0;
+  c.kt = 10.0;
+  c.cf = 0.4;
+  const Vec3 x(0.2, 0.1, -0.01);
+  // Tangential speeds 0.8 and 8 m/s against the Coulomb limit c_f f_n ≈ 4 N: k_t‖u‖/(c_f f_n) ≈ 2 and 20.
+  for (const double speed : {0.8, 8.0}) {
+    const Vec3 xdot = speed * Vec3(0.8, -0.6, 0.0) + Vec3(0, 0, -0.3);
+    const ContactForce exact = contact_force(x, xdot, plane, c);
+    const ContactForce pred = contact_force(x, xdot, plane, c, 5.0);
+    ASSERT_EQ(exact.regime, ContactRegime::kSlip);
+    EXPECT_EQ(pred.regime, ContactRegime::kSlip);
+    EXPECT_EQ(pred.f, exact.f);
+    EXPECT_EQ(pred.df_dcf, exact.df_dcf);
+    EXPECT_EQ(pred.df_dkn, exact.df_dkn);
+    EXPECT_EQ(contact_force(x, xdot, plane, c, 0.0).df_dxdot, exact.df_dxdot);
+    const double ratio = c.kt * (xdot - plane.normal() * plane.normal().dot(xdot)).norm() / (c.cf * exact.normal_force);
+    if (ratio > 5.0) {  // beyond β: the exact slip branch
+      EXPECT_EQ(pred.predictor_shift, Vec3::Zero());
+      EXPECT_EQ(pred.df_dx, exact.df_dx);
+      EXPECT_EQ(pred.df_dxdot, exact.df_dxdot);
+      continue;
+    }
+    ASSERT_GT(pred.predictor_shift.norm(), 1.0) << "ratio " << ratio;
+    // The model force f + shift and its central differences in x and ẋ.
+    auto model = [&](const Vec3& xs, const Vec3& vs) {
+      const ContactForce f = contact_force(xs, vs, plane, c, 5.0);
+      return Vec3(f.f + f.predictor_shift);
+    };
+    const double eps = 1e-6;
+    Mat3 fd_x, fd_v;
+    for (int j = 0; j < 3; ++j) {
+      const Vec3 e = eps * Vec3::Unit(j);
+      fd_x.col(j) = (model(x + e, xdot) - model(x - e, xdot)) / (2 * eps);
+      fd_v.col(j) = (model(x, xdot + e) - model(x, xdot - e)) / (2 * eps);
+    }
+    EXPECT_GT(pred.df_dxdot.norm(), 1.0);
+    EXPECT_LT((pred.df_dx - fd_x).norm(), 1e-6 * (1.0 + fd_x.norm())) << pred.df_dx << "\n" << fd_x;
+    EXPECT_LT((pred.df_dxdot - fd_v).norm(), 1e-6 * (1.0 + fd_v.norm())) << pred.df_dxdot << "\n" << fd_v;
+    // The stick law: the tangential part of the model force is −k_t Tẋ.
+    const Vec3 n = plane.normal();
+    const Vec3 ft = (Mat3::Identity() - n * n.transpose()) * model(x, xdot);
+    EXPECT_LT((ft + c.kt * (xdot - n * n.dot(xdot))).norm(), 1e-12 * c.kt * speed);
+  }
+}
+
 TEST(TanhFriction, SeriesAndClosedFormAgreeAtTheSwitch) {
   // Both branches of φ(σ) = tanh σ/σ and ψ = φ'/σ at σ = 1e-2 ± δ.
   const double s = 1e-2;

@@ -99,6 +99,10 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                                       : LinearSolverKind::kAuto;
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);
+  s.stick_predictor_ratio = r.number("stick_predictor_ratio", 0.0, Bound::kNonNegative);
+  if (s.stick_predictor_ratio > 0.0 && s.stick_predictor_ratio < 1.0)
+    r.fail("stick_predictor_ratio", "must be 0 (off) or at least 1 (a multiple of the Coulomb limit), got " +
+                                        std::to_string(s.stick_predictor_ratio));
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -128,6 +128,21 @@ class Assembly {
   /// every spring's block is positive semi-definite. r and the sensitivity modes stay exact
   /// (docs/solver.md, "Compressed springs").
   bool clamp_compressed_springs = false;
+  /// Stick predictor (kResidualAndStepJacobian only; reset() keeps it; 0: off): the ratio β
+  /// handed to the contact terms' contact_force() — slipping points near the edge of the
+  /// friction cone add the stick branch's partials to jac and the residual change of the
+  /// stick law to r_predictor, while r stays exact (docs/solver.md, "Stick predictor").
+  double stick_predictor_ratio = 0.0;
+  /// With stick_predictor_ratio > 0: the predictor's residual minus r (|q|); else empty.
+  VecX r_predictor;
+  /// Adds a local residual change (N entries, stencil order) to r_predictor.
+  template <int N>
+  void add_predictor(int id, const Eigen::Matrix<double, N, 1>& dr_local) {
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int k = 0; k < N; ++k) r_predictor[dofs[k]] += dr_local[k];
+  }
+  /// True when the contact terms should evaluate the stick predictor.
+  bool predicts_stick() const { return stick_predictor_ratio > 0.0 && mode_ == EvalMode::kResidualAndStepJacobian; }
   const JacobianWeights& weights() const { return weights_; }
   const SparsePattern& pattern() const { return *pattern_; }
   /// Adds the outputs of `other` (same pattern, reset to the same mode): the share of an

@@ -41,6 +41,11 @@ struct SolverSettings {
   /// the later ones with the exact step Jacobian (solver.clamped_first_iteration; docs/solver.md
   /// "Newton iterations per step on the Table 2 scenes"). Changes the path, not the root.
   bool clamped_first_iteration = false;
+  /// Plain Newton, stick predictor (solver.stick_predictor_ratio β; 0: off): the first
+  /// iteration of every step linearises the friction of slipping contact points with
+  /// k_t ‖Tẋ‖ ≤ β c_f f_n with the stick law −k_t Tẋ (Assembly::stick_predictor_ratio), the
+  /// later ones exactly (docs/solver.md "Stick predictor"). Changes the path, not the root.
+  double stick_predictor_ratio = 0.0;
 };
 
 class Model {

@@ -131,19 +131,30 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   if (settings_.model == ContactModel::kSqp) return;  // forces are multipliers of solver/sqp_solver.h
   const BodyKinematics b = body_kinematics(*body_, ctx);
   const bool want_jac = out.wants_jacobians();
-  Vec6 r = Vec6::Zero();
+  // Stick predictor (Assembly::stick_predictor_ratio): linear friction only.
+  const double predictor =
+      out.predicts_stick() && settings_.model != ContactModel::kTanh ? out.stick_predictor_ratio : 0.0;
+  Vec6 r = Vec6::Zero(), dr_predictor = Vec6::Zero();
   Mat6 dq = Mat6::Zero(), dv = Mat6::Zero();
-  bool active = false;
+  bool active = false, shifted = false;
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
     for (int k = 0; k < num_points(); ++k) {
       const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
-      const ContactForce f = contact_force(pk.x, pk.xdot, *obstacles_[o], c);
+      const ContactForce f = contact_force(pk.x, pk.xdot, *obstacles_[o], c, predictor);
       if (f.regime == ContactRegime::kSeparated) continue;
       active = true;
       // Residual −f̂ with f̂ = (f, X_vᵀ f) (eq. rbMf).
       r.head<3>() -= f.f;
       r.tail<3>() -= pk.Xv.transpose() * f.f;
+      // The predictor's force f + shift, mapped alike; its partials below use it too.
+      Vec3 f_model = f.f;
+      if (predictor > 0.0 && f.predictor_shift != Vec3::Zero()) {
+        shifted = true;
+        f_model += f.predictor_shift;
+        dr_predictor.head<3>() -= f.predictor_shift;
+        dr_predictor.tail<3>() -= pk.Xv.transpose() * f.predictor_shift;
+      }
       if (!want_jac) continue;
       // P_c = ∂x/∂q = [I X_c], P_v = ∂ẋ/∂v = [I X_v].
       Mat36 Pc, Pv;
@@ -155,7 +166,7 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       for (int j = 0; j < 3; ++j) {
         const Mat3 dXv = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
         dxdot_dq.col(3 + j) = dXv * b.thetadot;
-        Z.col(j) = dXv.transpose() * f.f;
+        Z.col(j) = dXv.transpose() * f_model;
       }
       dq -= Pv.transpose() * (f.df_dx * Pc + f.df_dxdot * dxdot_dq);
       dq.bottomRightCorner<3, 3>() -= Z;
@@ -164,6 +175,7 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   }
   if (!active) return;
   out.add<6>(stencil_, r, want_jac ? &dq : nullptr, want_jac ? &dv : nullptr, nullptr);
+  if (shifted) out.add_predictor<6>(stencil_, dr_predictor);
 }
 
 void RigidContactTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {

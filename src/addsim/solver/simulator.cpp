@@ -176,6 +176,7 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
   const EvalMode mode = out.mode();
   const JacobianWeights weights = out.weights();
   auto upper = [&] {
+    worker_assembly_.stick_predictor_ratio = out.stick_predictor_ratio;
     worker_assembly_.reset(mode, weights);
     for (const auto& t : model_.terms())
       if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
@@ -473,11 +474,19 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // singular out of plane and its full step overshoots; the clamped (PSD) matrix's first
   // step lands closer (docs/solver.md, "Newton iterations per step on the Table 2 scenes").
   const bool clamp_first = opt.clamped_first_iteration && has_springs_;
+  // solver.stick_predictor_ratio: likewise, the step Jacobians at the guesses linearise the
+  // friction of slipping points near the cone's edge with the stick law, and the first
+  // direction solves that model (its residual r + r_predictor). From the extrapolated guess
+  // a foot that comes to rest within the step is still sliding; the exact slip branch has no
+  // stiffness along the sliding direction, and its full step throws the foot across the kink
+  // of eq. linPenT, back and forth for several iterations (docs/solver.md, "Stick predictor").
+  const double predictor = opt.stick_predictor_ratio;
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
     const auto t0 = Clock::now();
     if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
+    if (predictor > 0.0) assembly_.stick_predictor_ratio = rep.iterations == 0 ? predictor : 0.0;
     const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
     rep.assembly_ms += ms_since(t0);
     ++rep.assemblies;
@@ -571,6 +580,9 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // Newton direction (dr/dq^i + μ D) Δq = −r with Levenberg–Marquardt damping only when
     // the undamped direction finds no decrease (step::newton_step), then the line search.
     r_ = -assembly_.r;  // the line search overwrites assembly_
+    // The stick predictor's model residual (first iteration: assembly_ holds the guess's
+    // evaluation with the predictor on).
+    if (rep.iterations == 0 && assembly_.r_predictor.size() > 0) r_ -= assembly_.r_predictor;
     ++rep.iterations;
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
     // Except when the quadratic model predicts convergence by a wide margin: the converged

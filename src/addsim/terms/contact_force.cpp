@@ -58,7 +58,8 @@ double damping_ramp(double g, double delta, double& ds_dg) {
   return t * t * (3.0 - 2.0 * t);
 }
 
-ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c) {
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio) {
   ContactForce out;
   Vec3 n;
   Mat3 H;
@@ -111,10 +112,18 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
       // Slip branch: f_t = −F û.
       out.regime = ContactRegime::kSlip;
       const Vec3 uh = u / s;
-      const Mat3 P = (I - uh * uh.transpose()) / s;  // ∂û/∂u
       out.f += -F * uh;
-      out.df_dxdot += -F * P * T;
-      out.df_dx += -uh * dF_dx.transpose() - F * P * du_dx;
+      if (c.kt * s <= stick_predictor_ratio * F) {
+        // Stick predictor near the cone's edge: the stick branch's partials and the shift to
+        // its force −k_t u (the residual f stays the slip branch's).
+        out.df_dxdot += -c.kt * T;
+        out.df_dx += -c.kt * du_dx;
+        out.predictor_shift = F * uh - c.kt * u;
+      } else {
+        const Mat3 P = (I - uh * uh.transpose()) / s;  // ∂û/∂u
+        out.df_dxdot += -F * P * T;
+        out.df_dx += -uh * dF_dx.transpose() - F * P * du_dx;
+      }
       out.df_dcf = -fn * uh;
       out.df_dkn += -c.cf * depth * uh;
       out.df_dw += -dF_dw * uh;

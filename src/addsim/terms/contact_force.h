@@ -73,10 +73,23 @@ struct ContactForce {
   double gap = 0.0;             ///< g(x), m
   double normal_force = 0.0;    ///< f_n = k_n φ_w(g), N
   double friction_force = 0.0;  ///< ‖f_t‖, N
+  /// Stick predictor only (contact_force's stick_predictor_ratio): f_stick − f_slip, the change
+  /// of the force if the slipping point's friction followed the stick branch −k_t Tẋ; else 0. N
+  Vec3 predictor_shift = Vec3::Zero();
 };
 
 /// Contact force at point x with velocity ẋ against obstacle `o`.
-ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c);
+///
+/// `stick_predictor_ratio` β ≥ 1 (linear friction only; 0: off) asks for the Newton model of
+/// the stick predictor (solver.stick_first_iteration, docs/solver.md): a slipping point with
+/// k_t ‖Tẋ‖ ≤ β c_f f_n, near the edge of the friction cone, gets the stick branch's partials
+/// (∂/∂ẋ = −k_t T) in df_dx and df_dxdot and the difference f_stick − f_slip in
+/// predictor_shift, while f and the parameter derivatives stay the exact slip branch's.
+/// The step solver linearises the stick law there, so a foot that comes to rest within the
+/// step is not thrown across the kink of eq. linPenT (the slip branch has no stiffness along
+/// the sliding direction).
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio = 0.0);
 
 /// Friction part alone of the force at x (the normal and damping parts of contact_force()
 /// omitted), with its exact derivatives; separated points get zero. Modes:

@@ -31,17 +31,21 @@ ContactForce PointContactTerm::force(const TermContext& ctx, int k, int o) const
 
 void PointContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   if (settings_.model == ContactModel::kSqp) return;  // forces are multipliers of solver/sqp_solver.h
+  // Stick predictor (Assembly::stick_predictor_ratio): linear friction only.
+  const double predictor =
+      out.predicts_stick() && settings_.model != ContactModel::kTanh ? out.stick_predictor_ratio : 0.0;
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
     for (int k = 0; k < num_points(); ++k) {
       const ContactForce f =
-          contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c);
+          contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c, predictor);
       if (f.regime == ContactRegime::kSeparated) continue;
       // The residual carries −f (r = M a − f).
       const Vec3 r = -f.f;
       const Mat3 dq = -f.df_dx;
       const Mat3 dv = -f.df_dxdot;
       out.add<3>(stencil_[k], r, &dq, &dv, nullptr);
+      if (predictor > 0.0 && f.predictor_shift != Vec3::Zero()) out.add_predictor<3>(stencil_[k], Vec3(-f.predictor_shift));
     }
   }
 }
