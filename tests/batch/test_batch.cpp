@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "addsim/io/task.h"
 #include "addsim/sensitivity/adjoint.h"
 #include "../support/source_dir.h"
+#include "../support/test_size.h"
 
 namespace addsim {
 namespace {
@@ -38,9 +40,11 @@ struct Fixture {
   }
 };
 
+// Under ADDSIM_TEST_REDUCED (docs/testing.md) 3 items instead of 5 (still more items than
+// threads, so the two workers share them unevenly).
 TEST(Batch, ResultsAreBitIdenticalForAnyThreadCountAndEqualALoneRollout) {
   const Fixture f;
-  const std::vector<VecX> ps = f.throws(5);
+  const std::vector<VecX> ps = f.throws(test::sized(5, 3));
   BatchOptions one;
   one.threads = 1;
   one.gradients = true;
@@ -72,8 +76,10 @@ TEST(Batch, ResultsAreBitIdenticalForAnyThreadCountAndEqualALoneRollout) {
 TEST(Batch, AReusedSimulatorGivesTheBitsOfAFreshOne) {
   // Simulator::run starts afresh, so an evaluation's result does not depend on which runs
   // the simulator made before (optimisers keep simulators alive across evaluations).
-  // The 451-tet ball (UMFPACK with a reused LU, the state that used to carry over).
-  const Scene scene = load_scene_file(test::source_dir() / "scenes" / "soft_ball_throw.json", {"steps=25"});
+  // The 451-tet ball (UMFPACK with a reused LU, the state that used to carry over); under
+  // ADDSIM_TEST_REDUCED (docs/testing.md) 12 steps instead of 25.
+  const std::string steps = "steps=" + std::to_string(test::sized(25, 12));
+  const Scene scene = load_scene_file(test::source_dir() / "scenes" / "soft_ball_throw.json", {steps});
   const Model& model = *scene.model;
   const ParamRange v = model.params().require("bodies.ball.velocity");
   std::vector<VecX> ps(3, model.params().defaults());
