@@ -267,6 +267,12 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["stages"] = {{{"optimize", {{"gauss_newton", {{"scale_floor", 2.0}}}}}}};
   cases.push_back({"scale floor", t, "stages.0.optimize.gauss_newton.scale_floor"});
+  t = base;
+  t["optimize"]["gauss_newton"] = {{"step_shrink", 0.5}, {"shrink_after", 0}};
+  cases.push_back({"shrink after", t, "optimize.gauss_newton.shrink_after"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"lbfgsb", {{"first_step", -0.1}}}}}}};
+  cases.push_back({"first step", t, "stages.0.optimize.lbfgsb.first_step"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

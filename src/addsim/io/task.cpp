@@ -548,6 +548,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     ObjectReader m(r.raw("lbfgsb"), join_path(r.path(), "lbfgsb"), r.source());
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
+    o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
     m.finish();
   }
   if (r.has("gauss_newton")) {
@@ -561,6 +562,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
       o.lm_step_shrink = m.number("step_shrink", std::nullopt, Bound::kNonNegative);
       if (!(o.lm_step_shrink < 1.0)) m.fail("step_shrink", "must be in [0, 1) (0: off; the scaled step after a rejection is at most this fraction of the rejected one)");
     }
+    o.lm_shrink_after = m.integer("shrink_after", o.lm_shrink_after, 1);
     if (m.has("jacobian")) {
       const std::string mode = m.choice("jacobian", std::nullopt, {"auto", "direct", "adjoint"});
       o.gn_jacobian = mode == "direct" ? JacobianMode::kDirect : mode == "adjoint" ? JacobianMode::kAdjoint : JacobianMode::kAuto;
