@@ -653,6 +653,24 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
     if (st.fallback && k == 0) r.fail("fallback", "the first stage cannot be a fallback (it runs when an earlier stage stops short)");
     if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0))
       r.fail("fallback", "the stage before it has no optimize.phi_ratio, so it never counts as solved");
+    if (r.has("fallback_after")) {
+      if (!st.fallback) r.fail("fallback_after", "needs \"fallback\": true (it says when a fallback attempt runs)");
+      const json& list = r.raw("fallback_after");
+      if (!list.is_array() || list.empty())
+        r.fail("fallback_after", "must be a non-empty list of stop reasons, got " + describe(list));
+      const std::vector<StopReason> reasons{StopReason::kSimulationBudget, StopReason::kTimeBudget, StopReason::kStall,
+                                            StopReason::kNoProgress,       StopReason::kLineSearch, StopReason::kPhiChange,
+                                            StopReason::kGradient};
+      for (size_t i = 0; i < list.size(); ++i) {
+        auto it = std::find_if(reasons.begin(), reasons.end(),
+                               [&](StopReason reason) { return list[i].is_string() && list[i].get<std::string>() == to_string(reason); });
+        if (it == reasons.end())
+          fail_at(top.source(), join_path(path, "fallback_after." + std::to_string(i)),
+                  "must be one of simulation_budget, time_budget, stall, no_progress, line_search, phi_change, gradient, got " +
+                      describe(list[i]));
+        st.fallback_after.push_back(*it);
+      }
+    }
     r.finish();
     stages.push_back(std::move(st));
   }
