@@ -5,8 +5,12 @@ t_opt (the run's own seconds, result.json) and the CPU time of the whole command
 system from time.txt, where the variant records it). Phi0 is the start's Phi on the
 w = 5 mm problem (the first row of its w5 run) for w5 and wcont, since the continuation's
 first stages optimise other (wider-blend) problems; w10 and gn are measured against their
-own first row. gn (tasks/ball_to_target_gn.json) counts as solved when it ends in a w = 5 mm
-stage (0, or 2 after the fallback on w = 10 mm); its simulations are split per stage.
+own first row. gn (tasks/ball_to_target_gn.json) counts as solved when it ends in a stage
+whose name starts with "w = 5 mm" (result.json); its simulations are split per stage run.
+lbfgsb (tasks/ball_to_target_lbfgsb.json, w = 20 -> 10 -> 5 mm) counts as solved in the same
+way (its last stage, w = 5 mm, ends within 1 mm); its Phi0 is the start's Phi on the w = 5 mm problem,
+the first row of the same start's gn run where one is in RUNS_DIR (else its own first row,
+on w = 20 mm).
 
 Usage: /usr/bin/python3 scripts/ball_starts_table.py RUNS_DIR [VARIANT ...]
 """
@@ -17,7 +21,8 @@ import math
 import os
 import sys
 
-LABELS = {"w5": "w = 5 mm", "wcont": "w 30→10→5 mm", "w10": "w = 10 mm", "gn": "ball_to_target_gn.json"}
+LABELS = {"w5": "w = 5 mm", "wcont": "w 30→10→5 mm", "w10": "w = 10 mm", "gn": "ball_to_target_gn.json",
+          "lbfgsb": "ball_to_target_lbfgsb.json"}
 OWN_PHI0 = {"w10", "gn"}
 
 
@@ -28,7 +33,7 @@ def load(run):
 
 
 def main(root, variants):
-    starts = sorted({int(p.rsplit("_", 1)[1]) for p in glob.glob(os.path.join(root, "*_*"))})
+    starts = sorted({int(p.rsplit("_", 1)[1]) for p in glob.glob(os.path.join(root, "*_*")) if p.rsplit("_", 1)[1].isdigit()})
     print("| start | v (m/s) | ω_y (rad/s) | variant | simulations | iterations | distance | Φ/Φ₀ | ≤ 1 mm "
           "| t_opt | CPU | stop |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -46,6 +51,9 @@ def main(root, variants):
             if not rows:
                 continue
             phi0 = float(rows[0]["phi"]) if variant in OWN_PHI0 else w5_phi0
+            gn = os.path.join(root, f"gn_{k}", "iterations.csv")
+            if variant == "lbfgsb":
+                phi0 = float(next(csv.DictReader(open(gn)))["phi"]) if os.path.exists(gn) else float(rows[0]["phi"])
             start = open(os.path.join(run, "start.txt")).read().split() if os.path.exists(os.path.join(run, "start.txt")) else []
             v = next((s[2:] for s in start if s.startswith("v=")), "?")
             w = next((s[2:] for s in start if s.startswith("w=")), "?")
@@ -53,7 +61,12 @@ def main(root, variants):
             final = [float(r["phi"]) for r in rows if int(r["stage"]) == last_stage]
             phi = min(final) if res is None else res["phi"]
             dist = math.sqrt(2 * phi)
-            final_stages = {"wcont": (2,), "gn": (0, 2)}.get(variant, (0,))
+            final_stages = {"wcont": (2,)}.get(variant, (0,))
+            if variant in ("gn", "lbfgsb") and res is not None:
+                # Solved when the last stage run is a w = 5 mm one (the task's stages have changed
+                # over time: read the names).
+                names = {st["stage"]: st["name"] for st in res.get("stages", [])}
+                final_stages = tuple(k for k, name in names.items() if name.startswith("w = 5 mm"))
             ok = dist <= 1e-3 and res is not None and last_stage in final_stages
             summary.setdefault(variant, [0, 0, []])
             summary[variant][0] += ok
@@ -71,7 +84,8 @@ def main(root, variants):
             ratio = f"{phi / phi0:.2g}" if phi0 else ""
             sims = str(len(rows))
             if last_stage > 0:
-                sims += " (" + " + ".join(str(sum(int(r["stage"]) == st for r in rows)) for st in range(last_stage + 1)) + ")"
+                counts = [sum(int(r["stage"]) == st for r in rows) for st in range(last_stage + 1)]
+                sims += " (" + " + ".join(str(c) for c in counts if c > 0) + ")"
             print(f"| {k} | {v} | {w} | {LABELS.get(variant, variant)} | {sims} | {iters} | {dist * 1e3:.3g} mm "
                   f"| {ratio} | {'yes' if ok else 'no'} | {secs} | {cpu} | {stop} |")
     print()
@@ -81,4 +95,4 @@ def main(root, variants):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or ["w5", "wcont", "w10", "gn"])
+    main(sys.argv[1], sys.argv[2:] or ["w5", "wcont", "w10", "gn", "lbfgsb"])

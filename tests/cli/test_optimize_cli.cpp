@@ -267,6 +267,20 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t = base;
   t["stages"] = {{{"optimize", {{"gauss_newton", {{"scale_floor", 2.0}}}}}}};
   cases.push_back({"scale floor", t, "stages.0.optimize.gauss_newton.scale_floor"});
+  t = base;
+  t["optimize"]["gauss_newton"] = {{"step_shrink", 0.5}, {"shrink_after", 0}};
+  cases.push_back({"shrink after", t, "optimize.gauss_newton.shrink_after"});
+  t = base;
+  t["stages"] = {{{"optimize", {{"lbfgsb", {{"first_step", -0.1}}}}}}};
+  cases.push_back({"first step", t, "stages.0.optimize.lbfgsb.first_step"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback", true}, {"fallback_after", json::array({"stall", "budget"})}}};
+  cases.push_back({"fallback after", t, "stages.1.fallback_after.1"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback_after", json::array({"stall"})}}};
+  cases.push_back({"fallback after without fallback", t, "stages.1.fallback_after"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

@@ -72,4 +72,11 @@ TEST(ThrowTasks, BallToTargetGnStartsAtTheShippedThrowOnTheSmoothedProblem) {
   EXPECT_EQ(start, same);
 }
 
+TEST(ThrowTasks, BallToTargetLbfgsbStartsAtTheSameThrow) {
+  // tasks/ball_to_target_lbfgsb.json (L-BFGS-B, w = 10 -> 5 mm; its stages parse) has the same
+  // problem and start as ball_to_target_gn.json outside its stages.
+  const fs::path dir = fresh_temp_dir();
+  EXPECT_EQ(phi_of(dir, "ball_to_target_lbfgsb.json", ""), phi_of(dir, "ball_to_target_gn.json", ""));
+}
+
 }  // namespace

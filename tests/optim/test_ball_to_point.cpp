@@ -9,6 +9,7 @@
 
 #include <Eigen/Cholesky>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -195,6 +196,85 @@ TEST(BallToPoint, ScaleFloorOneTakesLevenbergsStep) {
   EXPECT_LE((floored - levenberg).norm(), 1e-8 * levenberg.norm());
   EXPECT_LE((plain - marquardt).norm(), 1e-8 * marquardt.norm());
   EXPECT_GT((levenberg - marquardt).norm(), 0.1 * marquardt.norm());
+}
+
+TEST(BallToPoint, ShrinkAfterLeavesShortRunsOfRejectionsAlone) {
+  // optimize.gauss_newton.shrink_after k (OptimizerOptions::lm_shrink_after) with step_shrink
+  // s: the rejections before the k-th in a row grow λ by 4 only, so a run is the plain run
+  // (s = 0) evaluation for evaluation until some point sees k rejected trials in a row, and
+  // every trial after the k-th (and later) rejection in a row is at most s times the rejected
+  // one in the Marquardt-scaled norm ‖D^½ δ‖ (J recomputed here). With k beyond the longest
+  // run of rejections of the plain run the option changes nothing.
+  const Vec3 v_star(1.0, 0.0, 1.0), w_star(0.0, -10.0, 0.0);
+  Vec3 target;
+  {
+    Scene s = load_scene_text(kSmallBallBounce, "test.json");
+    Simulator sim(*s.model, 1);
+    const VecX p = s.model->params().defaults();
+    const Trajectory traj = sim.run(p);
+    ASSERT_TRUE(traj.completed());
+    target = s.model->bodies()[0]->center_of_mass(traj.q.back(), p);
+  }
+  constexpr double kShrink = 0.5;
+  struct Run {
+    std::vector<EvaluationRecord> records;
+    std::vector<int> in_row;  ///< per evaluation: rejected trials in a row it ends (0: accepted or the start)
+  };
+  auto run = [&](double speed, double spin, double shrink, int after) {
+    auto problem = throw_problem(target, speed * v_star, w_star + Vec3(0.0, spin, 0.0));
+    OptimizerOptions o = gauss_newton_to_round_off();
+    o.lm_step_shrink = shrink;
+    o.lm_shrink_after = after;
+    Run out;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { out.records.push_back(r); };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(r.reason, StopReason::kPhiRatio) << speed << " " << spin << " " << shrink << " " << after << ": " << r.message;
+    double best = out.records[0].phi;
+    int in_row = 0;
+    out.in_row.push_back(0);
+    for (size_t k = 1; k < out.records.size(); ++k) {
+      in_row = out.records[k].phi < best ? 0 : in_row + 1;
+      best = std::min(best, out.records[k].phi);
+      out.in_row.push_back(in_row);
+    }
+    // The scaled length of every trial after a rejection over the rejected one's, for the
+    // trials that follow the after-th (or later) rejection in a row.
+    auto scale_at = [&](const VecX& x) {
+      const LeastSquaresEvaluation e = problem->evaluate_residuals(x, true);
+      return VecX((e.jacobian.transpose() * e.jacobian).diagonal().cwiseSqrt());
+    };
+    double worst = 0.0;
+    VecX current = out.records[0].x, scale = scale_at(current);
+    double rejected = -1.0;
+    for (size_t k = 1; k < out.records.size(); ++k) {
+      const double step = scale.cwiseProduct(out.records[k].x - current).norm();
+      if (rejected > 0.0 && out.in_row[k - 1] >= after) worst = std::max(worst, step / rejected);
+      if (out.in_row[k] == 0) {
+        current = out.records[k].x;
+        scale = scale_at(current);
+        rejected = -1.0;
+      } else {
+        rejected = step;
+      }
+    }
+    return std::make_pair(out, worst);
+  };
+  // (0.6, 8): the plain run rejects several trials in a row.
+  const auto [plain, plain_worst] = run(0.6, 8.0, 0.0, 1);
+  EXPECT_GT(plain_worst, kShrink);
+  const int longest = *std::max_element(plain.in_row.begin(), plain.in_row.end());
+  ASSERT_GE(longest, 2) << "the start no longer has a run of rejections to cut";
+  const auto [untouched, untouched_worst] = run(0.6, 8.0, kShrink, longest + 1);
+  ASSERT_EQ(untouched.records.size(), plain.records.size());
+  for (size_t k = 0; k < plain.records.size(); ++k) EXPECT_EQ(untouched.records[k].x, plain.records[k].x) << k;
+  const auto [cut, cut_worst] = run(0.6, 8.0, kShrink, 2);
+  EXPECT_LE(cut_worst, kShrink * (1.0 + 1e-6));
+  // Identical to the plain run up to the trial that ends the first run of two rejections.
+  const size_t first = static_cast<size_t>(std::find(plain.in_row.begin(), plain.in_row.end(), 2) - plain.in_row.begin());
+  ASSERT_LT(first, plain.records.size());
+  ASSERT_GT(cut.records.size(), first + 1);
+  for (size_t k = 0; k <= first; ++k) EXPECT_EQ(cut.records[k].x, plain.records[k].x) << k;
 }
 
 }  // namespace

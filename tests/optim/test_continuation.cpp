@@ -143,5 +143,57 @@ TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStop
   EXPECT_THROW(run_continuation(stages, factory), InputError);
 }
 
+TEST(Continuation, FallbackAfterSkipsAttemptsForOtherStopReasons) {
+  // stages[k].fallback_after: an attempt runs only after the stop reasons it lists (of the
+  // last stage run); otherwise it is skipped as a whole (with its non-fallback stages) and the
+  // next attempt is considered.
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<int> built;
+  const StageFactory factory = [&](int stage, const NamedValues& carried) {
+    built.push_back(stage);
+    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    return test::make_problem(t, p);
+  };
+  // 0: L-BFGS-B, 2 simulations (stops on its budget); attempt 1 (stages 1, 2) only after a
+  // stall; attempt 2 (stage 3) after the budget: Gauss–Newton, solved.
+  std::vector<StageSpec> stages(4);
+  for (StageSpec& s : stages) {
+    s.options.method = OptimizerMethod::kGaussNewton;
+    s.options.max_simulations = 20;
+    s.options.phi_ratio_tolerance = 1e-20;
+    s.options.lm_damping = 0.0;
+  }
+  stages[0].options.method = OptimizerMethod::kLbfgsb;
+  stages[0].options.max_simulations = 2;
+  stages[1].fallback = stages[3].fallback = true;
+  stages[1].fallback_after = {StopReason::kStall};
+  stages[3].fallback_after = {StopReason::kStall, StopReason::kSimulationBudget};
+  const ContinuationResult r = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 3}));
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].result.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio);
+  EXPECT_EQ(r.simulations, 2 + 2);
+
+  // With the budget listed, attempt 1 runs: stage 1 solves it, stage 2 (of the same attempt)
+  // still runs from there, and attempt 2 is skipped.
+  stages[1].fallback_after = {StopReason::kSimulationBudget};
+  built.clear();
+  const ContinuationResult first = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(first.stages.size(), 3u);
+  EXPECT_EQ(first.stages[1].result.reason, StopReason::kPhiRatio);
+
+  // No attempt answers: the result is the first stage's.
+  stages[1].fallback_after = stages[3].fallback_after = {StopReason::kStall};
+  built.clear();
+  const ContinuationResult none = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0}));
+  EXPECT_EQ(none.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(none.simulations, 2);
+}
+
 }  // namespace
 }  // namespace addsim

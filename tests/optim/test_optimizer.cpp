@@ -70,6 +70,31 @@ TEST(Optimizer, LbfgsbThrowsAParticleToItsTarget) {
   EXPECT_NEAR((test::particle_throw_end(r.values_best) - kTarget).norm(), 0.0, 1e-9);
 }
 
+TEST(Optimizer, LbfgsbFirstStepCapsTheFirstTrial) {
+  // optimize.lbfgsb.first_step (OptimizerOptions::lbfgs_first_step): LBFGS++'s first trial is
+  // a unit step in x along the normalised steepest-descent direction; with the option it is
+  // that long at most, in the same direction, and the run still converges.
+  auto first_trial = [](double first_step) {
+    auto problem = test::make_problem(particle_throw_task());
+    OptimizerOptions o = options(OptimizerMethod::kLbfgsb, 40);
+    o.phi_ratio_tolerance = 1e-20;
+    o.lbfgs_first_step = first_step;
+    std::vector<VecX> xs;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) { xs.push_back(r.x); };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(r.reason, StopReason::kPhiRatio) << first_step << ": " << r.message;
+    EXPECT_LE(r.simulations, 20) << first_step;
+    EXPECT_GE(xs.size(), 2u);
+    return VecX(xs[1] - xs[0]);
+  };
+  const VecX unit = first_trial(0.0), capped = first_trial(0.05), long_cap = first_trial(10.0);
+  EXPECT_NEAR(unit.norm(), 1.0, 1e-12);
+  EXPECT_NEAR(capped.norm(), 0.05, 1e-12);
+  EXPECT_LE((capped / 0.05 - unit).norm(), 1e-12);
+  EXPECT_EQ(long_cap, unit);  // a cap above 1 leaves the unit step
+}
+
 TEST(Optimizer, GaussNewtonSolvesTheAffineThrowInOneStep) {
   auto problem = test::make_problem(particle_throw_task());
   OptimizerOptions o = options(OptimizerMethod::kGaussNewton, 20);

@@ -264,12 +264,12 @@ int run_optimize(const Options& opt) {
 
   // Stages: the task's list, or the task itself as the one stage.
   std::vector<TaskStage> task_stages = first->stages;
-  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize, {}});
+  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize, {}, false, {}});
   std::vector<StageSpec> stages;
   for (TaskStage& s : task_stages) {
     if (!method.empty()) s.options.method = parse_optimizer_method(method, "--method");
     if (max_sims > 0) s.options.max_simulations = max_sims;
-    stages.push_back({s.name, s.options, s.fallback});
+    stages.push_back({s.name, s.options, s.fallback, s.fallback_after});
   }
   const std::vector<std::string> columns = first->selection.names();
   const int num_stages = static_cast<int>(stages.size());

@@ -548,6 +548,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     ObjectReader m(r.raw("lbfgsb"), join_path(r.path(), "lbfgsb"), r.source());
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
+    o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
     m.finish();
   }
   if (r.has("gauss_newton")) {
@@ -561,6 +562,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
       o.lm_step_shrink = m.number("step_shrink", std::nullopt, Bound::kNonNegative);
       if (!(o.lm_step_shrink < 1.0)) m.fail("step_shrink", "must be in [0, 1) (0: off; the scaled step after a rejection is at most this fraction of the rejected one)");
     }
+    o.lm_shrink_after = m.integer("shrink_after", o.lm_shrink_after, 1);
     if (m.has("jacobian")) {
       const std::string mode = m.choice("jacobian", std::nullopt, {"auto", "direct", "adjoint"});
       o.gn_jacobian = mode == "direct" ? JacobianMode::kDirect : mode == "adjoint" ? JacobianMode::kAdjoint : JacobianMode::kAuto;
@@ -651,6 +653,24 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
     if (st.fallback && k == 0) r.fail("fallback", "the first stage cannot be a fallback (it runs when an earlier stage stops short)");
     if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0))
       r.fail("fallback", "the stage before it has no optimize.phi_ratio, so it never counts as solved");
+    if (r.has("fallback_after")) {
+      if (!st.fallback) r.fail("fallback_after", "needs \"fallback\": true (it says when a fallback attempt runs)");
+      const json& list = r.raw("fallback_after");
+      if (!list.is_array() || list.empty())
+        r.fail("fallback_after", "must be a non-empty list of stop reasons, got " + describe(list));
+      const std::vector<StopReason> reasons{StopReason::kSimulationBudget, StopReason::kTimeBudget, StopReason::kStall,
+                                            StopReason::kNoProgress,       StopReason::kLineSearch, StopReason::kPhiChange,
+                                            StopReason::kGradient};
+      for (size_t i = 0; i < list.size(); ++i) {
+        auto it = std::find_if(reasons.begin(), reasons.end(),
+                               [&](StopReason reason) { return list[i].is_string() && list[i].get<std::string>() == to_string(reason); });
+        if (it == reasons.end())
+          fail_at(top.source(), join_path(path, "fallback_after." + std::to_string(i)),
+                  "must be one of simulation_budget, time_budget, stall, no_progress, line_search, phi_change, gradient, got " +
+                      describe(list[i]));
+        st.fallback_after.push_back(*it);
+      }
+    }
     r.finish();
     stages.push_back(std::move(st));
   }

@@ -30,6 +30,7 @@ struct TaskStage {
   OptimizerOptions options;
   std::vector<std::string> objective_overrides;
   bool fallback = false;  ///< begins another attempt from the start (optim/continuation.h)
+  std::vector<StopReason> fallback_after;  ///< `fallback_after`: the stop reasons it answers (empty: any)
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

@@ -49,6 +49,12 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
       if (s > start.stage) {
         // The attempt before reached its tolerance: done. Otherwise restart from the task's start.
         if (out.reason == StopReason::kPhiRatio) break;
+        const std::vector<StopReason>& after = stages[s].fallback_after;
+        if (!after.empty() && std::find(after.begin(), after.end(), out.reason) == after.end()) {
+          // Not this attempt's case: skip it up to the next fallback stage.
+          while (s + 1 < static_cast<int>(stages.size()) && !stages[s + 1].fallback) ++s;
+          continue;
+        }
         out.best.clear();
       } else if (std::isnan(start.phi0)) {
         out.best.clear();  // resumed before the fallback stage began

@@ -12,7 +12,11 @@
 /// its Φ/Φ₀ tolerance, and it starts from the task's own start (nothing carried), not from the
 /// best point so far: a restart on another model (e.g. a wider contact blend) for starts
 /// where the first attempt ends in another local minimum. Once a stage reaches its Φ/Φ₀
-/// tolerance, the fallback attempts after it are skipped.
+/// tolerance, the fallback attempts after it are skipped. A fallback stage may name the stop
+/// reasons it answers (`fallback_after`): its attempt is skipped, as a whole, when the last
+/// stage run stopped for another reason, and the next attempt is considered (a run that
+/// creeps to its budget in the right basin and one that stalls in another minimum want
+/// different restarts).
 
 #include <functional>
 #include <memory>
@@ -42,6 +46,9 @@ struct StageSpec {
   /// Begins another attempt from the task's start, run only if the stage before it stopped
   /// short of its Φ/Φ₀ tolerance (see above). Not for the first stage.
   bool fallback = false;
+  /// For a fallback stage: the stop reasons of the last stage run before it for which its
+  /// attempt runs; empty: any reason short of the Φ/Φ₀ tolerance.
+  std::vector<StopReason> fallback_after;
 };
 
 /// Builds the problem of stage `stage` with the carried values applied to its start
@@ -88,7 +95,8 @@ struct ContinuationResult {
 /// Runs stages start.stage … end in order. Each stage's budget counts from the stage's own
 /// start; the counters are totals. Stops early when a stage is interrupted or its start
 /// fails to simulate, and before a fallback stage when the stage before it reached its
-/// Φ/Φ₀ tolerance. Throws InputError for a fallback first stage. A resumed fallback stage
+/// Φ/Φ₀ tolerance; skips a fallback attempt whose fallback_after does not list the last
+/// stop reason. Throws InputError for a fallback first stage. A resumed fallback stage
 /// that had not started yet (start.phi0 NaN) starts from the task's start.
 ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
                                     const ContinuationCallbacks& callbacks = {}, const ContinuationStart& start = {});

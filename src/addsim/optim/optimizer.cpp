@@ -254,6 +254,8 @@ struct FailedTrial {
 
 struct LbfgsObjective {
   Tracker* tracker;
+  double first_step = 0.0;  ///< OptimizerOptions::lbfgs_first_step
+  bool first_search = true;
   double operator()(const VecX& x, VecX& grad) {
     const Evaluation e = tracker->evaluate(x, true);
     if (e.failed) {
@@ -273,6 +275,10 @@ class GuardedLineSearch {
   template <typename Param>
   static void LineSearch(LbfgsObjective& f, Scalar& fx, Vector& x, Vector& grad, Scalar& step, Scalar step_max,
                          const Vector& drt, const Vector& xp, const Param& param) {
+    // LBFGS++ starts every line search at step 1; the first direction is normalised, so that
+    // is a unit step in x unless lbfgs_first_step caps it.
+    if (f.first_search && f.first_step > 0.0) step = std::min(step, static_cast<Scalar>(f.first_step / drt.norm()));
+    f.first_search = false;
     const Scalar fx_init = fx;
     const Scalar dg_init = grad.dot(drt);
     const Vector grad_init = grad;
@@ -325,7 +331,7 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
   param.max_iterations = 0;
   param.max_linesearch = o.lbfgs_max_linesearch;
   LBFGSpp::LBFGSBSolver<double, GuardedLineSearch> solver(param);
-  LbfgsObjective f{&t};
+  LbfgsObjective f{&t, o.lbfgs_first_step};
   VecX x = x0;
   double fx = 0.0;
   try {
@@ -343,8 +349,8 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
 // Gauss–Newton / Levenberg–Marquardt with bounds by projection: (JᵀJ + λ D) δ = −Jᵀρ with
 // D = diag(JᵀJ) (Marquardt's scaling); a step that lowers Φ is taken and λ shrinks by 3,
 // otherwise (also for a failed simulation) λ grows by 4 from the same point, or with
-// lm_step_shrink further until the scaled step is that fraction of the rejected one
-// (lm_damping_after_rejection). The Jacobian
+// lm_step_shrink (from the lm_shrink_after-th rejection in a row on) further until the scaled
+// step is that fraction of the rejected one (lm_damping_after_rejection). The Jacobian
 // (direct sweep) is computed at the start and at taken steps only: a rejected trial costs
 // one simulation.
 
@@ -399,6 +405,7 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
   LeastSquaresEvaluation cur = t.residuals(x0, kInf);
   if (cur.failed) throw Stop{StopReason::kInitialFailure, "the simulation at the start failed: " + cur.failure};
   double lambda = o.lm_damping;
+  int rejected_in_row = 0;  // rejected trials since the last accepted step (lm_shrink_after)
   // λ beyond this makes the step smaller than round-off of x: nothing left to try.
   constexpr double kMaxDamping = 1e16;
   for (;;) {
@@ -433,10 +440,12 @@ void run_gauss_newton(SimulationProblem& problem, Tracker& t, const VecX& x0, co
         cur = std::move(next);
         lambda = lambda / 3.0;
         if (lambda < 1e-12) lambda = 0.0;
+        rejected_in_row = 0;
         t.end_iteration();
         break;
       }
-      lambda = lm_damping_after_rejection(A, D, g, lambda, o.lm_step_shrink);
+      ++rejected_in_row;
+      lambda = lm_damping_after_rejection(A, D, g, lambda, rejected_in_row >= o.lm_shrink_after ? o.lm_step_shrink : 0.0);
       if (lambda > kMaxDamping) throw Stop{StopReason::kNoProgress, "Levenberg-Marquardt damping overflow"};
     }
   }

@@ -61,6 +61,13 @@ struct OptimizerOptions {
   // L-BFGS-B
   int lbfgs_memory = 6;          ///< correction pairs kept
   int lbfgs_max_linesearch = 20;  ///< trials per line search
+  /// Length (x units) at most of the first trial step of a run, which LBFGS++ takes as a unit
+  /// step along the normalised steepest-descent direction; 0: that unit step. The line search
+  /// may still extrapolate beyond it. For problems where a unit change of x is a large one (a
+  /// throw speed in m/s from a point centimetres from its target), so that the first trial of
+  /// a run, or of every stage of a continuation (each stage starts with an empty memory), does
+  /// not jump to another family of solutions.
+  double lbfgs_first_step = 0.0;
   // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
   double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
   /// On a rejected trial λ grows by 4 (from 0: to 1e-6). With lm_step_shrink s in (0, 1) it
@@ -69,6 +76,12 @@ struct OptimizerOptions {
   /// hardly changes the step, and growing it by 4 per trial then spends several simulations
   /// on almost the same point. 0: off (growth by 4 only).
   double lm_step_shrink = 0.0;
+  /// lm_step_shrink applies from the lm_shrink_after-th rejected trial in a row at the same
+  /// point on (≥ 1; 1: from every rejection); the rejections before it grow λ by 4 only. A
+  /// run whose trials are rejected at most lm_shrink_after − 1 times in a row takes exactly
+  /// the steps it takes without lm_step_shrink; a long run of rejections (the damping far
+  /// below the scale of the scaled normal matrix, every trial nearly the same point) is cut.
+  int lm_shrink_after = 1;
   /// Floor τ in [0, 1] on Marquardt's scaling: D_k = max(diag(JᵀJ)_k, τ · max_j diag(JᵀJ)_j).
   /// With fewer residuals than parameters the step (even at λ → 0) is the one of least
   /// ‖D^½ δ‖ among those that solve the linear model, so D decides which parameters move:
