@@ -45,6 +45,16 @@ std::unique_ptr<SimulationProblem> throw_problem(const Vec3& target, const Vec3&
   return test::make_problem(t, p);
 }
 
+// The ball's centre of mass at the end of the scene's own throw (a reachable target).
+Vec3 end_of_default_throw() {
+  Scene s = load_scene_text(kSmallBallBounce, "test.json");
+  Simulator sim(*s.model, 1);
+  const VecX p = s.model->params().defaults();
+  const Trajectory traj = sim.run(p);
+  EXPECT_TRUE(traj.completed());
+  return s.model->bodies()[0]->center_of_mass(traj.q.back(), p);
+}
+
 // Gauss–Newton until Φ/Φ₀ ≤ 1e-20 (round-off at the target), at most 40 simulations.
 OptimizerOptions gauss_newton_to_round_off() {
   OptimizerOptions o;
@@ -97,15 +107,7 @@ TEST(BallToPoint, StepShrinkShortensEveryTrialAfterARejection) {
   // recomputed here); the runs still reach the target. Without the option some trial after a
   // rejection is longer than that (the growth by 4 of a tiny damping hardly shortens it).
   const Vec3 v_star(1.0, 0.0, 1.0), w_star(0.0, -10.0, 0.0);
-  Vec3 target;
-  {
-    Scene s = load_scene_text(kSmallBallBounce, "test.json");
-    Simulator sim(*s.model, 1);
-    const VecX p = s.model->params().defaults();
-    const Trajectory traj = sim.run(p);
-    ASSERT_TRUE(traj.completed());
-    target = s.model->bodies()[0]->center_of_mass(traj.q.back(), p);
-  }
+  const Vec3 target = end_of_default_throw();
   constexpr double kShrink = 0.5;
   // Largest ratio of a trial after a rejection to the rejected trial, and the rejections.
   auto run = [&](double speed, double spin, double shrink, int& rejections) {
@@ -206,15 +208,7 @@ TEST(BallToPoint, ShrinkAfterLeavesShortRunsOfRejectionsAlone) {
   // one in the Marquardt-scaled norm ‖D^½ δ‖ (J recomputed here). With k beyond the longest
   // run of rejections of the plain run the option changes nothing.
   const Vec3 v_star(1.0, 0.0, 1.0), w_star(0.0, -10.0, 0.0);
-  Vec3 target;
-  {
-    Scene s = load_scene_text(kSmallBallBounce, "test.json");
-    Simulator sim(*s.model, 1);
-    const VecX p = s.model->params().defaults();
-    const Trajectory traj = sim.run(p);
-    ASSERT_TRUE(traj.completed());
-    target = s.model->bodies()[0]->center_of_mass(traj.q.back(), p);
-  }
+  const Vec3 target = end_of_default_throw();
   constexpr double kShrink = 0.5;
   struct Run {
     std::vector<EvaluationRecord> records;

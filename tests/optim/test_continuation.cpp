@@ -10,6 +10,22 @@
 namespace addsim {
 namespace {
 
+// n stages: stage 0 L-BFGS-B with 2 simulations (stops on its budget, short of the target),
+// the others undamped Gauss–Newton to Φ/Φ₀ ≤ 1e-20 within 20 simulations (solves the affine
+// particle throw); the caller marks which are fallbacks.
+std::vector<StageSpec> short_start_then_gauss_newton(int n) {
+  std::vector<StageSpec> stages(n);
+  for (StageSpec& s : stages) {
+    s.options.method = OptimizerMethod::kGaussNewton;
+    s.options.max_simulations = 20;
+    s.options.phi_ratio_tolerance = 1e-20;
+    s.options.lm_damping = 0.0;
+  }
+  stages[0].options.method = OptimizerMethod::kLbfgsb;
+  stages[0].options.max_simulations = 2;
+  return stages;
+}
+
 TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
   const Vec3 target(1.0, 0.5, 0.2);
   // Stage 0 optimises v_x only with 40 steps; stage 1 all of v with the scene's 50 steps.
@@ -84,15 +100,7 @@ TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStop
   };
   // Attempt 1: L-BFGS-B with 2 simulations (short of 1e-20); attempt 2: Gauss–Newton, which
   // solves the affine throw; attempt 3 is then skipped.
-  std::vector<StageSpec> stages(3);
-  for (StageSpec& s : stages) {
-    s.options.method = OptimizerMethod::kGaussNewton;
-    s.options.max_simulations = 20;
-    s.options.phi_ratio_tolerance = 1e-20;
-    s.options.lm_damping = 0.0;
-  }
-  stages[0].options.method = OptimizerMethod::kLbfgsb;
-  stages[0].options.max_simulations = 2;
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
   stages[1].fallback = stages[2].fallback = true;
   const ContinuationResult r = run_continuation(stages, factory);
   ASSERT_EQ(r.stages.size(), 2u);
@@ -158,15 +166,7 @@ TEST(Continuation, FallbackAfterSkipsAttemptsForOtherStopReasons) {
   };
   // 0: L-BFGS-B, 2 simulations (stops on its budget); attempt 1 (stages 1, 2) only after a
   // stall; attempt 2 (stage 3) after the budget: Gauss–Newton, solved.
-  std::vector<StageSpec> stages(4);
-  for (StageSpec& s : stages) {
-    s.options.method = OptimizerMethod::kGaussNewton;
-    s.options.max_simulations = 20;
-    s.options.phi_ratio_tolerance = 1e-20;
-    s.options.lm_damping = 0.0;
-  }
-  stages[0].options.method = OptimizerMethod::kLbfgsb;
-  stages[0].options.max_simulations = 2;
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(4);
   stages[1].fallback = stages[3].fallback = true;
   stages[1].fallback_after = {StopReason::kStall};
   stages[3].fallback_after = {StopReason::kStall, StopReason::kSimulationBudget};

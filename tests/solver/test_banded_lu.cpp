@@ -12,6 +12,7 @@
 
 #include "addsim/solver/banded_lu.h"
 #include "addsim/solver/linear_solver.h"
+#include "../support/linear_system.h"
 
 namespace addsim {
 namespace {
@@ -63,32 +64,16 @@ VecX sheet_values(const Sheet& s, double mass, double coupling, std::mt19937& rn
   return values;
 }
 
-double relative_residual(const Sheet& s, const VecX& values, const VecX& b, const VecX& x, bool transpose) {
-  VecX y = VecX::Zero(s.n);
-  if (transpose)
-    s.pattern.transpose_multiply_add(values, x, y);
-  else
-    s.pattern.multiply_add(values, x, y);
-  return (b - y).norm() / b.norm();
-}
-
-VecX random_rhs(int n, std::mt19937& rng) {
-  std::normal_distribution<double> normal;
-  VecX b(n);
-  for (int i = 0; i < n; ++i) b[i] = normal(rng);
-  return b;
-}
-
 void expect_solves_like_sparse_lu(const Sheet& s, const VecX& values, LinearSolver& banded, std::mt19937& rng) {
   const auto sparse = make_linear_solver(LinearSolverKind::kEigenLu, &s.pattern);
   ASSERT_TRUE(banded.factorize(values));
   ASSERT_TRUE(sparse->factorize(values));
-  const VecX b = random_rhs(s.n, rng);
+  const VecX b = test::random_rhs(s.n, rng);
   for (bool transpose : {false, true}) {
     VecX x, x_sparse;
     banded.solve(b, x, transpose);
     sparse->solve(b, x_sparse, transpose);
-    EXPECT_LT(relative_residual(s, values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
+    EXPECT_LT(test::relative_residual(s.pattern, s.n, values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
     EXPECT_LT((x - x_sparse).norm(), 1e-11 * x_sparse.norm()) << (transpose ? "transposed" : "");
   }
 }

@@ -13,6 +13,7 @@
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/reused_factorization.h"
 #include "addsim/solver/worker_thread.h"
+#include "../support/linear_system.h"
 
 namespace addsim {
 namespace {
@@ -56,23 +57,6 @@ VecX matrix_values(const Grid& g, double mass, double skew, std::mt19937& rng, d
   return values;
 }
 
-double relative_residual(const Grid& g, const VecX& values, const VecX& b, const VecX& x, bool transpose) {
-  VecX y = VecX::Zero(g.n);
-  if (transpose)
-    g.pattern.transpose_multiply_add(values, x, y);
-  else
-    g.pattern.multiply_add(values, x, y);
-  return (b - y).norm() / b.norm();
-}
-
-// A right-hand side with standard-normal entries.
-VecX random_rhs(int n, std::mt19937& rng) {
-  std::normal_distribution<double> normal;
-  VecX b(n);
-  for (int i = 0; i < n; ++i) b[i] = normal(rng);
-  return b;
-}
-
 // The LUs that report flop counts (and so are reused): UMFPACK, KLU, the dense and the banded LU.
 class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
 
@@ -95,7 +79,7 @@ TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
       ASSERT_TRUE(reused.solve(values, b, x, transpose));
       ASSERT_TRUE(direct->factorize(values));
       direct->solve(b, x_direct, transpose);
-      EXPECT_LT(relative_residual(g, values, b, x, transpose), 4.0 * ReusedFactorization::kRelativeTolerance)
+      EXPECT_LT(test::relative_residual(g.pattern, g.n, values, b, x, transpose), 4.0 * ReusedFactorization::kRelativeTolerance)
           << "system " << system << (transpose ? " (transposed)" : "");
       EXPECT_LT((x - x_direct).norm(), 1e-9 * x_direct.norm()) << "system " << system;
     }
@@ -138,12 +122,12 @@ TEST(Klu, KeptPivotOrderIsAbandonedWhenItWouldGrow) {
     ASSERT_TRUE(direct->factorize(*values));
     EXPECT_GT(klu->factor_flops(), 0.0);
     EXPECT_GT(klu->solve_flops(), 0.0);
-    const VecX b = random_rhs(g.n, rng);
+    const VecX b = test::random_rhs(g.n, rng);
     for (bool transpose : {false, true}) {
       VecX x, x_direct;
       klu->solve(b, x, transpose);
       direct->solve(b, x_direct, transpose);
-      EXPECT_LT(relative_residual(g, *values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
+      EXPECT_LT(test::relative_residual(g.pattern, g.n, *values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
       EXPECT_LT((x - x_direct).norm(), 1e-9 * x_direct.norm()) << (transpose ? "transposed" : "");
     }
   }
@@ -160,7 +144,7 @@ TEST(ReusedFactorization, EarlyRefactorisationGivesUpOnAStagnatingSolve) {
   const VecX before = matrix_values(g, 0.01, 2.0, rng, 0.001);
   // Every entry re-drawn by up to ±90 % and the nonsymmetric part reversed.
   const VecX after = matrix_values(g, 0.01, -6.0, rng, 0.9);
-  const VecX b = random_rhs(g.n, rng);
+  const VecX b = test::random_rhs(g.n, rng);
   const auto direct = make_linear_solver(LinearSolverKind::kEigenLu, &g.pattern);
   ASSERT_TRUE(direct->factorize(after));
   ReusedFactorization::Stats stats[2];
@@ -172,7 +156,7 @@ TEST(ReusedFactorization, EarlyRefactorisationGivesUpOnAStagnatingSolve) {
       ASSERT_TRUE(reused.solve(before, b, x, transpose));  // the LU of `before` (first solve or after a jump)
       ASSERT_TRUE(reused.solve(after, b, x, transpose));
       direct->solve(b, x_direct, transpose);
-      EXPECT_LT(relative_residual(g, after, b, x, transpose), 4.0 * ReusedFactorization::kRelativeTolerance)
+      EXPECT_LT(test::relative_residual(g.pattern, g.n, after, b, x, transpose), 4.0 * ReusedFactorization::kRelativeTolerance)
           << (early ? "early" : "plain") << (transpose ? " (transposed)" : "");
       EXPECT_LT((x - x_direct).norm(), 1e-9 * x_direct.norm());
     }
@@ -200,7 +184,7 @@ TEST(ReusedFactorization, RelativeToleranceIsSettable) {
   VecX x;
   ASSERT_TRUE(reused.solve(values, b, x));
   ASSERT_TRUE(reused.solve(drifted, b, x));
-  EXPECT_LT(relative_residual(g, drifted, b, x, false), 4.0 * 1e-6);
+  EXPECT_LT(test::relative_residual(g.pattern, g.n, drifted, b, x, false), 4.0 * 1e-6);
 }
 
 TEST(DenseLu, MatchesSparseLuForAAndItsTranspose) {
@@ -215,12 +199,12 @@ TEST(DenseLu, MatchesSparseLuForAAndItsTranspose) {
   const double n = g.n;
   EXPECT_DOUBLE_EQ(dense->factor_flops(), 2.0 * n * n * n / 3.0);
   EXPECT_DOUBLE_EQ(dense->solve_flops(), 2.0 * n * n);
-  const VecX b = random_rhs(g.n, rng);
+  const VecX b = test::random_rhs(g.n, rng);
   for (bool transpose : {false, true}) {
     VecX x, x_sparse;
     dense->solve(b, x, transpose);
     sparse->solve(b, x_sparse, transpose);
-    EXPECT_LT(relative_residual(g, values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
+    EXPECT_LT(test::relative_residual(g.pattern, g.n, values, b, x, transpose), 1e-13) << (transpose ? "transposed" : "");
     EXPECT_LT((x - x_sparse).norm(), 1e-12 * x_sparse.norm()) << (transpose ? "transposed" : "");
   }
   // A refactorisation overwrites every pattern entry: a second matrix is solved exactly too.
@@ -228,7 +212,7 @@ TEST(DenseLu, MatchesSparseLuForAAndItsTranspose) {
   ASSERT_TRUE(dense->factorize(values2));
   VecX x2;
   dense->solve(b, x2, false);
-  EXPECT_LT(relative_residual(g, values2, b, x2, false), 1e-13);
+  EXPECT_LT(test::relative_residual(g.pattern, g.n, values2, b, x2, false), 1e-13);
 }
 
 TEST(DenseLu, ZeroPivotIsSingular) {
@@ -249,7 +233,7 @@ TEST(ReusedFactorization, DisabledRefactorisesEverySolve) {
     const VecX b = VecX::Ones(g.n);
     VecX x;
     ASSERT_TRUE(plain.solve(values, b, x));
-    EXPECT_LT(relative_residual(g, values, b, x, false), 1e-13);
+    EXPECT_LT(test::relative_residual(g.pattern, g.n, values, b, x, false), 1e-13);
   }
   EXPECT_EQ(plain.stats().factorizations, 3);
   EXPECT_EQ(plain.stats().krylov_iterations, 0);
@@ -266,7 +250,7 @@ TEST(ReusedFactorization, BackgroundFactorisationIsAdoptedOrSuperseded) {
   const VecX first = matrix_values(g, 5.0, 2.0, rng, 0.001);
   const VecX second = matrix_values(g, 5.0, 2.0, rng, 0.01);
   const VecX third = matrix_values(g, 5.0, -2.0, rng, 0.2);
-  const VecX b = random_rhs(g.n, rng);
+  const VecX b = test::random_rhs(g.n, rng);
   const VecX q = VecX::Zero(g.n);
   WorkerThread worker;
   ReusedFactorization reused(&g.pattern, make_linear_solver(LinearSolverKind::kUmfpack, &g.pattern));
@@ -297,7 +281,7 @@ TEST(ReusedFactorization, BackgroundFactorisationIsAdoptedOrSuperseded) {
   EXPECT_EQ(reused.stats().factorizations, 1);
   ASSERT_TRUE(reused.solve(second, b, x));
   EXPECT_EQ(reused.stats().krylov_iterations - before, 1);
-  EXPECT_LT(relative_residual(g, second, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
+  EXPECT_LT(test::relative_residual(g.pattern, g.n, second, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
   EXPECT_FALSE(reused.install_background());  // nothing pending: no-op
   EXPECT_EQ(reused.stats().background_factorizations, 1);
 
@@ -311,7 +295,7 @@ TEST(ReusedFactorization, BackgroundFactorisationIsAdoptedOrSuperseded) {
   const long kept = reused.stats().krylov_iterations;
   ASSERT_TRUE(reused.solve(third, b, x));
   EXPECT_EQ(reused.stats().krylov_iterations - kept, 1);  // still the LU of `third`
-  EXPECT_LT(relative_residual(g, third, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
+  EXPECT_LT(test::relative_residual(g.pattern, g.n, third, b, x, false), 4.0 * ReusedFactorization::kRelativeTolerance);
   EXPECT_GT(reused.stats().background_ms, 0.0);
 }
 
