@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/cube_drag_fixture.h"
 #include "../support/source_dir.h"
 #include "addsim/core/error.h"
 #include "addsim/io/task.h"
@@ -122,9 +123,7 @@ TEST(DirectJacobian, EqualsTheSingleParameterPassOnEveryScene) {
 // moving along +x: all 78 pose controls plus contact and initial-state parameters, against the
 // single pass and, for a few columns, central differences of whole rollouts.
 TEST(DirectJacobian, CubeDragColumnsMatchSinglePassesAndDifferences) {
-  const Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
-                                   {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]",
-                                    R"(parameters=["bodies.effector.poses"])"});
+  const Task task = test::short_cube_drag_task();
   const Model& m = *task.scene.model;
   const VecX p = m.params().defaults();
   Simulator sim(m);

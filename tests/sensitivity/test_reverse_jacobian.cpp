@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/cube_drag_fixture.h"
 #include "../support/source_dir.h"
 #include "addsim/core/error.h"
 #include "addsim/io/scene.h"
@@ -194,9 +195,7 @@ TEST(ReverseJacobian, SubSteppedFemRunsMatchTheDirectSweep) {
 // points at two more frames: Objective::residual_partials + the reverse sweep against the
 // direct Jacobian and, for some columns, central differences of the residuals.
 TEST(ReverseJacobian, CubeDragTermsMatchTheDirectJacobianAndDifferences) {
-  Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
-                             {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]",
-                              R"(parameters=["bodies.effector.poses"])"});
+  Task task = test::short_cube_drag_task();
   const Model& m = *task.scene.model;
   const VecX p = m.params().defaults();
   // Feature points at steps 4 and 9 too (rows at several frames).
@@ -376,9 +375,7 @@ TEST(ReverseJacobian, LateControlsSkipTheStepsBeforeTheirFirst) {
 // sweep stops at step 5): the residual Jacobian against central differences of whole
 // rollouts.
 TEST(ReverseJacobian, LateCubeDragPosesMatchDifferences) {
-  const Task task = load_task_file(test::source_dir() / "tasks" / "cube_drag.json",
-                                   {"scene.steps=12", "scene.bodies.0.velocity=[0.3, 0, 0]",
-                                    R"(parameters=["bodies.effector.poses"])"});
+  const Task task = test::short_cube_drag_task();
   const Model& m = *task.scene.model;
   const VecX p = m.params().defaults();
   Simulator sim(m);

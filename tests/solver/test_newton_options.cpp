@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "addsim/core/error.h"
@@ -18,13 +19,30 @@
 namespace addsim {
 namespace {
 
-// The first `steps` steps of the Table 2 sheet flip (75 DOF, stiff springs, contact), with
-// extra scene overrides.
-Trajectory sheet_flip(int steps, std::vector<std::string> overrides) {
+// The first `steps` steps of scenes/<file> with extra scene overrides.
+Trajectory first_steps(const char* file, int steps, std::vector<std::string> overrides) {
   overrides.push_back("steps=" + std::to_string(steps));
-  const Scene scene = load_scene_file(test::scene_path("sheet_flip.json"), overrides);
+  const Scene scene = load_scene_file(test::scene_path(file), overrides);
   Simulator sim(*scene.model);
   return sim.run(scene.model->params().defaults());
+}
+
+// The Table 2 sheet flip (75 DOF, stiff springs, contact).
+Trajectory sheet_flip(int steps, std::vector<std::string> overrides) {
+  return first_steps("sheet_flip.json", steps, std::move(overrides));
+}
+
+// The Table 2 quadruped walk (13 rigid bodies, feet touching down and coming to rest under
+// c_f = 0.8).
+Trajectory quadruped_walk(int steps, std::vector<std::string> overrides) {
+  return first_steps("quadruped_walk.json", steps, std::move(overrides));
+}
+
+// Largest difference of any coordinate of any state of two runs of the same scene.
+double largest_state_difference(const Trajectory& a, const Trajectory& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.q.size(); ++i) worst = std::max(worst, (a.q[i] - b.q[i]).lpNorm<Eigen::Infinity>());
+  return worst;
 }
 
 int total_iterations(const Trajectory& t) {
@@ -43,20 +61,9 @@ TEST(NewtonOptions, ClampedFirstIterationConvergesToTheSameStates) {
   EXPECT_NE(total_iterations(exact), total_iterations(clamped));
   // The same roots: ‖r‖ < 1e-10 N against spring stiffnesses of 1e3 N/m bounds each step's
   // state error by ≈ 1e-13 m; the steps' sensitivity can amplify it over 40 steps.
-  double worst = 0.0;
-  for (std::size_t i = 0; i < exact.q.size(); ++i)
-    worst = std::max(worst, (exact.q[i] - clamped.q[i]).lpNorm<Eigen::Infinity>());
-  EXPECT_LT(worst, 1e-9);
+  ASSERT_EQ(exact.q.size(), clamped.q.size());
+  EXPECT_LT(largest_state_difference(exact, clamped), 1e-9);
   for (const StepReport& r : clamped.reports) EXPECT_FALSE(r.accepted_at_floor()) << "step " << r.step;
-}
-
-// The first `steps` steps of the Table 2 quadruped walk (13 rigid bodies, feet touching down
-// and coming to rest under c_f = 0.8), with extra scene overrides.
-Trajectory quadruped_walk(int steps, std::vector<std::string> overrides) {
-  overrides.push_back("steps=" + std::to_string(steps));
-  const Scene scene = load_scene_file(test::scene_path("quadruped_walk.json"), overrides);
-  Simulator sim(*scene.model);
-  return sim.run(scene.model->params().defaults());
 }
 
 int total_halvings(const Trajectory& t) {
@@ -76,10 +83,8 @@ TEST(NewtonOptions, StickPredictorConvergesToTheSameStates) {
   EXPECT_NE(total_halvings(exact), total_halvings(predicted));
   // The same roots: ‖r‖ < 1e-10 N against joint and contact stiffnesses of 1e5 N/m bounds each
   // step's state error by ≈ 1e-15 m; the walk's sensitivity amplifies it over the steps.
-  double worst = 0.0;
-  for (std::size_t i = 0; i < exact.q.size(); ++i)
-    worst = std::max(worst, (exact.q[i] - predicted.q[i]).lpNorm<Eigen::Infinity>());
-  EXPECT_LT(worst, 1e-8);
+  ASSERT_EQ(exact.q.size(), predicted.q.size());
+  EXPECT_LT(largest_state_difference(exact, predicted), 1e-8);
   for (const StepReport& r : predicted.reports) EXPECT_FALSE(r.accepted_at_floor()) << "step " << r.step;
 }
 

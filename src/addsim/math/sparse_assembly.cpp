@@ -168,10 +168,8 @@ void Assembly::reset(EvalMode mode, const JacobianWeights& weights) {
   } else if (mode == EvalMode::kResidualAndStepJacobian) {
     jac.setZero(pattern_->nnz());
   }
-  if (predicts_stick())
-    r_predictor.setZero(pattern_->size());
-  else
-    r_predictor.resize(0);
+  predictor_active_ = predicts_stick();
+  if (predictor_active_) r_predictor.setZero(pattern_->size());
 }
 
 void Assembly::add_from(const Assembly& other) {
@@ -185,7 +183,7 @@ void Assembly::add_from(const Assembly& other) {
   } else if (mode_ == EvalMode::kResidualAndStepJacobian) {
     jac += other.jac;
   }
-  if (r_predictor.size() > 0 && other.r_predictor.size() > 0) r_predictor += other.r_predictor;
+  if (predictor_active_ && other.predictor_active_) r_predictor += other.r_predictor;
 }
 
 void Assembly::add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da) {

@@ -133,8 +133,11 @@ class Assembly {
   /// friction cone add the stick branch's partials to jac and the residual change of the
   /// stick law to r_predictor, while r stays exact (docs/solver.md, "Stick predictor").
   double stick_predictor_ratio = 0.0;
-  /// With stick_predictor_ratio > 0: the predictor's residual minus r (|q|); else empty.
+  /// When has_predictor(): the predictor's residual minus r (|q|); its storage is kept
+  /// across resets, so the first iteration of every step does not allocate.
   VecX r_predictor;
+  /// True when the last reset() predicted stick (r_predictor then holds this evaluation's sum).
+  bool has_predictor() const { return predictor_active_; }
   /// Adds a local residual change (N entries, stencil order) to r_predictor.
   template <int N>
   void add_predictor(int id, const Eigen::Matrix<double, N, 1>& dr_local) {
@@ -283,6 +286,7 @@ class Assembly {
   const StencilSet* stencils_ = nullptr;
   EvalMode mode_ = EvalMode::kResidual;
   JacobianWeights weights_{1.0, 0.0, 0.0};
+  bool predictor_active_ = false;  ///< see has_predictor()
 };
 
 /// Receives local parameter derivatives ∂r_local/∂p (N × m, columns = the listed global

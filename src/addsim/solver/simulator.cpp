@@ -582,7 +582,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     r_ = -assembly_.r;  // the line search overwrites assembly_
     // The stick predictor's model residual (first iteration: assembly_ holds the guess's
     // evaluation with the predictor on).
-    if (rep.iterations == 0 && assembly_.r_predictor.size() > 0) r_ -= assembly_.r_predictor;
+    if (rep.iterations == 0 && assembly_.has_predictor()) r_ -= assembly_.r_predictor;
     ++rep.iterations;
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
     // Except when the quadratic model predicts convergence by a wide margin: the converged
