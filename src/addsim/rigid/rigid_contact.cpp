@@ -1,6 +1,7 @@
 #include "addsim/rigid/rigid_contact.h"
 
 #include "addsim/core/error.h"
+#include "addsim/rigid/body_frame_cache.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -11,11 +12,11 @@ using Vec6 = Eigen::Matrix<double, 6, 1>;
 using Mat6 = Eigen::Matrix<double, 6, 6>;
 using Mat36 = Eigen::Matrix<double, 3, 6>;
 
-// Body state shared by all proxy points at one evaluation.
+// Body state shared by all proxy points at one evaluation; R, J, ∂J/∂θ from the per-thread
+// frame cache (rigid/body_frame_cache.h).
 struct BodyKinematics {
   Vec3 p, pdot, thetadot;
-  Mat3 R;
-  ExpJacobian jac;
+  const RotationFrame* rot = nullptr;
 };
 
 BodyKinematics body_kinematics(const RigidBody& b, const TermContext& ctx) {
@@ -24,7 +25,7 @@ BodyKinematics body_kinematics(const RigidBody& b, const TermContext& ctx) {
   k.p = ctx.q.segment<3>(d);
   k.pdot = ctx.v.segment<3>(d);
   k.thetadot = ctx.v.segment<3>(d + 3);
-  exp_rotation_and_jacobian(ctx.q.segment<3>(d + 3), 1, k.R, k.jac);
+  k.rot = &body_frame(b, ctx.q, 1);
   return k;
 }
 
@@ -38,7 +39,7 @@ struct PointKinematics {
 
 PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, double radius, const Obstacle& o) {
   PointKinematics k;
-  const Vec3 yc = b.R * center_B;
+  const Vec3 yc = b.rot->R * center_B;
   Vec3 n = Vec3::Zero();
   if (radius > 0.0) {
     Mat3 H;
@@ -46,8 +47,8 @@ PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, 
   }
   k.y = yc - radius * n;
   k.x = b.p + k.y;
-  k.Xc = -skew(yc) * b.jac.J;
-  k.Xv = -skew(k.y) * b.jac.J;
+  k.Xc = -skew(yc) * b.rot->J;
+  k.Xv = -skew(k.y) * b.rot->J;
   k.xdot = b.pdot + k.Xv * b.thetadot;
   return k;
 }
@@ -107,7 +108,7 @@ void RigidContactTerm::stick_jacobian(const TermContext& ctx, int k, int o, cons
   C.leftCols<3>() = Tb;
   C.rightCols<3>() = Tb * pk.Xv;
   for (int j = 0; j < 3; ++j) {
-    const Mat3 dXv = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+    const Mat3 dXv = -skew(pk.Xc.col(j)) * b.rot->J - skew(pk.y) * b.rot->dJ[j];
     dC[j].leftCols<3>().setZero();
     dC[j].rightCols<3>() = Tb * dXv;
   }
@@ -120,7 +121,7 @@ double RigidContactTerm::point_jacobian(const TermContext& ctx, int k, int o, Ma
   Pv << Mat3::Identity(), pk.Xv;
   for (int j = 0; j < 3; ++j) {
     dPv[j].leftCols<3>().setZero();
-    dPv[j].rightCols<3>() = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+    dPv[j].rightCols<3>() = -skew(pk.Xc.col(j)) * b.rot->J - skew(pk.y) * b.rot->dJ[j];
   }
   Vec3 n;
   Mat3 H;
@@ -164,7 +165,7 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       Mat36 dxdot_dq = Mat36::Zero();
       Mat3 Z;
       for (int j = 0; j < 3; ++j) {
-        const Mat3 dXv = -skew(pk.Xc.col(j)) * b.jac.J - skew(pk.y) * b.jac.dJ[j];
+        const Mat3 dXv = -skew(pk.Xc.col(j)) * b.rot->J - skew(pk.y) * b.rot->dJ[j];
         dxdot_dq.col(3 + j) = dXv * b.thetadot;
         Z.col(j) = dXv.transpose() * f_model;
       }

@@ -5,6 +5,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/model/handle.h"
+#include "addsim/rigid/body_frame_cache.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -22,29 +23,27 @@ struct WorldVector {
   Eigen::Matrix<double, 3, 6> dy;
 };
 
-// A body's centre, rotation R(θ) and exp-map Jacobian J(θ) (with ∂J/∂θ and JᵀJ if `second`),
-// computed once per body and evaluation of the term and shared by all joints and world
-// vectors on that body.
+// A body's centre and its rotation frame (R, J(θ) and, with order 1, ∂J/∂θ and JᵀJ) from the
+// per-thread cache (rigid/body_frame_cache.h), shared by all joints and world vectors on the
+// body and by the body's other terms.
 struct BodyFrame {
-  Vec3 x = Vec3::Zero();
-  Mat3 R = Mat3::Identity();
-  ExpJacobian jac;
-  Mat3 JtJ;  ///< JᵀJ, with `second` only
-  bool second = false;
+  Vec3 x;
+  const RotationFrame* rot = nullptr;
 };
 
-// Fills f in place (a frame is 1.2 kB, mostly ExpJacobian's unused ∂²J/∂θ²: not copied).
-void fill_body_frame(const RigidBody& b, const VecX& q, bool second, BodyFrame& f) {
-  exp_rotation_and_jacobian(q.segment<3>(b.dof() + 3), second ? 1 : 0, f.R, f.jac);
-  f.x = q.segment<3>(b.dof());
-  f.second = second;
-  if (second) f.JtJ.noalias() = f.jac.J.transpose() * f.jac.J;
+// The frames of joint jt's bodies a and, if rigid, b at q (order 1: with ∂J/∂θ).
+void joint_frames(const RigidJoint& jt, const VecX& q, int order, BodyFrame& fa, BodyFrame& fb) {
+  fa.x = q.segment<3>(jt.body_a->dof());
+  fa.rot = &body_frame(*jt.body_a, q, order);
+  if (!jt.body_b) return;
+  fb.x = q.segment<3>(jt.body_b->dof());
+  fb.rot = &body_frame_beside(*jt.body_b, q, order, *fa.rot);
 }
 
 WorldVector world_vector(const BodyFrame& f, const Vec3& u_B, bool point) {
   WorldVector w;
-  const ExpJacobian& jac = f.jac;
-  w.yR = f.R * u_B;
+  const RotationFrame& jac = *f.rot;
+  w.yR = jac.R * u_B;
   w.point = point;
   w.y = point ? Vec3(f.x + w.yR) : w.yR;
   if (point)
@@ -94,16 +93,16 @@ struct RotationCurvature {
   template <class Hess>
   void apply(const BodyFrame& f, Hess& H, int r0) const {
     if (!any) return;
-    ADDSIM_CHECK(f.second, "RotationCurvature: needs a frame built with second derivatives");
-    const Mat3& J = f.jac.J;
-    Mat3 C = J.transpose() * M * J - s * f.JtJ;
+    ADDSIM_CHECK(f.rot->order >= 1, "RotationCurvature: needs a frame built with ∂J/∂θ");
+    const Mat3& J = f.rot->J;
+    Mat3 C = J.transpose() * M * J - s * f.rot->JtJ;
     add_dj_torque(f, w, C);
     H.template block<3, 3>(r0, r0) += C;
   }
 
   // C(j, m) += (∂J/∂θ_j)ᵀ_m w, the first part of the block above.
   static void add_dj_torque(const BodyFrame& f, const Vec3& w, Mat3& C) {
-    for (int j = 0; j < 3; ++j) C.row(j) += (f.jac.dJ[j].transpose() * w).transpose();
+    for (int j = 0; j < 3; ++j) C.row(j) += (f.rot->dJ[j].transpose() * w).transpose();
   }
 };
 
@@ -287,8 +286,8 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
 // ∂r/∂k_md), without its products by the zero columns of D = [0, J_a, 0, −J_b].
 void add_pair_damping(double kd, const RigidBody& a, const RigidBody& b, const BodyFrame& fa, const BodyFrame& fb,
                       const TermContext& ctx, bool jacobians, JointLocal<12>& L) {
-  const Mat3& Ja = fa.jac.J;
-  const Mat3& Jb = fb.jac.J;
+  const Mat3& Ja = fa.rot->J;
+  const Mat3& Jb = fb.rot->J;
   const Vec3 wa = ctx.v.segment<3>(a.dof() + 3), wb = ctx.v.segment<3>(b.dof() + 3);
   const Vec3 w = Ja * wa - Jb * wb;
   const Vec3 kw = kd * w;
@@ -296,16 +295,16 @@ void add_pair_damping(double kd, const RigidBody& a, const RigidBody& b, const B
   L.r.segment<3>(9) -= Jb.transpose() * kw;
   if (!jacobians) return;
   const Mat3 JaJb = kd * (Ja.transpose() * Jb);
-  L.dv.block<3, 3>(3, 3) += kd * fa.JtJ;
+  L.dv.block<3, 3>(3, 3) += kd * fa.rot->JtJ;
   L.dv.block<3, 3>(3, 9) -= JaJb;
   L.dv.block<3, 3>(9, 3) -= JaJb.transpose();
-  L.dv.block<3, 3>(9, 9) += kd * fb.JtJ;
+  L.dv.block<3, 3>(9, 9) += kd * fb.rot->JtJ;
   Mat3 Va, Vb, Wa, Wb;
   for (int j = 0; j < 3; ++j) {
-    Va.col(j) = fa.jac.dJ[j] * wa;
-    Vb.col(j) = fb.jac.dJ[j] * wb;
-    Wa.col(j) = fa.jac.dJ[j].transpose() * kw;
-    Wb.col(j) = fb.jac.dJ[j].transpose() * kw;
+    Va.col(j) = fa.rot->dJ[j] * wa;
+    Vb.col(j) = fb.rot->dJ[j] * wb;
+    Wa.col(j) = fa.rot->dJ[j].transpose() * kw;
+    Wb.col(j) = fb.rot->dJ[j].transpose() * kw;
   }
   const Mat3 kVa = kd * Va, kVb = kd * Vb;
   L.dq.block<3, 3>(3, 3) += Ja.transpose() * kVa + Wa;
@@ -325,13 +324,13 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
       return;
     }
   }
-  const ExpJacobian& ja = fa.jac;
+  const RotationFrame& ja = *fa.rot;
   Eigen::Matrix<double, 3, N> D = Eigen::Matrix<double, 3, N>::Zero();
   Eigen::Matrix<double, N, 1> v = Eigen::Matrix<double, N, 1>::Zero();
   D.template block<3, 3>(0, 3) = ja.J;
   v.template head<6>() = ctx.v.segment<6>(a.dof());
   if constexpr (N == 12) {
-    D.template block<3, 3>(0, 9) = -fb->jac.J;
+    D.template block<3, 3>(0, 9) = -fb->rot->J;
     v.template tail<6>() = ctx.v.segment<6>(b->dof());
   }
   const Vec3 w_rel = D * v;
@@ -341,7 +340,7 @@ void add_damping(double kd, const RigidBody& a, const RigidBody* b, const BodyFr
   add_scaled_gram<N>(kd, D, L.dv);
   // ∂D/∂θ_j has ±∂J/∂θ_j in the θ columns of its body.
   for (int slot = 0; slot < (N == 12 ? 2 : 1); ++slot) {
-    const ExpJacobian& jac = slot == 0 ? ja : fb->jac;
+    const RotationFrame& jac = slot == 0 ? ja : *fb->rot;
     const double sign = slot == 0 ? 1.0 : -1.0;
     for (int j = 0; j < 3; ++j) {
       Eigen::Matrix<double, 3, N> dD = Eigen::Matrix<double, 3, N>::Zero();
@@ -635,8 +634,8 @@ struct RigidPairPotentials {
   }
 
   void finish(const BodyFrame& fa, const BodyFrame& fb, bool jacobians, JointLocal<12>& L) const {
-    const Mat3& Ja = fa.jac.J;
-    const Mat3& Jb = fb.jac.J;
+    const Mat3& Ja = fa.rot->J;
+    const Mat3& Jb = fb.rot->J;
     L.energy += energy;
     L.r.segment<3>(0) += F;
     L.r.segment<3>(3) += Ja.transpose() * ta;
@@ -671,7 +670,7 @@ struct RigidPairPotentials {
 };
 
 // A world vector's rotated part R û and its world position (x + R û for a point).
-inline Vec3 rotated(const BodyFrame& f, const Vec3& u) { return f.R * u; }
+inline Vec3 rotated(const BodyFrame& f, const Vec3& u) { return f.rot->R * u; }
 
 // Residual, energy and (with `jacobians`) ∂r/∂q of a ball joint, hinge or motor between two
 // rigid bodies, by RigidPairPotentials; not the parameter columns.
@@ -768,13 +767,6 @@ void joint_local_unmasked(const RigidJoint& jt, const BodyFrame& fa, const BodyF
 
 int b_dofs(const RigidJoint& j) { return j.body_b ? 6 : j.particle_b >= 0 ? 3 : j.tet_b[0] >= 0 ? 12 : 0; }
 
-// Frames of `bodies` at q, one per body (with ∂J/∂θ if `second`).
-std::vector<BodyFrame> body_frames(const std::vector<const RigidBody*>& bodies, const VecX& q, bool second) {
-  std::vector<BodyFrame> frames(bodies.size());
-  for (size_t i = 0; i < bodies.size(); ++i) fill_body_frame(*bodies[i], q, second, frames[i]);
-  return frames;
-}
-
 // Calls f.template operator()<N>(k) for each joint k with the stencil size N of its kind.
 template <class F>
 void for_each_joint(const std::vector<RigidJoint>& joints, F&& f) {
@@ -828,14 +820,6 @@ RigidJointTerm::RigidJointTerm(std::vector<RigidJoint> joints, const Model* mode
       throw InputError(j.label + ": missing motor stiffness or target angle");
     if (j.kind == K::kMotorDamping && j.damping_param < 0) throw InputError(j.label + ": missing damping");
   }
-  auto index_of = [&](const RigidBody* b) {
-    if (!b) return -1;
-    for (size_t i = 0; i < bodies_.size(); ++i)
-      if (bodies_[i] == b) return static_cast<int>(i);
-    bodies_.push_back(b);
-    return static_cast<int>(bodies_.size()) - 1;
-  };
-  for (const RigidJoint& j : joints_) body_index_.push_back({index_of(j.body_a), index_of(j.body_b)});
   // Joints between the same two rigid bodies (a motor and its damping) share one local.
   for (size_t k = 0; k < joints_.size(); ++k) {
     const RigidJoint& j = joints_[k];
@@ -870,19 +854,19 @@ void RigidJointTerm::declare(StencilSet& stencils) {
 
 void RigidJointTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool jac = out.wants_jacobians();
-  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, jac);
   for (const std::vector<int>& group : groups_) {
     const int k0 = group.front();
     auto run = [&]<int N>() {
-      const auto [ia, ib] = body_index_[k0];
-      const BodyFrame* fb = ib >= 0 ? &frames[ib] : nullptr;
+      BodyFrame fa, fb_frame;
+      joint_frames(joints_[k0], ctx.q, jac ? 1 : 0, fa, fb_frame);
+      const BodyFrame* fb = joints_[k0].body_b ? &fb_frame : nullptr;
       // Only motor damping depends on v: the other joints' ∂r/∂v is zero and not scattered.
       bool damping = false;
       for (int k : group) damping = damping || joints_[k].kind == RigidJoint::Kind::kMotorDamping;
       JointLocal<N> L;
       L.clear(jac, damping, false);
-      for (int k : group) joint_local_unmasked<N>(joints_[k], frames[ia], fb, ctx, model_, L);
-      finish_local<N>(joints_[k0], frames[ia], fb, L);
+      for (int k : group) joint_local_unmasked<N>(joints_[k], fa, fb, ctx, model_, L);
+      finish_local<N>(joints_[k0], fa, fb, L);
       out.add<N>(stencil_[k0], L.r, jac ? &L.dq : nullptr, L.dv_used ? &L.dv : nullptr, nullptr);
     };
     switch (b_dofs(joints_[k0])) {
@@ -920,22 +904,22 @@ void joint_params(const RigidJoint& jt, int stencil, const JointLocal<N>& L, con
 }  // namespace
 
 void RigidJointTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
-  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, false);
   for_each_joint(joints_, [&]<int N>(size_t k) {
-    const auto [ia, ib] = body_index_[k];
+    BodyFrame fa, fb;
+    joint_frames(joints_[k], ctx.q, 0, fa, fb);
     JointLocal<N> L;
-    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, true, L);
+    joint_local<N>(joints_[k], fa, joints_[k].body_b ? &fb : nullptr, ctx, model_, false, true, L);
     joint_params<N>(joints_[k], stencil_[k], L, ctx, model_, sink);
   });
 }
 
 double RigidJointTerm::energy(const TermContext& ctx) const {
-  const std::vector<BodyFrame> frames = body_frames(bodies_, ctx.q, false);
   double e = 0.0;
   for_each_joint(joints_, [&]<int N>(size_t k) {
-    const auto [ia, ib] = body_index_[k];
+    BodyFrame fa, fb;
+    joint_frames(joints_[k], ctx.q, 0, fa, fb);
     JointLocal<N> L;
-    joint_local<N>(joints_[k], frames[ia], ib >= 0 ? &frames[ib] : nullptr, ctx, model_, false, false, L);
+    joint_local<N>(joints_[k], fa, joints_[k].body_b ? &fb : nullptr, ctx, model_, false, false, L);
     e += L.energy;
   });
   return e;

@@ -87,10 +87,6 @@ class RigidJointTerm final : public Term {
   std::vector<RigidJoint> joints_;
   std::vector<int> stencil_;
   const Model* model_;
-  /// Distinct rigid bodies of the joints, whose frames (R, J, ∂J/∂θ) each evaluation builds
-  /// once, and per joint the indices of its bodies a and b in that list (b: −1 if none).
-  std::vector<const RigidBody*> bodies_;
-  std::vector<std::array<int, 2>> body_index_;
   /// evaluate(): joints summed into one local and scattered once, in order of their first
   /// joint — those between the same two rigid bodies (b a body, not a handle) share a group.
   std::vector<std::vector<int>> groups_;

@@ -1,5 +1,6 @@
 #include "addsim/rigid/rigid_terms.h"
 
+#include "addsim/rigid/body_frame_cache.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -20,18 +21,15 @@ struct RotationalInertia {
   Mat3 dq = Mat3::Zero(), dv = Mat3::Zero(), da = Mat3::Zero();
 };
 
-RotationalInertia rotational_inertia(const Mat3& Ib, const Vec3& theta, const Vec3& thetadot, const Vec3& thetaddot,
-                                     bool jacobians) {
-  ExpJacobian jac;
+// f: the body's rotation frame at θ, built with ∂J/∂θ (order 1).
+RotationalInertia rotational_inertia(const Mat3& Ib, const RotationFrame& f, const Vec3& thetadot,
+                                     const Vec3& thetaddot, bool jacobians) {
   Mat3 K2;  // K2.col(j) = Σ_k θ̇_k (∂²J/∂θ_k∂θ_j)ᵀ θ̇, with Jacobians
-  if (jacobians)
-    exp_jacobian_and_contraction(theta, thetadot, jac, K2);
-  else
-    exp_jacobian(theta, 1, jac);
+  if (jacobians) exp_contraction(f.theta, f.e, thetadot, K2);
   // Body-frame Jacobian G = Jᵀ and its derivatives G_k = (∂J/∂θ_k)ᵀ.
-  const Mat3 G = jac.J.transpose();
+  const Mat3 G = f.J.transpose();
   std::array<Mat3, 3> Gk;
-  for (int k = 0; k < 3; ++k) Gk[k] = jac.dJ[k].transpose();
+  for (int k = 0; k < 3; ++k) Gk[k] = f.dJ[k].transpose();
   // Ġ = Σ_k G_k θ̇_k; K = [G_1 θ̇, G_2 θ̇, G_3 θ̇] = ∂ω_B/∂θ.
   Mat3 Gdot = Mat3::Zero(), K;
   for (int k = 0; k < 3; ++k) {
@@ -72,7 +70,7 @@ void RigidInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const int d = body_->dof();
   const double m = body_->mass(ctx.p);
   const bool jac = out.wants_jacobians();
-  const RotationalInertia rot = rotational_inertia(body_->unit_inertia(), ctx.q.segment<3>(d + 3),
+  const RotationalInertia rot = rotational_inertia(body_->unit_inertia(), body_frame(*body_, ctx.q, 1),
                                                    ctx.v.segment<3>(d + 3), ctx.a.segment<3>(d + 3), jac);
   Vec6 r;
   r << m * ctx.a.segment<3>(d), m * rot.r;
@@ -93,7 +91,7 @@ void RigidInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink
   if (!sink.wants(pm)) return;
   const int d = body_->dof();
   // r is linear in m: ∂r/∂m = (a_p, r_θ/m).
-  const RotationalInertia rot = rotational_inertia(body_->unit_inertia(), ctx.q.segment<3>(d + 3),
+  const RotationalInertia rot = rotational_inertia(body_->unit_inertia(), body_frame(*body_, ctx.q, 1),
                                                    ctx.v.segment<3>(d + 3), ctx.a.segment<3>(d + 3), false);
   Vec6 col;
   col << ctx.a.segment<3>(d), rot.r;

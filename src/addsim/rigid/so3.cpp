@@ -104,9 +104,9 @@ const UnitSkews& unit_skews() {
 }
 
 // J and its derivatives up to `order` from precomputed coefficients and S = [θ]×, S² = S S.
-void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, const Mat3& S2, int order,
-                   ExpJacobian& out) {
-  out.J = Mat3::Identity() + e.a * S + e.b * S2;
+void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, const Mat3& S2, int order, Mat3& J,
+                   std::array<Mat3, 3>& dJ, std::array<std::array<Mat3, 3>, 3>* ddJ) {
+  J = Mat3::Identity() + e.a * S + e.b * S2;
   if (order < 1) return;
   // E_k = [e_k]× and the symmetric products E_k S + S E_k = e_k θᵀ + θ e_kᵀ − 2 θ_k I
   // ([a]×[b]× = b aᵀ − (a·b) I). The closed form has the same values as the two 3 × 3
@@ -123,17 +123,17 @@ void jacobian_from(const Vec3& theta, const ExpCoefficients& e, const Mat3& S, c
   }
   // ∂J/∂θ_k = A1 θ_k S + a E_k + B1 θ_k S² + b (E_k S + S E_k).
   for (int k = 0; k < 3; ++k)
-    out.dJ[k] = e.A1 * theta[k] * S + e.a * E[k] + e.B1 * theta[k] * S2 + e.b * ES[k];
+    dJ[k] = e.A1 * theta[k] * S + e.a * E[k] + e.B1 * theta[k] * S2 + e.b * ES[k];
   if (order < 2) return;
   // Differentiating each summand of ∂J/∂θ_k with respect to θ_j.
   for (int k = 0; k < 3; ++k) {
     for (int j = k; j < 3; ++j) {
       const double tt = theta[j] * theta[k];
       const double dkj = j == k ? 1.0 : 0.0;
-      out.ddJ[k][j] = (e.A2 * tt + e.A1 * dkj) * S + e.A1 * (theta[k] * E[j] + theta[j] * E[k]) +
+      (*ddJ)[k][j] = (e.A2 * tt + e.A1 * dkj) * S + e.A1 * (theta[k] * E[j] + theta[j] * E[k]) +
                       (e.B2 * tt + e.B1 * dkj) * S2 + e.B1 * (theta[k] * ES[j] + theta[j] * ES[k]) +
                       e.b * u.EE[k][j];
-      out.ddJ[j][k] = out.ddJ[k][j];
+      (*ddJ)[j][k] = (*ddJ)[k][j];
     }
   }
 }
@@ -152,7 +152,7 @@ void exp_jacobian(const Vec3& theta, int order, ExpJacobian& out) {
   const ExpCoefficients e = coefficients(theta.squaredNorm(), order, false);
   const Mat3 S = skew(theta);
   const Mat3 S2 = S * S;
-  jacobian_from(theta, e, S, S2, order, out);
+  jacobian_from(theta, e, S, S2, order, out.J, out.dJ, &out.ddJ);
 }
 
 void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobian& out) {
@@ -160,14 +160,30 @@ void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobia
   const Mat3 S = skew(theta);
   R = Mat3::Identity() + e.c * S + e.a * S * S;
   const Mat3 S2 = S * S;
-  jacobian_from(theta, e, S, S2, order, out);
+  jacobian_from(theta, e, S, S2, order, out.J, out.dJ, &out.ddJ);
 }
 
 void exp_jacobian_and_contraction(const Vec3& theta, const Vec3& v, ExpJacobian& out, Mat3& K) {
   const ExpCoefficients e = coefficients(theta.squaredNorm(), 2, false);
   const Mat3 S = skew(theta);
   const Mat3 S2 = S * S;
-  jacobian_from(theta, e, S, S2, 1, out);
+  jacobian_from(theta, e, S, S2, 1, out.J, out.dJ, nullptr);
+  exp_contraction(theta, e, v, K);
+}
+
+void rotation_frame(const Vec3& theta, int order, RotationFrame& out) {
+  out.e = coefficients(theta.squaredNorm(), order < 1 ? 0 : 2, true);
+  const ExpCoefficients& e = out.e;
+  const Mat3 S = skew(theta);
+  out.R = Mat3::Identity() + e.c * S + e.a * S * S;
+  const Mat3 S2 = S * S;
+  jacobian_from(theta, e, S, S2, order < 1 ? 0 : 1, out.J, out.dJ, nullptr);
+  out.theta = theta;
+  out.order = order < 1 ? 0 : 1;
+  if (order >= 1) out.JtJ.noalias() = out.J.transpose() * out.J;
+}
+
+void exp_contraction(const Vec3& theta, const ExpCoefficients& e, const Vec3& v, Mat3& K) {
   // Σ_k v_k ∂²J/∂θ_k∂θ_j from jacobian_from()'s ∂²J/∂θ_k∂θ_j, with t_v = θ·v, V = [v]×:
   //   (A2 θ_j t_v + A1 v_j) S + A1 (t_v E_j + θ_j V) + (B2 θ_j t_v + B1 v_j) S²
   //   + B1 (t_v (E_j S + S E_j) + θ_j (V S + S V)) + b (V E_j + E_j V),

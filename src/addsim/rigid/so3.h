@@ -54,6 +54,29 @@ void exp_jacobian_and_contraction(const Vec3& theta, const Vec3& v, ExpJacobian&
 /// callers that need both, e.g. once per body and evaluation.
 void exp_rotation_and_jacobian(const Vec3& theta, int order, Mat3& R, ExpJacobian& out);
 
+/// Everything the rigid terms read of one body's rotation at θ (rad), from one evaluation of
+/// the coefficients: R = exp([θ]×), J(θ) and, for order 1, ∂J/∂θ, JᵀJ and every coefficient
+/// up to A2, B2 (those of exp_contraction()). The same numbers as rotation_from_vector(),
+/// exp_jacobian() and exp_rotation_and_jacobian() (same operations; each coefficient's series
+/// or closed form does not depend on which others are evaluated). rigid/body_frame_cache.h
+/// keeps one per body and thread.
+struct RotationFrame {
+  Vec3 theta = Vec3::Zero();  ///< the θ it was built at
+  int order = -1;             ///< −1: empty; 0: R, J; 1: also dJ, JtJ and e.A2, e.B2
+  ExpCoefficients e;
+  Mat3 R = Mat3::Identity();
+  Mat3 J = Mat3::Identity();
+  std::array<Mat3, 3> dJ;  ///< ∂J/∂θ_k (order 1)
+  Mat3 JtJ;                ///< JᵀJ (order 1)
+};
+
+/// Fills `out` at θ up to `order` (0 or 1).
+void rotation_frame(const Vec3& theta, int order, RotationFrame& out);
+
+/// K.col(j) = Σ_k v_k (∂²J/∂θ_k∂θ_j)ᵀ v (3 × 3) from the coefficients e at θ (with A2, B2),
+/// the contraction of exp_jacobian_and_contraction() (same operations).
+void exp_contraction(const Vec3& theta, const ExpCoefficients& e, const Vec3& v, Mat3& K);
+
 /// The equivalent rotation vector on the other side of the |θ| = π sphere:
 /// θ' = θ (1 − 2π/|θ|), with exp([θ']×) = exp([θ]×). Precondition: |θ| > 0.
 /// Used to keep |θ| ≤ π during long spins, far from the singularity of J at |θ| = 2π.
