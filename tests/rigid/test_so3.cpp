@@ -7,6 +7,7 @@
 #include <Eigen/Geometry>
 #include <gtest/gtest.h>
 
+#include "addsim/rigid/body_frame_cache.h"
 #include "addsim/rigid/so3.h"
 
 namespace addsim {
@@ -131,6 +132,70 @@ TEST(So3, SecondDerivativeContractionMatchesTheFullTensor) {
       EXPECT_LT((K.col(j) - ref).norm(), 1e-13 * (1.0 + ref.norm())) << th.transpose() << " j = " << j;
     }
   }
+}
+
+TEST(So3, RotationFrameIsTheSeparateFunctionsBitForBit) {
+  // rotation_frame() (what the per-thread body frame cache keeps) must give the numbers the
+  // separate functions give, so that a term reads the same values from the cache as it
+  // computed before; exp_contraction() from its coefficients the same K.
+  std::mt19937 rng(13);
+  std::normal_distribution<double> nd;
+  for (const Vec3& th : sample_thetas()) {
+    const Vec3 v(nd(rng), nd(rng), nd(rng));
+    ExpJacobian j1, part;
+    exp_jacobian(th, 1, j1);
+    Mat3 K;
+    exp_jacobian_and_contraction(th, v, part, K);
+    for (int order = 0; order <= 1; ++order) {
+      RotationFrame f;
+      rotation_frame(th, order, f);
+      EXPECT_EQ(f.order, order);
+      EXPECT_EQ(f.theta, th);
+      EXPECT_EQ(f.R, rotation_from_vector(th)) << th.transpose();
+      EXPECT_EQ(f.J, j1.J) << th.transpose();
+      if (order == 0) continue;
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(f.dJ[k], j1.dJ[k]) << th.transpose();
+      EXPECT_EQ(f.JtJ, Mat3(j1.J.transpose() * j1.J)) << th.transpose();
+      Mat3 Kf;
+      exp_contraction(th, f.e, v, Kf);
+      EXPECT_EQ(Kf, K) << th.transpose();
+    }
+  }
+}
+
+TEST(So3, BodyFrameCacheFollowsThetaAndKeepsBodiesOnOneSlotApart) {
+  // Bodies at DOF offsets 0 and 6 kBodyFrameSlots share a cache slot.
+  const int n = 6 * (kBodyFrameSlots + 1);
+  const RigidBody a("a", 0, Mat3::Identity(), 0, 1, 2, 3, 4);
+  const RigidBody b("b", 6 * kBodyFrameSlots, Mat3::Identity(), 0, 1, 2, 3, 4);
+  VecX q = VecX::Zero(n);
+  q.segment<3>(3) = Vec3(0.3, -0.2, 0.1);
+  q.segment<3>(b.dof() + 3) = Vec3(-1.2, 0.4, 0.9);
+  auto expect_frame = [](const RotationFrame& f, const Vec3& th, int order) {
+    RotationFrame ref;
+    rotation_frame(th, order, ref);
+    EXPECT_EQ(f.theta, th);
+    EXPECT_GE(f.order, order);
+    EXPECT_EQ(f.R, ref.R);
+    EXPECT_EQ(f.J, ref.J);
+    for (int k = 0; order >= 1 && k < 3; ++k) EXPECT_EQ(f.dJ[k], ref.dJ[k]);
+  };
+  const RotationFrame& fa = body_frame(a, q, 0);
+  expect_frame(fa, q.segment<3>(3), 0);
+  const RotationFrame& fb = body_frame_beside(b, q, 1, fa);
+  EXPECT_NE(&fb, &fa);
+  expect_frame(fb, q.segment<3>(b.dof() + 3), 1);
+  expect_frame(fa, q.segment<3>(3), 0);  // a's entry untouched
+  // A higher order, then a new θ, rebuild the entry.
+  expect_frame(body_frame(a, q, 1), q.segment<3>(3), 1);
+  q[4] += 1e-3;
+  expect_frame(body_frame(a, q, 1), q.segment<3>(3), 1);
+  // The same bits hit the entry; θ = −0.0 is not θ = 0.0.
+  q.segment<3>(3).setZero();
+  const RotationFrame& z = body_frame(a, q, 1);
+  q[3] = -0.0;
+  EXPECT_TRUE(std::signbit(body_frame(a, q, 1).theta[0]));
+  EXPECT_EQ(&z, &body_frame(a, q, 1));
 }
 
 TEST(So3, ReparametrizationKeepsRotationAndHasExactJacobian) {
