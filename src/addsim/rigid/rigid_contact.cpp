@@ -37,7 +37,9 @@ struct PointKinematics {
   Mat3 Xc, Xv;
 };
 
-PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, double radius, const Obstacle& o) {
+// X_c is formed only if `with_xc` (it enters the partials only; left unset otherwise).
+PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, double radius, const Obstacle& o,
+                                 bool with_xc = true) {
   PointKinematics k;
   const Vec3 yc = b.rot->R * center_B;
   Vec3 n = Vec3::Zero();
@@ -47,7 +49,7 @@ PointKinematics point_kinematics(const BodyKinematics& b, const Vec3& center_B, 
   }
   k.y = yc - radius * n;
   k.x = b.p + k.y;
-  k.Xc = -skew(yc) * b.rot->J;
+  if (with_xc) k.Xc = -skew(yc) * b.rot->J;
   k.Xv = -skew(k.y) * b.rot->J;
   k.xdot = b.pdot + k.Xv * b.thetadot;
   return k;
@@ -141,7 +143,7 @@ void RigidContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
     for (int k = 0; k < num_points(); ++k) {
-      const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o]);
+      const PointKinematics pk = point_kinematics(b, proxy_.centers_B[k], proxy_.radius, *obstacles_[o], want_jac);
       const ContactForce f = contact_force(pk.x, pk.xdot, *obstacles_[o], c, predictor);
       if (f.regime == ContactRegime::kSeparated) continue;
       active = true;

@@ -34,7 +34,7 @@ RotationalInertia rotational_inertia(const Mat3& Ib, const RotationFrame& f, con
   Mat3 Gdot = Mat3::Zero(), K;
   for (int k = 0; k < 3; ++k) {
     Gdot += Gk[k] * thetadot[k];
-    K.col(k) = Gk[k] * thetadot;
+    if (jacobians) K.col(k) = Gk[k] * thetadot;
   }
   // Euler's equation in the body frame.
   const Vec3 w = G * thetadot;
