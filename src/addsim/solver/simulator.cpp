@@ -551,11 +551,18 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // the first full step usually converges) the trial is evaluated without partials, and
   // they are added below only if another iteration follows. (Predicting from the quadratic
   // model C ‖r‖² instead was too pessimistic for stiff rigid joints: the quadruped lost 6 %.)
+  // After an iteration whose line search halved, the next full step is rejected more often
+  // than not (contact kinks: the soft-feet quadruped's long steps halve in most iterations),
+  // so its partials would be wasted: such a trial is evaluated without them (residual only,
+  // the merit needs nothing else), and they follow at the accepted state. Either way the
+  // partials at the accepted state are the same numbers, so the iterates are unchanged
+  // (docs/solver.md, "Soft-feet quadruped").
   bool expect_more = false;
+  bool eager = false;           // this iteration's full-step trial also forms the partials
+  bool full_last_step = true;   // the previous iteration of this step took the full step
   bool clamped_step = false;  // the clamped-spring Newton matrix took over in this step
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
-    const bool eager = first_trial && expect_more;
-    return eval(q_trial, eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
+    return eval(q_trial, first_trial && eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
   };
 
   while (true) {
@@ -590,6 +597,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     const bool converges =
         newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol_scaled;
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
+    eager = expect_more && full_last_step;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
     if (rep.iterations == kBackgroundIteration) lu_->factorize_in_background(jac_, q);
@@ -640,6 +648,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       break;
     }
     q = newton_.q_trial;
+    full_last_step = it.halvings == 0;
     rep.residual_history.push_back(it.trial);
     if (it.trial < tol && resolved()) {  // converged: the partials at q are not needed
       norm = it.trial;
@@ -647,7 +656,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       break;
     }
     // The partials at q: from the accepted trial if it was evaluated with them.
-    norm = it.halvings == 0 && expect_more ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
+    norm = it.halvings == 0 && eager ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
     r_floor = jacobian_and_floor();
   }
   last_step_iterations_ = rep.iterations;
