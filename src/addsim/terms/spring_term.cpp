@@ -132,8 +132,15 @@ void spring_force(const Spring& s, const Vec3& d, const Vec3& w, const TermConte
   F.r = stiffness * stretch * u + damping * uw * u;
   F.energy = 0.5 * stiffness * stretch * stretch;
   if (!partials) return;
-  const Mat3 uu = u * u.transpose();
-  const Mat3 du_dd = (I - uu) / len;
+  // uuᵀ and ∂u/∂d = (I − uuᵀ)/‖d‖ are symmetric entry for entry (u_i u_j = u_j u_i exactly), so
+  // the upper triangle is computed and mirrored: 6 divisions instead of 9, the same numbers
+  // as the full expressions.
+  Mat3 uu, du_dd;
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i <= j; ++i) {
+      uu(i, j) = uu(j, i) = u[i] * u[j];
+      du_dd(i, j) = du_dd(j, i) = ((i == j ? 1.0 : 0.0) - uu(i, j)) / len;
+    }
   // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
   // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
   const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
