@@ -289,9 +289,11 @@ bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
     Vec3 xa, va, xb, vb;
     anchor_motion(*model_, s.a, ctx, xa, va);
     anchor_motion(*model_, s.b, ctx, xb, vb);
-    const double len = (xa - xb).norm();
-    if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) continue;
-    if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) {
+    // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).
+    const double len2 = (xa - xb).squaredNorm();
+    if (s.kind == SpringKind::kUnilateral && len2 <= s.rest_length * s.rest_length) continue;
+    const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
+    if (len2 <= min_len * min_len) {
       if (why) *why = "spring " + s.label + " has collapsed to zero length (direction undefined)";
       return false;
     }
