@@ -516,8 +516,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   // Step Jacobian at q and the round-off floor of ‖r‖: rounding q (|q| large, stiff
   // couplings) or the summed contributions perturbs r by about ε (|J||q| + Σ|contributions|).
-  // floor_at: with the Jacobian in jac_ (after a chord step: the one factorised last).
-  auto floor_at = [&]() {
+  auto jacobian_and_floor = [&]() {
+    // The evaluation at q formed dr/dq^i directly (kResidualAndStepJacobian); taken over
+    // by swapping, since the line search's trial evaluations reuse assembly_.
+    jac_.swap(assembly_.jac);
     jq_abs_.setZero(model_.num_dofs());
     const auto& outer = model_.pattern().outer();
     const auto& inner = model_.pattern().inner();
@@ -527,12 +529,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     }
     return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm());
   };
-  auto jacobian_and_floor = [&]() {
-    // The evaluation at q formed dr/dq^i directly (kResidualAndStepJacobian); taken over
-    // by swapping, since the line search's trial evaluations reuse assembly_.
-    jac_.swap(assembly_.jac);
-    return floor_at();
-  };
+  // The floor at a chord iterate: its own Σ|contributions|, and |J||q| of the Jacobian and
+  // state last factorised (near the root q moves by a Newton step or less, so |J||q| barely
+  // changes; recomputing it over all nonzeros costs about as much as the chord step's solves).
+  auto chord_floor = [&]() { return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm()); };
   // Converged below the tolerance, or at the round-off floor, where further "decreases"
   // would only be noise.
   double r_floor = jacobian_and_floor();
@@ -613,8 +613,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
             rep.converged = true;
             break;
           }
-          r_floor = floor_at();
           if (norm <= chord * before) {
+            r_floor = chord_floor();
             chord_next = true;
             continue;
           }
@@ -695,7 +695,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     if (chord_ahead && it.halvings == 0 && !clamped && !clamped_step && rep.damped_iterations == damped_before &&
         it.trial <= chord * norm) {
       norm = it.trial;
-      r_floor = floor_at();
+      r_floor = chord_floor();
       chord_next = true;
       continue;
     }
