@@ -1,6 +1,6 @@
 // Opt-in options of the plain Newton step solver that change the iteration path, not the
 // root (docs/solver.md, "Newton iterations per step on the Table 2 scenes", "Stick
-// predictor"): the converged
+// predictor", "Chord tail"): the converged
 // trajectory agrees with the default one to within what the Newton tolerance allows, and
 // the scene keys are validated.
 
@@ -105,6 +105,40 @@ TEST(NewtonOptions, ClampedFirstIterationIsValidated) {
     FAIL() << "a number was accepted as solver.clamped_first_iteration";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("solver.clamped_first_iteration"), std::string::npos) << e.what();
+  }
+}
+
+int total_factorizations(const Trajectory& t) {
+  int n = 0;
+  for (const StepReport& r : t.reports) n += r.factorizations;
+  return n;
+}
+
+TEST(NewtonOptions, ChordContractionConvergesToTheSameStates) {
+  const Trajectory newton = sheet_flip(40, {"solver.chord_contraction=0"});
+  const Trajectory chord = sheet_flip(40, {"solver.chord_contraction=0.1"});
+  ASSERT_TRUE(newton.completed()) << newton.failure;
+  ASSERT_TRUE(chord.completed()) << chord.failure;
+  // The option is active: chord steps replace factorisations.
+  int chord_steps = 0;
+  for (const StepReport& r : chord.reports) chord_steps += r.chord_iterations;
+  for (const StepReport& r : newton.reports) EXPECT_EQ(r.chord_iterations, 0) << "step " << r.step;
+  EXPECT_GT(chord_steps, 0);
+  EXPECT_LT(total_factorizations(chord), total_factorizations(newton));
+  // The same roots, as for the clamped first iteration above.
+  ASSERT_EQ(newton.q.size(), chord.q.size());
+  EXPECT_LT(largest_state_difference(newton, chord), 1e-9);
+  for (const StepReport& r : chord.reports) EXPECT_FALSE(r.accepted_at_floor()) << "step " << r.step;
+}
+
+TEST(NewtonOptions, ChordContractionIsValidated) {
+  for (const char* bad : {"1", "2.5", "-0.1", "true"}) {
+    try {
+      sheet_flip(2, {std::string("solver.chord_contraction=") + bad});
+      FAIL() << bad << " was accepted as solver.chord_contraction";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("solver.chord_contraction"), std::string::npos) << e.what();
+    }
   }
 }
 

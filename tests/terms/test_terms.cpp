@@ -360,6 +360,31 @@ TEST(SpringTerm, ClampedNewtonMatrixIsPositiveSemiDefinite) {
   }
 }
 
+TEST(SpringTerm, CollapsedSpringsAreInadmissible) {
+  // Distance springs of rest length 1 m and 0.5 m (both collapsed below 1e-9 m: max(l0, 1)
+  // times 1e-9), and a unilateral one, which is slack (admissible) at any length ≤ l0.
+  struct Case {
+    SpringKind kind;
+    double rest;
+  };
+  for (const double sep : {0.0, 5e-10, 2e-9, 0.3})
+    for (const Case c : {Case{SpringKind::kDistance, 1.0}, Case{SpringKind::kDistance, 0.5},
+                         Case{SpringKind::kUnilateral, 0.5}}) {
+      ParticleFixture f(Integrator::kBdf2, 0.02, 10);
+      f.particles({Vec3(0, 0, 0), Vec3(sep, 0, 0)}, {Vec3::Zero(), Vec3::Zero()}, {1.0, 2.0});
+      const Spring spring = f.spring(c.kind, f.point(0), f.point(1), 50.0, 0.0, c.rest);
+      f.model->add_term(std::make_unique<SpringTerm>(f.model.get(), std::vector<Spring>{spring}));
+      f.model->finalize();
+      VecX q(6), v = VecX::Zero(6), a = VecX::Zero(6);
+      q << 0, 0, 0, sep, 0, 0;
+      const TermContext ctx{q, v, a, f.model->params().defaults(), 3, f.model->scheme()};
+      std::string why;
+      const bool collapsed = c.kind == SpringKind::kDistance && sep <= 1e-9;
+      EXPECT_EQ(f.model->terms().back()->admissible(ctx, &why), !collapsed) << "separation " << sep << ", rest " << c.rest;
+      if (collapsed) EXPECT_NE(why.find(spring.label), std::string::npos) << why;
+    }
+}
+
 TEST(ParticleTerms, InertiaAndGravity) {
   ParticleFixture f(Integrator::kBdf1, 0.01, 10);
   f.particles({Vec3(0, 0, 1), Vec3(1, 0, 1)}, {Vec3::Zero(), Vec3::Zero()}, {0.5, 1.5});

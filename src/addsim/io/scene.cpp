@@ -103,6 +103,10 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   if (s.stick_predictor_ratio > 0.0 && s.stick_predictor_ratio < 1.0)
     r.fail("stick_predictor_ratio", "must be 0 (off) or at least 1 (a multiple of the Coulomb limit), got " +
                                         std::to_string(s.stick_predictor_ratio));
+  s.chord_contraction = r.number("chord_contraction", 0.0, Bound::kNonNegative);
+  if (s.chord_contraction >= 1.0)
+    r.fail("chord_contraction", "must be 0 (off) or below 1 (the least shrink factor of ‖r‖ per chord step), got " +
+                                    std::to_string(s.chord_contraction));
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -46,6 +46,11 @@ struct SolverSettings {
   /// k_t ‖Tẋ‖ ≤ β c_f f_n with the stick law −k_t Tẋ (Assembly::stick_predictor_ratio), the
   /// later ones exactly (docs/solver.md "Stick predictor"). Changes the path, not the root.
   double stick_predictor_ratio = 0.0;
+  /// Plain Newton, chord tail (solver.chord_contraction ρ; 0: off): once a full Newton step
+  /// has shrunk ‖r‖ by at least ρ and its quadratic model predicts that, the following
+  /// directions reuse that step's LU (chord steps, no new partials or factorisation) for as
+  /// long as each shrinks ‖r‖ by ρ (docs/solver.md "Chord tail"). Same roots, another path.
+  double chord_contraction = 0.0;
 };
 
 class Model {

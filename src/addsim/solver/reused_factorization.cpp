@@ -227,6 +227,15 @@ bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool
   return true;
 }
 
+bool ReusedFactorization::solve_with_current_lu(const VecX& b, VecX& x) {
+  if (!have_lu_) return false;
+  ++stats_.solves;
+  const auto t0 = Clock::now();
+  precondition(b, x, false);
+  stats_.solve_ms += ms_since(t0);
+  return true;
+}
+
 bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target,
                                 int max_iterations, int& iterations) {
   // Right-preconditioned GMRES with the preconditioned directions kept (as in flexible

@@ -55,6 +55,10 @@ class ReusedFactorization {
   /// rotation groups). A factorisation records it as the groups' reference.
   void set_configuration(const VecX& q);
 
+  /// Solves with the current LU as it stands, x = LU⁻¹ b (the rotation compensation
+  /// applied as in GMRES's preconditioner), without GMRES or refactorising: the chord step
+  /// of Simulator::solve_step (solver.chord_contraction). False without a current LU.
+  bool solve_with_current_lu(const VecX& b, VecX& x);
   /// Forgets the factorisation: the next solve factorises (e.g. after a discontinuous
   /// change of the system such as a new contact active set).
   void invalidate() { have_lu_ = false; }

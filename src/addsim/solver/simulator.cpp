@@ -481,6 +481,12 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // stiffness along the sliding direction, and its full step throws the foot across the kink
   // of eq. linPenT, back and forth for several iterations (docs/solver.md, "Stick predictor").
   const double predictor = opt.stick_predictor_ratio;
+  // solver.chord_contraction ρ: near the root a step's Jacobian changes little between
+  // iterations, so the LU of the last one still contracts ‖r‖ (linearly, by about the factor
+  // the last Newton step achieved). A chord step costs a residual evaluation and two
+  // triangular solves instead of the partials, a factorisation and the solves.
+  const double chord = opt.chord_contraction;
+  bool chord_next = false;  // the next direction solves with the current LU (a chord step)
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
@@ -523,6 +529,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     }
     return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm());
   };
+  // The floor at a chord iterate: its own Σ|contributions|, and |J||q| of the Jacobian and
+  // state last factorised (near the root q moves by a Newton step or less, so |J||q| barely
+  // changes; recomputing it over all nonzeros costs about as much as the chord step's solves).
+  auto chord_floor = [&]() { return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm()); };
   // Converged below the tolerance, or at the round-off floor, where further "decreases"
   // would only be noise.
   double r_floor = jacobian_and_floor();
@@ -564,6 +574,9 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const TrialEval trial_eval = [&](const VecX& q_trial, bool first_trial, std::string* trial_why) {
     return eval(q_trial, first_trial && eager ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, trial_why);
   };
+  const TrialEval chord_eval = [&](const VecX& q_trial, bool, std::string* trial_why) {
+    return eval(q_trial, EvalMode::kResidual, trial_why);
+  };
 
   while (true) {
     // The round-off floor is only accepted once Newton has tried to go below it: a guess
@@ -591,13 +604,45 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // evaluation with the predictor on).
     if (rep.iterations == 0 && assembly_.has_predictor()) r_ -= assembly_.r_predictor;
     ++rep.iterations;
+    if (chord_next) {
+      // Chord step: the full step only (a halving would mean the old LU no longer serves).
+      chord_next = false;
+      ++rep.chord_iterations;
+      const double before = norm;
+      std::string chord_why;
+      if (lu_->solve_with_current_lu(r_, newton_.dq) && newton_.dq.allFinite()) {
+        const LineSearchResult ls = backtrack(q, newton_.dq, norm, 0, chord_eval, newton_.q_trial, &chord_why, rep);
+        if (ls.decreased) {
+          q = newton_.q_trial;
+          norm = ls.trial;
+          rep.residual_history.push_back(norm);
+          if (norm < tol && resolved()) {
+            rep.converged = true;
+            break;
+          }
+          if (norm <= chord * before) {
+            r_floor = chord_floor();
+            chord_next = true;
+            continue;
+          }
+        }
+      }
+      // It shrank ‖r‖ by less than ρ (or not at all): the partials at q, and Newton again.
+      norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
+      r_floor = jacobian_and_floor();
+      continue;
+    }
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
     // Except when the quadratic model predicts convergence by a wide margin: the converged
     // trial's partials would never be used (tori drop: one Jacobian fewer in most steps).
     const bool converges =
         newton_constant_ > 0.0 && newton_constant_ * norm * norm < kSureConvergence * tol_scaled;
-    expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges;
+    // Chord ahead: the quadratic model predicts that this step shrinks ‖r‖ by C ‖r‖ < ρ, so
+    // the next direction will reuse this LU and the trial's partials would not be used.
+    const bool chord_ahead = chord > 0.0 && !converges && newton_constant_ > 0.0 && newton_constant_ * norm < chord;
+    expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges && !chord_ahead;
     eager = expect_more && full_last_step;
+    const int damped_before = rep.damped_iterations;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
     if (rep.iterations == kBackgroundIteration) lu_->factorize_in_background(jac_, q);
@@ -654,6 +699,14 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       norm = it.trial;
       rep.converged = true;
       break;
+    }
+    // A full, undamped step on the exact Jacobian that shrank ‖r‖ by ρ: its LU takes the next step.
+    if (chord_ahead && it.halvings == 0 && !clamped && !clamped_step && rep.damped_iterations == damped_before &&
+        it.trial <= chord * norm) {
+      norm = it.trial;
+      r_floor = chord_floor();
+      chord_next = true;
+      continue;
     }
     // The partials at q: from the accepted trial if it was evaluated with them.
     norm = it.halvings == 0 && eager ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);

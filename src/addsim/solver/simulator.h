@@ -40,6 +40,7 @@ struct StepReport {
   int line_search_halvings = 0;    ///< total halvings over all iterations
   int damped_iterations = 0;       ///< direction solves with Levenberg–Marquardt damping μ > 0
   int clamped_spring_iterations = 0;  ///< Newton iterations retried with clamped spring blocks (docs/solver.md)
+  int chord_iterations = 0;        ///< iterations on an earlier iteration's LU (solver.chord_contraction)
   double residual_norm = 0.0;      ///< final ‖r‖
   double tolerance_used = 0.0;     ///< max(tolerance, round-off floor) the step was held to
   std::vector<double> residual_history;  ///< ‖r‖ at the start and after every iteration

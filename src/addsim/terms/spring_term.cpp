@@ -132,8 +132,15 @@ void spring_force(const Spring& s, const Vec3& d, const Vec3& w, const TermConte
   F.r = stiffness * stretch * u + damping * uw * u;
   F.energy = 0.5 * stiffness * stretch * stretch;
   if (!partials) return;
-  const Mat3 uu = u * u.transpose();
-  const Mat3 du_dd = (I - uu) / len;
+  // uuᵀ and ∂u/∂d = (I − uuᵀ)/‖d‖ are symmetric entry for entry (u_i u_j = u_j u_i exactly), so
+  // the upper triangle is computed and mirrored: 6 divisions instead of 9, the same numbers
+  // as the full expressions.
+  Mat3 uu, du_dd;
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i <= j; ++i) {
+      uu(i, j) = uu(j, i) = u[i] * u[j];
+      du_dd(i, j) = du_dd(j, i) = ((i == j ? 1.0 : 0.0) - uu(i, j)) / len;
+    }
   // ∂r_a/∂x_a = k (uuᵀ + (‖d‖ − l₀) ∂u/∂d) + damping terms. Under compression the transverse
   // part k (‖d‖ − l₀)/‖d‖ (I − uuᵀ) is negative (buckling); the clamped Newton matrix drops it.
   const double transverse = clamp ? std::max(stretch, 0.0) : stretch;
@@ -282,9 +289,11 @@ bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
     Vec3 xa, va, xb, vb;
     anchor_motion(*model_, s.a, ctx, xa, va);
     anchor_motion(*model_, s.b, ctx, xb, vb);
-    const double len = (xa - xb).norm();
-    if (s.kind == SpringKind::kUnilateral && len <= s.rest_length) continue;
-    if (len <= kMinRelativeLength * std::max(s.rest_length, 1.0)) {
+    // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).
+    const double len2 = (xa - xb).squaredNorm();
+    if (s.kind == SpringKind::kUnilateral && len2 <= s.rest_length * s.rest_length) continue;
+    const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
+    if (len2 <= min_len * min_len) {
       if (why) *why = "spring " + s.label + " has collapsed to zero length (direction undefined)";
       return false;
     }
