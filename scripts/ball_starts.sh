@@ -12,7 +12,8 @@
 # starts 14-21 eight further starts inside it (docs/validation/throwing.md, "Eight further starts").
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...] [-- ADDSIM_ARGS ...]
 # (ADDSIM_ARGS, e.g. --set optimize.gauss_newton.step_shrink=0.5, are added to every gn and lbfgsb run.)
-# BALL_GN_TASK=FILE runs the gn variant on another task file (a variant of ball_to_target_gn.json).
+# BALL_GN_TASK=FILE runs the gn variant on another task file (a variant of ball_to_target_gn.json);
+# BALL_LBFGSB_TASK=FILE the lbfgsb variant (a variant of ball_to_target_lbfgsb.json).
 # Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs, and time.txt: wall, user and system
 # seconds of the whole command from /usr/bin/time); tabulate with
 # /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
@@ -46,7 +47,7 @@ for k in "${idx[@]}"; do
     gn) "${timed[@]}" nice -n 5 "$addsim" optimize "${BALL_GN_TASK:-tasks/ball_to_target_gn.json}" --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" "${extra[@]}" || true
         mv "$tmp" "$dir/time.txt" ;;
-    lbfgsb) "${timed[@]}" nice -n 5 "$addsim" optimize tasks/ball_to_target_lbfgsb.json --out "$dir" --quiet \
+    lbfgsb) "${timed[@]}" nice -n 5 "$addsim" optimize "${BALL_LBFGSB_TASK:-tasks/ball_to_target_lbfgsb.json}" --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" "${extra[@]}" || true
         mv "$tmp" "$dir/time.txt" ;;
     wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \
