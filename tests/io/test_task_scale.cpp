@@ -1,6 +1,6 @@
 // The task key `parameters[k].scale` (and a stage's own `stages[j].parameters[k].scale`):
 // parsed into the selection, inherited by stages, and rejected with the file and key path
-// when it is not a number > 0 or misspelt.
+// when it is not a number > 0 or misspelt; and `optimize.lbfgsb.first_step_phi`.
 
 #include <gtest/gtest.h>
 
@@ -79,6 +79,22 @@ TEST(TaskParameterScale, BadScalesNameTheFileAndKeyPath) {
     EXPECT_NE(msg.find(c.path), std::string::npos) << c.task.dump() << ": " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
+}
+
+TEST(TaskParameterScale, LbfgsbFirstStepPhiIsParsedPerStage) {
+  const fs::path dir = scene_dir();
+  json t = base_task();
+  t["optimize"] = {{"method", "lbfgsb"}, {"lbfgsb", {{"first_step", 0.1}, {"first_step_phi", true}}}};
+  t["stages"] = {{{"name", "a"}}, {{"name", "b"}, {"optimize", {{"lbfgsb", {{"first_step_phi", false}}}}}}};
+  const Task task = load_task_text(t.dump(), dir / "task.json");
+  EXPECT_TRUE(task.optimize.lbfgs_first_step_phi);
+  ASSERT_EQ(task.stages.size(), 2u);
+  EXPECT_TRUE(task.stages[0].options.lbfgs_first_step_phi);
+  EXPECT_FALSE(task.stages[1].options.lbfgs_first_step_phi);
+  EXPECT_EQ(task.stages[1].options.lbfgs_first_step, 0.1);
+  t["stages"][1]["optimize"]["lbfgsb"]["first_step_phi"] = 1;
+  const std::string msg = test::input_error([&] { load_task_text(t.dump(), dir / "task.json"); });
+  EXPECT_NE(msg.find("stages.1.optimize.lbfgsb.first_step_phi"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -550,6 +550,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
     o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
+    o.lbfgs_first_step_phi = m.boolean("first_step_phi", o.lbfgs_first_step_phi);
     m.finish();
   }
   if (r.has("gauss_newton")) {
