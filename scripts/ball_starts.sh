@@ -7,7 +7,7 @@
 #   w10    tanh friction, w = 10 mm only (budget 60 simulations)
 #   gn     tasks/ball_to_target_gn.json as shipped: Gauss-Newton / Levenberg-Marquardt, tanh, w = 5 mm
 #          (30 simulations, or fewer on a stall), then if needed the fallback w = 10 mm -> 5 mm
-#   lbfgsb tasks/ball_to_target_lbfgsb.json as shipped: L-BFGS-B, tanh, w = 20 -> 10 -> 5 mm
+#   lbfgsb tasks/ball_to_target_lbfgsb.json as shipped: L-BFGS-B, tanh, w = 20 -> 10 -> 5 mm, spin in units of 10 rad/s
 # Starts 10-13 are the corners of the range: speed x 0.5 and 1.5, spin offset -10 and +10;
 # starts 14-21 eight further starts inside it (docs/validation/throwing.md, "Eight further starts").
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...] [-- ADDSIM_ARGS ...]
