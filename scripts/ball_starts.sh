@@ -7,12 +7,13 @@
 #   w10    tanh friction, w = 10 mm only (budget 60 simulations)
 #   gn     tasks/ball_to_target_gn.json as shipped: Gauss-Newton / Levenberg-Marquardt, tanh, w = 5 mm
 #          (30 simulations, or fewer on a stall), then if needed the fallback w = 10 mm -> 5 mm
-#   lbfgsb tasks/ball_to_target_lbfgsb.json as shipped: L-BFGS-B, tanh, w = 20 -> 10 -> 5 mm
+#   lbfgsb tasks/ball_to_target_lbfgsb.json as shipped: L-BFGS-B, tanh, w = 20 -> 10 -> 5 mm, spin in units of 10 rad/s
 # Starts 10-13 are the corners of the range: speed x 0.5 and 1.5, spin offset -10 and +10;
 # starts 14-21 eight further starts inside it (docs/validation/throwing.md, "Eight further starts").
 # Usage: scripts/ball_starts.sh ADDSIM OUTDIR VARIANT [START_INDEX ...] [-- ADDSIM_ARGS ...]
 # (ADDSIM_ARGS, e.g. --set optimize.gauss_newton.step_shrink=0.5, are added to every gn and lbfgsb run.)
-# BALL_GN_TASK=FILE runs the gn variant on another task file (a variant of ball_to_target_gn.json).
+# BALL_GN_TASK=FILE runs the gn variant on another task file (a variant of ball_to_target_gn.json);
+# BALL_LBFGSB_TASK=FILE the lbfgsb variant (a variant of ball_to_target_lbfgsb.json).
 # Each run writes OUTDIR/VARIANT_<k>/ (addsim optimize outputs, and time.txt: wall, user and system
 # seconds of the whole command from /usr/bin/time); tabulate with
 # /usr/bin/python3 scripts/ball_starts_table.py OUTDIR.
@@ -46,7 +47,7 @@ for k in "${idx[@]}"; do
     gn) "${timed[@]}" nice -n 5 "$addsim" optimize "${BALL_GN_TASK:-tasks/ball_to_target_gn.json}" --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" "${extra[@]}" || true
         mv "$tmp" "$dir/time.txt" ;;
-    lbfgsb) "${timed[@]}" nice -n 5 "$addsim" optimize tasks/ball_to_target_lbfgsb.json --out "$dir" --quiet \
+    lbfgsb) "${timed[@]}" nice -n 5 "$addsim" optimize "${BALL_LBFGSB_TASK:-tasks/ball_to_target_lbfgsb.json}" --out "$dir" --quiet \
           --set "scene.bodies.ball.velocity=$v" --set "scene.bodies.ball.angular_velocity=$w" "${extra[@]}" || true
         mv "$tmp" "$dir/time.txt" ;;
     wcont) nice -n 5 "$addsim" optimize tasks/ball_to_target_wcontinuation.json --out "$dir" --quiet \

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "../support/source_dir.h"
@@ -25,6 +26,7 @@ using test::kParticleThrow;
 using test::kRigidSphereThrow;
 
 const Vec3 kTarget(1.0, 0.5, 0.2);
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::shared_ptr<test::SceneTask> particle_throw_task(double lower_vx = -std::numeric_limits<double>::infinity(),
                                                      double upper_vx = std::numeric_limits<double>::infinity()) {
@@ -93,6 +95,44 @@ TEST(Optimizer, LbfgsbFirstStepCapsTheFirstTrial) {
   EXPECT_NEAR(capped.norm(), 0.05, 1e-12);
   EXPECT_LE((capped / 0.05 - unit).norm(), 1e-12);
   EXPECT_EQ(long_cap, unit);  // a cap above 1 leaves the unit step
+}
+
+TEST(Optimizer, LbfgsbFirstStepPhiCapsTheFirstTrialAtPhiOverTheGradientNorm) {
+  // optimize.lbfgsb.first_step_phi (OptimizerOptions::lbfgs_first_step_phi): the first trial
+  // is at most Φ₀/‖∇Φ₀‖ long, along the same direction as the unit step, and with first_step
+  // the shorter cap applies; the run still converges.
+  auto first_trial = [](bool phi_cap, double first_step, double& cap) {
+    // v in units of 10 m/s: Φ₀/‖∇Φ₀‖ ≈ 0.2 in x, shorter than the unit step.
+    auto t = test::scene_task(kParticleThrow, {{"bodies.0.velocities", false, -kInf, kInf, 10.0}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, kTarget));
+    auto problem = test::make_problem(t);
+    OptimizerOptions o = options(OptimizerMethod::kLbfgsb, 40);
+    o.phi_ratio_tolerance = 1e-20;
+    o.lbfgs_first_step = first_step;
+    o.lbfgs_first_step_phi = phi_cap;
+    std::vector<VecX> xs;
+    std::vector<double> phis, norms;
+    OptimizerCallbacks cb;
+    cb.on_evaluation = [&](const EvaluationRecord& r) {
+      xs.push_back(r.x);
+      phis.push_back(r.phi);
+      norms.push_back(r.gradient_norm);
+    };
+    const OptimizationResult r = minimize(*problem, problem->x0(), o, cb);
+    EXPECT_EQ(r.reason, StopReason::kPhiRatio) << r.message;
+    EXPECT_LE(r.simulations, 20);
+    EXPECT_GE(xs.size(), 2u);
+    cap = phis[0] / norms[0];
+    return VecX(xs[1] - xs[0]);
+  };
+  double cap = 0.0;
+  const VecX unit = first_trial(false, 0.0, cap), capped = first_trial(true, 0.0, cap);
+  ASSERT_LT(cap, 0.5);
+  EXPECT_NEAR(unit.norm(), 1.0, 1e-12);
+  EXPECT_NEAR(capped.norm(), cap, 1e-12 * cap);
+  EXPECT_LE((capped / cap - unit).norm(), 1e-12);
+  const VecX both = first_trial(true, 0.5 * cap, cap);
+  EXPECT_NEAR(both.norm(), 0.5 * cap, 1e-12 * cap);
 }
 
 TEST(Optimizer, GaussNewtonSolvesTheAffineThrowInOneStep) {

@@ -495,6 +495,7 @@ std::vector<ParameterSpec> parse_parameters(ObjectReader& top, std::vector<std::
       given.emplace_back(r.has("lower"), r.has("upper"));
       s.lower = r.number("lower", -std::numeric_limits<double>::infinity());
       s.upper = r.number("upper", std::numeric_limits<double>::infinity());
+      s.scale = r.number("scale", 1.0, Bound::kPositive);
       r.finish();
     }
     specs.push_back(std::move(s));
@@ -549,6 +550,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     o.lbfgs_memory = m.integer("memory", o.lbfgs_memory, 1);
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
     o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
+    o.lbfgs_first_step_phi = m.boolean("first_step_phi", o.lbfgs_first_step_phi);
     m.finish();
   }
   if (r.has("gauss_newton")) {
@@ -592,7 +594,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
 }
 
 // `stages[k]`: name, parameters (paths of the task's parameters, optionally with their own
-// bounds/log), set (scene overrides), steps, optimize (changes to the task's section).
+// bounds/log/scale), set (scene overrides), steps, optimize (changes to the task's section).
 std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std::vector<ParameterSpec>& task_specs) {
   const json& list = top.list("stages");
   if (top.has("stages") && list.empty()) top.fail("stages", "needs at least one stage (or leave it out)");
@@ -625,6 +627,7 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
           const bool gl = pr->has("lower"), gu = pr->has("upper");
           s.lower = pr->number("lower", s.lower);
           s.upper = pr->number("upper", s.upper);
+          s.scale = pr->number("scale", s.scale, Bound::kPositive);
           pr->finish();
           check_spec_bounds(t.scene.model->params(), s, top.source(), ppath, gl, gu);
         }

@@ -255,6 +255,7 @@ struct FailedTrial {
 struct LbfgsObjective {
   Tracker* tracker;
   double first_step = 0.0;  ///< OptimizerOptions::lbfgs_first_step
+  bool first_step_phi = false;  ///< OptimizerOptions::lbfgs_first_step_phi
   bool first_search = true;
   double operator()(const VecX& x, VecX& grad) {
     const Evaluation e = tracker->evaluate(x, true);
@@ -278,6 +279,9 @@ class GuardedLineSearch {
     // LBFGS++ starts every line search at step 1; the first direction is normalised, so that
     // is a unit step in x unless lbfgs_first_step caps it.
     if (f.first_search && f.first_step > 0.0) step = std::min(step, static_cast<Scalar>(f.first_step / drt.norm()));
+    // lbfgs_first_step_phi: at most Φ/‖∇Φ‖ long (the linear model's zero along −∇Φ).
+    if (f.first_search && f.first_step_phi && std::isfinite(fx) && grad.norm() > 0.0)
+      step = std::min(step, static_cast<Scalar>(fx / grad.norm() / drt.norm()));
     f.first_search = false;
     const Scalar fx_init = fx;
     const Scalar dg_init = grad.dot(drt);
@@ -331,7 +335,7 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
   param.max_iterations = 0;
   param.max_linesearch = o.lbfgs_max_linesearch;
   LBFGSpp::LBFGSBSolver<double, GuardedLineSearch> solver(param);
-  LbfgsObjective f{&t, o.lbfgs_first_step};
+  LbfgsObjective f{&t, o.lbfgs_first_step, o.lbfgs_first_step_phi};
   VecX x = x0;
   double fx = 0.0;
   try {

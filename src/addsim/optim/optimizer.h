@@ -68,6 +68,12 @@ struct OptimizerOptions {
   /// a run, or of every stage of a continuation (each stage starts with an empty memory), does
   /// not jump to another family of solutions.
   double lbfgs_first_step = 0.0;
+  /// Also cap the first trial of a run at Φ/‖∇Φ‖ (x units): the step along steepest descent
+  /// at which the linear model of Φ reaches zero. For a sum of squares whose minimum is Φ = 0
+  /// it is at most half the way to the minimum of a quadratic along that line, so that a stage
+  /// started millimetres from its target (the last stages of a continuation) does not try a
+  /// step sized for the first. Off by default.
+  bool lbfgs_first_step_phi = false;
   // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
   double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
   /// On a rejected trial λ grows by 4 (from 0: to 1e-6). With lm_step_shrink s in (0, 1) it

@@ -42,18 +42,14 @@ SimulationProblem::SimulationProblem(const Model& model, const Objective& object
   if (selection_.size() == 0) throw InputError("optimisation problem: no parameters selected");
   if (slots < 1) throw InternalError("optimisation problem: needs at least one simulator slot");
   selection_.check_bounds(p_base_);
-  // Bounds in x: ln of the bounds for log-scaled scalars (a lower bound of 0 becomes −∞).
+  // Bounds in x: ln of the bounds for log-scaled scalars (a lower bound of 0 becomes −∞),
+  // divided by the scalar's scale.
   const int n = selection_.size();
   lower_.resize(n);
   upper_.resize(n);
   for (int k = 0; k < n; ++k) {
-    double lo = selection_.lower(k), hi = selection_.upper(k);
-    if (selection_.log_scale(k)) {
-      lo = lo > 0.0 ? std::log(lo) : -kInf;
-      hi = hi < kInf ? std::log(hi) : kInf;
-    }
-    lower_[k] = lo;
-    upper_[k] = hi;
+    lower_[k] = selection_.lower_scaled(k);
+    upper_[k] = selection_.upper_scaled(k);
   }
   for (int s = 0; s < slots; ++s) simulators_.push_back(std::make_unique<Simulator>(model_, threads_per_slot));
   residual_slots_.resize(slots);
@@ -151,10 +147,11 @@ void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX
     if (!rs.reverse) rs.reverse = std::make_unique<ReverseJacobianSweep>(model_);
     rs.reverse->run(traj, indices, rs.rows, out);
     for (int c = 0; c < size(); ++c)
-      if (selection_.log_scale(c)) out.col(c) *= traj.p[indices[c]];
+      if (selection_.log_scale(c) || selection_.scale(c) != 1.0) out.col(c) *= selection_.chain_factor(c, traj.p);
     return;
   }
-  // Column k: dρ/dx_k = Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k (× p_k for log-scaled scalars), with
+  // Column k: dρ/dx_k = (Σ_i ∂ρ/∂q^i s^i_k + ∂ρ/∂p_k) · dp_k/dx_k (chain_factor: the scale,
+  // × p_k for log-scaled scalars), with
   // s^i_k = dq^i/dp_k from one multi-parameter direct sweep (sensitivity/direct_jacobian.h)
   // per block of columns; blocks bound the stored sensitivities to sensitivity_memory_ (one
   // block for the paper's problems). The slot's sweep keeps its workspace and blocks between
@@ -173,8 +170,8 @@ void SimulationProblem::residual_jacobian(const Trajectory& traj, int slot, MatX
       if (first == 0) out.resize(rs.block.rows(), size());
       out.middleCols(first, count) = rs.block;
     }
-    for (int c = 0; c < count; ++c)
-      if (selection_.log_scale(first + c)) out.col(first + c) *= traj.p[indices[first + c]];
+    for (int c = first; c < first + count; ++c)
+      if (selection_.log_scale(c) || selection_.scale(c) != 1.0) out.col(c) *= selection_.chain_factor(c, traj.p);
   }
 }
 

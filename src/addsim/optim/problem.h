@@ -1,8 +1,8 @@
 #pragma once
 /// The optimisation problem over a simulation (paper §6): x ↦ Φ(x) and ∇Φ(x) by the adjoint,
 /// and for sum-of-squares objectives x ↦ ρ(x) and its Jacobian dρ/dx by direct
-/// sensitivities or reverse mode (JacobianMode), where x is the optimiser variable of a ParameterSelection (x = p or
-/// x = ln p per scalar, bounds from the task). One Simulator per evaluation slot is kept
+/// sensitivities or reverse mode (JacobianMode), where x is the optimiser variable of a ParameterSelection (x = p / s
+/// or x = ln(p) / s per scalar with the scalar's scale s, default 1; bounds from the task). One Simulator per evaluation slot is kept
 /// alive across evaluations, so an evaluation costs one forward run plus one gradient pass
 /// and nothing else (no re-parsing, no re-meshing; the linear solver's symbolic analysis is
 /// reused). A failed simulation (a step that does not converge, an inverted element, a
@@ -81,7 +81,8 @@ class SimulationProblem {
   const VecX& p_base() const { return p_base_; }
   /// The optimiser variable at p_base.
   VecX x0() const { return selection_.to_scaled(p_base_); }
-  /// Bounds on x (|x|): the selection's bounds, as ln for log-scaled scalars (ln 0 = −∞).
+  /// Bounds on x (|x|): the selection's bounds, as ln for log-scaled scalars (ln 0 = −∞),
+  /// divided by the scalar's scale.
   const VecX& lower() const { return lower_; }
   const VecX& upper() const { return upper_; }
   /// x projected onto [lower, upper].

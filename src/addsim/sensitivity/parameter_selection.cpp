@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "addsim/core/error.h"
@@ -17,6 +18,11 @@ ParameterSelection::ParameterSelection(const ParameterTable& table, const std::v
     if (!(lo <= hi)) throw InputError("parameter " + s.path + ": lower bound exceeds upper bound");
     if (s.log_scale && lo < 0.0)
       throw InputError("parameter " + s.path + ": log scale needs a lower bound >= 0 (values must stay positive)");
+    if (!(std::isfinite(s.scale) && s.scale > 0.0)) {
+      std::ostringstream msg;
+      msg << "parameter " << s.path << ": scale must be a finite number > 0, got " << s.scale;
+      throw InputError(msg.str());
+    }
     for (int i = range.offset; i < range.offset + range.size; ++i) {
       if (taken[i]) throw InputError("parameter " + table.name_of(i) + " is selected twice (path " + s.path + ")");
       taken[i] = true;
@@ -25,6 +31,7 @@ ParameterSelection::ParameterSelection(const ParameterTable& table, const std::v
       log_.push_back(s.log_scale);
       lower_.push_back(lo);
       upper_.push_back(hi);
+      scale_.push_back(s.scale);
     }
   }
 }
@@ -42,16 +49,21 @@ VecX ParameterSelection::scatter(const VecX& p, const VecX& values) const {
   return out;
 }
 
+// Every conversion skips the division or product by s when s = 1, so that selections
+// without a scale give the same x, p and gradients bit for bit as before scales existed.
+
 VecX ParameterSelection::to_scaled(const VecX& p) const {
   VecX x = gather(p);
   for (int k = 0; k < size(); ++k) {
-    if (!log_[k]) continue;
-    if (!(x[k] > 0.0)) {
-      std::ostringstream msg;
-      msg << "parameter " << names_[k] << " = " << x[k] << " must be > 0 for log scaling";
-      throw InputError(msg.str());
+    if (log_[k]) {
+      if (!(x[k] > 0.0)) {
+        std::ostringstream msg;
+        msg << "parameter " << names_[k] << " = " << x[k] << " must be > 0 for log scaling";
+        throw InputError(msg.str());
+      }
+      x[k] = std::log(x[k]);
     }
-    x[k] = std::log(x[k]);
+    if (scale_[k] != 1.0) x[k] /= scale_[k];
   }
   return x;
 }
@@ -59,17 +71,37 @@ VecX ParameterSelection::to_scaled(const VecX& p) const {
 VecX ParameterSelection::from_scaled(const VecX& p, const VecX& x) const {
   ADDSIM_CHECK(x.size() == size(), "parameter selection: wrong number of scaled values");
   VecX values = x;
-  for (int k = 0; k < size(); ++k)
-    if (log_[k]) values[k] = std::exp(x[k]);
+  for (int k = 0; k < size(); ++k) {
+    if (scale_[k] != 1.0) values[k] *= scale_[k];
+    if (log_[k]) values[k] = std::exp(values[k]);
+  }
   return scatter(p, values);
+}
+
+double ParameterSelection::chain_factor(int k, const VecX& p) const {
+  // p = s x (linear): dp/dx = s; p = exp(s x) (log): dp/dx = s p.
+  return log_[k] ? scale_[k] * p[indices_[k]] : scale_[k];
 }
 
 VecX ParameterSelection::scaled_gradient(const VecX& p, const VecX& dphi_dp) const {
   VecX g = gather(dphi_dp);
-  // d/d(ln p) = p d/dp.
-  for (int k = 0; k < size(); ++k)
-    if (log_[k]) g[k] *= p[indices_[k]];
+  for (int k = 0; k < size(); ++k) {
+    if (log_[k]) g[k] *= p[indices_[k]];  // d/d(ln p) = p d/dp
+    if (scale_[k] != 1.0) g[k] *= scale_[k];
+  }
   return g;
+}
+
+double ParameterSelection::lower_scaled(int k) const {
+  double lo = lower_[k];
+  if (log_[k]) lo = lo > 0.0 ? std::log(lo) : -std::numeric_limits<double>::infinity();
+  return scale_[k] != 1.0 ? lo / scale_[k] : lo;
+}
+
+double ParameterSelection::upper_scaled(int k) const {
+  double hi = upper_[k];
+  if (log_[k] && hi < std::numeric_limits<double>::infinity()) hi = std::log(hi);
+  return scale_[k] != 1.0 ? hi / scale_[k] : hi;
 }
 
 void ParameterSelection::check_bounds(const VecX& p) const {
