@@ -104,6 +104,10 @@ def make_task(steps, split):
             "first target, then the second flip's rows against both (written by "
             "scripts/make_sheet_flip_paths.py --task)."),
         "scene": "../scenes/sheet_flip.json",
+        # The scene's chord tail (solver.chord_contraction) off for L-BFGS-B: with it, this
+        # task's line searches visit points whose landing steps fail more often (48 failed
+        # simulations against 8 in one run; docs/solver.md, "Sheet flip: chord tail").
+        "set": {"solver.chord_contraction": 0},
         "parameters": rows(0, steps),
         "objective": [
             {"type": "pose", "body": "sheet", "nodes": [0, 4, 20, 24], "targets": FLIP1_TARGETS, "step": split},
