@@ -147,17 +147,19 @@ Marker embed_marker(const Model& model, int body, const VecX& q, const Vec3& x) 
 }
 
 // A uniform grid of cubic cells over the union of the tets' padded bounding boxes; each cell
-// lists, in ascending order, the tets whose padded box overlaps it. The pad, 1e-6 of the
-// body's box diagonal, is far above the round-off of a 3 × 3 LU solve: a tet whose padded box
-// misses x cannot return barycentric coordinates that are all ≥ 0 (their combination of the
-// vertices would lie in the tet, more than the pad away from x), so its smallest coordinate
-// is < 0 and it never beats a tet with smallest coordinate ≥ 0.
+// lists, in ascending order, the tets whose padded box overlaps it. What lets the grid skip
+// tets: if every barycentric coordinate of x in a tet is ≥ −m, then with μ_a = (λ_a + m)/(1 + 4m)
+// (≥ 0, summing to 1) x = c + (1 + 4m)(y − c) for the point y = Σ μ_a x_a of the tet (c its
+// centroid), so x lies in the tet's box grown on each side by 4m times the box's extent. A tet
+// whose grown box misses x therefore has a smallest coordinate below −m. The pad, 1e-6 of the
+// body's box diagonal, and a slack of 1e-6 in m cover the round-off of the 3 × 3 LU solve.
 struct MarkerEmbedder::TetGrid {
   bool usable = false;  // false: scan every tet (no tets, or a degenerate or non-finite box)
   Vec3 lo = Vec3::Zero(), hi = Vec3::Zero();
   double inv_h = 0.0;  // 1 / cell edge
   std::array<int, 3> n{};
   std::vector<Vec3> box_lo, box_hi;  // padded box of each tet
+  double max_extent = 0.0;           // largest extent of a padded box along any axis
   std::vector<int> start;            // cell c lists tets[start[c] .. start[c + 1])
   std::vector<int> tets;
 
@@ -187,6 +189,7 @@ struct MarkerEmbedder::TetGrid {
     for (int e = 0; e < T; ++e) {
       box_lo[e].array() -= pad;
       box_hi[e].array() += pad;
+      max_extent = std::max(max_extent, (box_hi[e] - box_lo[e]).maxCoeff());
     }
     lo = body_lo.array() - pad;
     hi = body_hi.array() + pad;
@@ -232,19 +235,53 @@ Marker MarkerEmbedder::embed(int body, const Vec3& x) {
   if (b.kind() != BodyKind::kFem) return embed_marker(model_, body, q_, x);
   const auto& fb = static_cast<const FemBody&>(b);
   const TetGrid& g = grid(body);
-  if (g.usable && x.allFinite() && (x.array() >= g.lo.array()).all() && (x.array() <= g.hi.array()).all()) {
-    const int c = g.flat(g.cell(x[0], 0), g.cell(x[1], 1), g.cell(x[2], 2));
-    TetChoice choice;
-    for (int k = g.start[c]; k < g.start[c + 1]; ++k) {
-      const int e = g.tets[k];
-      if ((x.array() >= g.box_lo[e].array()).all() && (x.array() <= g.box_hi[e].array()).all())
-        choice.consider(fb, q_, x, e);
-    }
-    // Inside a tet: no skipped tet can have a smallest coordinate ≥ 0 (TetGrid), so this is
-    // the scan's choice. Otherwise (outside the mesh, or on a face within round-off) scan.
-    if (choice.min >= 0.0) return choice.marker(model_, body);
+  if (!g.usable || !x.allFinite()) return embed_marker(model_, body, q_, x);
+  // 1. A first bound: the best smallest coordinate over the tets of x's cell (the nearest
+  //    cell of the grid for a point outside it), or of the nearest ring of cells holding any.
+  const std::array<int, 3> at = {g.cell(x[0], 0), g.cell(x[1], 1), g.cell(x[2], 2)};
+  double bound = -std::numeric_limits<double>::infinity();
+  for (int ring = 0; bound == -std::numeric_limits<double>::infinity(); ++ring) {
+    if (ring > std::max({g.n[0], g.n[1], g.n[2]})) return embed_marker(model_, body, q_, x);
+    for (int k = std::max(at[2] - ring, 0); k <= std::min(at[2] + ring, g.n[2] - 1); ++k)
+      for (int j = std::max(at[1] - ring, 0); j <= std::min(at[1] + ring, g.n[1] - 1); ++j)
+        for (int i = std::max(at[0] - ring, 0); i <= std::min(at[0] + ring, g.n[0] - 1); ++i) {
+          const int c = g.flat(i, j, k);
+          for (int t = g.start[c]; t < g.start[c + 1]; ++t) {
+            const double w = barycentric(fb.element_positions(q_, g.tets[t]), x).minCoeff();
+            if (w > bound) bound = w;
+          }
+        }
   }
-  return embed_marker(model_, body, q_, x);
+  // 2. Every tet that can reach that bound has x in its box grown by 4m times its extent
+  //    (TetGrid); those are found within 4m × the largest extent of x, then tried in index
+  //    order with the scan's rule. A reach over the whole grid is the scan itself.
+  const double m = std::max(0.0, -bound) + 1e-6;
+  const double reach = 4.0 * m * g.max_extent;
+  std::array<int, 3> lo{}, hi{};
+  bool whole = true;
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = g.cell(x[a] - reach, a);
+    hi[a] = g.cell(x[a] + reach, a);
+    whole = whole && lo[a] == 0 && hi[a] == g.n[a] - 1;
+  }
+  if (whole) return embed_marker(model_, body, q_, x);
+  std::vector<int> near;
+  for (int k = lo[2]; k <= hi[2]; ++k)
+    for (int j = lo[1]; j <= hi[1]; ++j)
+      for (int i = lo[0]; i <= hi[0]; ++i) {
+        const int c = g.flat(i, j, k);
+        for (int t = g.start[c]; t < g.start[c + 1]; ++t) {
+          const int e = g.tets[t];
+          const Eigen::Array3d grow = 4.0 * m * (g.box_hi[e] - g.box_lo[e]).array();
+          if ((x.array() >= g.box_lo[e].array() - grow).all() && (x.array() <= g.box_hi[e].array() + grow).all())
+            near.push_back(e);
+        }
+      }
+  std::sort(near.begin(), near.end());
+  near.erase(std::unique(near.begin(), near.end()), near.end());
+  TetChoice choice;
+  for (const int e : near) choice.consider(fb, q_, x, e);
+  return choice.marker(model_, body);
 }
 
 }  // namespace addsim

@@ -37,13 +37,13 @@ struct Marker {
 Marker embed_marker(const Model& model, int body, const VecX& q, const Vec3& x);
 
 /// embed_marker for many points of one configuration: the first FEM point of a body builds a
-/// uniform grid over that body's tet bounding boxes at q (once), and each point then solves
-/// for the barycentric coordinates only in the tets whose padded box holds it. The result is
-/// the Marker embed_marker gives, bit for bit: the grid only skips tets that cannot win the
-/// rule (a tet whose padded box misses x has a negative smallest coordinate, below the
-/// containing tet's ≥ 0), and candidates are tried in index order with the same strict
-/// comparison. A point outside every tet falls back to the scan over all tets (the
-/// extrapolating rule). Holds references to model and q: both must outlive it.
+/// uniform grid over that body's tet bounding boxes at q (once per body), and each point then
+/// solves for barycentric coordinates only in the tets near it. The result is the Marker
+/// embed_marker gives, bit for bit, inside and outside the mesh: the tets of the point's cell
+/// give a bound on the best smallest coordinate, only tets farther than that bound allows are
+/// skipped (markers.cpp, TetGrid), and the rest are tried in index order with the scan's strict
+/// comparison. A point so far outside that every tet could reach the bound is left to the scan.
+/// Holds references to model and q: both must outlive it.
 class MarkerEmbedder {
  public:
   MarkerEmbedder(const Model& model, const VecX& q);
