@@ -24,11 +24,11 @@ namespace {
 
 // Body 0: an FEM box of 4×3×2 cells (144 tets) whose nodes are moved off the lattice by a
 // seeded offset, so no two tets share a bounding box; body 1: particles; body 2: a rigid sphere.
-struct Fixture {
+struct EmbedFixture {
   Model model;
   VecX q, v;
   const FemBody* box = nullptr;
-  Fixture() {
+  EmbedFixture() {
     model.scheme_mut() = TimeScheme::make(Integrator::kBdf2, 0.01, 4);
     add_fem_body(model, "box", make_box_mesh(Vec3(0.4, 0.3, 0.2), Eigen::Vector3i(4, 3, 2)), FemMaterial{}, {});
     model.add_particles("a", {Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(0, 1, 0.5)}, std::vector<Vec3>(3, Vec3::Zero()),
@@ -45,7 +45,7 @@ struct Fixture {
 };
 
 // The same body, points, weights and rigid frame, compared as bits (EXPECT_EQ on doubles).
-void expect_same(const Marker& a, const Marker& b, const Vec3& x) {
+void expect_same_marker(const Marker& a, const Marker& b, const Vec3& x) {
   SCOPED_TRACE(::testing::Message() << "x = " << x.transpose());
   EXPECT_EQ(a.body, b.body);
   EXPECT_EQ(a.count, b.count);
@@ -56,7 +56,7 @@ void expect_same(const Marker& a, const Marker& b, const Vec3& x) {
 }
 
 TEST(MarkerEmbedder, FindsTheScansTetAndWeightsOnVerticesEdgesFacesAndInside) {
-  Fixture f;
+  EmbedFixture f;
   MarkerEmbedder embedder(f.model, f.q);
   const auto& tets = f.box->mesh().tets;
   std::vector<Vec3> points;
@@ -78,13 +78,13 @@ TEST(MarkerEmbedder, FindsTheScansTetAndWeightsOnVerticesEdgesFacesAndInside) {
   for (int k = 0; k < f.box->num_nodes(); ++k) points.push_back(f.node(k));
   for (const Vec3& x : points) {
     const Marker m = embedder.embed(0, x);
-    expect_same(m, embed_marker(f.model, 0, f.q, x), x);
+    expect_same_marker(m, embed_marker(f.model, 0, f.q, x), x);
     EXPECT_NEAR((m.position(f.q) - x).norm(), 0.0, 1e-12);
   }
 }
 
 TEST(MarkerEmbedder, KeepsTheScansExtrapolatingChoiceOutsideTheMesh) {
-  Fixture f;
+  EmbedFixture f;
   MarkerEmbedder embedder(f.model, f.q);
   // Points in and around the box: inside tets, in the gaps of its perturbed surface, and
   // beyond it on every side (the grid's box, and far outside it).
@@ -94,20 +94,20 @@ TEST(MarkerEmbedder, KeepsTheScansExtrapolatingChoiceOutsideTheMesh) {
   for (int i = 0; i < 400; ++i) {
     const Vec3 x(u(rng), u(rng), u(rng));
     const Marker m = embedder.embed(0, x);
-    expect_same(m, embed_marker(f.model, 0, f.q, x), x);
+    expect_same_marker(m, embed_marker(f.model, 0, f.q, x), x);
     outside += *std::min_element(m.weights.begin(), m.weights.end()) < 0.0;
   }
   EXPECT_GT(outside, 100);
   for (const Vec3& x : {Vec3(5.0, 0.0, 0.0), Vec3(0.0, -7.0, 2.0), Vec3(0.2000001, 0.15, 0.1)})
-    expect_same(embedder.embed(0, x), embed_marker(f.model, 0, f.q, x), x);
+    expect_same_marker(embedder.embed(0, x), embed_marker(f.model, 0, f.q, x), x);
 }
 
 TEST(MarkerEmbedder, ParticleAndRigidBodiesAndErrorsAsEmbedMarker) {
-  Fixture f;
+  EmbedFixture f;
   MarkerEmbedder embedder(f.model, f.q);
   const Vec3 x(0.9, 0.1, 0.2);
-  expect_same(embedder.embed(1, x), embed_marker(f.model, 1, f.q, x), x);
-  expect_same(embedder.embed(2, x), embed_marker(f.model, 2, f.q, x), x);
+  expect_same_marker(embedder.embed(1, x), embed_marker(f.model, 1, f.q, x), x);
+  expect_same_marker(embedder.embed(2, x), embed_marker(f.model, 2, f.q, x), x);
   EXPECT_THROW(embedder.embed(3, x), InputError);
   EXPECT_THROW(embedder.embed(-1, x), InputError);
   // A point with no finite coordinates: the scan finds no tet and reports it; so does the grid.
