@@ -15,9 +15,12 @@
 #        bash scripts/run-sanitizers.sh --build    build only (tests and harnesses)
 #        bash scripts/run-sanitizers.sh --test [ctest arguments]              test only
 # ADDSIM_SANITIZE_TARGETS="addsim test_io" builds only those targets (default: all).
+# ADDSIM_SANITIZE_DIR (default build-sanitize) and ADDSIM_SANITIZE_OPT (default -O1) build and
+# test a second folder at another optimisation level, to compare (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
+dir="${ADDSIM_SANITIZE_DIR:-build-sanitize}"
 mode=all
 case "${1:-}" in --build) mode=build; shift ;; --test) mode=test; shift ;; esac
 
@@ -31,16 +34,16 @@ if [ "$mode" != test ]; then
   # -gline-tables-only: file:line in every report at a fraction of -g's compile and link time.
   # Eigen's eigen_assert index checks stay on (no NDEBUG): they catch a wrong row or column
   # inside a matrix's own storage, which AddressSanitizer cannot see, and cost 0-12 % here.
-  flags="-O1 -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
+  flags="${ADDSIM_SANITIZE_OPT:--O1} -gline-tables-only -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
   link="-fsanitize=address,undefined"
-  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
     -DADDSIM_FUZZ=ON -DADDSIM_BUILD_BENCHMARKS=OFF -DADDSIM_BUILD_PYTHON=OFF -DADDSIM_UNITY_BUILD=ON \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$link" -DCMAKE_SHARED_LINKER_FLAGS="$link" \
     -DCMAKE_MODULE_LINKER_FLAGS="$link" >/dev/null
   targets=()
   for t in ${ADDSIM_SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
   start=$(date +%s)
-  cmake --build build-sanitize -j"${ADDSIM_SANITIZE_JOBS:-2}" "${targets[@]}"
+  cmake --build "$dir" -j"${ADDSIM_SANITIZE_JOBS:-2}" "${targets[@]}"
   echo "run-sanitizers.sh: build $(($(date +%s) - start)) s"
 fi
 [ "$mode" = build ] && exit 0
@@ -51,6 +54,6 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$root/scripts/lsan-gmsh.supp:print_suppressions=0"
 start=$(date +%s)
 status=0
-(cd build-sanitize && ctest -j"${ADDSIM_SANITIZE_JOBS:-2}" --timeout 1800 --output-on-failure -LE fuzz "$@") || status=$?
+(cd "$dir" && ctest -j"${ADDSIM_SANITIZE_JOBS:-2}" --timeout 1800 --output-on-failure -LE fuzz "$@") || status=$?
 echo "run-sanitizers.sh: tests $(($(date +%s) - start)) s, ctest exit $status"
 exit $status

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "addsim/core/error.h"
@@ -14,6 +15,7 @@
 #include "addsim/io/json_path.h"
 #include "addsim/io/json_reader.h"
 #include "addsim/fem/fem_body.h"
+#include "addsim/objectives/markers.h"
 #include "addsim/objectives/objective_terms.h"
 #include "addsim/objectives/tracking_terms.h"
 
@@ -31,6 +33,8 @@ struct TaskContext {
   Task* task = nullptr;
   fs::path dir;  // directory of the task file (data paths are relative to it)
   VecX q0;       // initial state at the scene defaults (markers given by position embed here)
+  // Embeds the markers given by position at q0; builds each FEM body's tet grid once per load.
+  std::unique_ptr<MarkerEmbedder> embedder;
 };
 
 // An integer that fits in int: larger JSON integers (4294967296) would wrap in get<int>().
@@ -117,7 +121,7 @@ Marker marker_spec(ObjectReader& r, const std::string& key, int body, const Task
   try {
     marker = m.has("node") ? node_marker(model, body, m.integer("node", std::nullopt, 0))
              : m.has("local") ? rigid_marker(model, body, m.vec3("local", std::nullopt))
-                              : embed_marker(model, body, c.q0, m.vec3("position", std::nullopt));
+                              : c.embedder->embed(body, m.vec3("position", std::nullopt));
   } catch (const InputError& e) {
     if (std::string_view(e.what()).find(m.path()) != std::string_view::npos) throw;
     fail_at(r.source(), m.path(), e.what());
@@ -137,7 +141,7 @@ std::vector<Marker> parse_markers(ObjectReader& r, int body, const TaskContext& 
     if (given != 1) fail_at(m.source(), m.path(), "give exactly one of position, node, tet (with weights) or local");
     try {
       if (m.has("position")) {
-        markers.push_back(embed_marker(model, body, c.q0, m.vec3("position", std::nullopt)));
+        markers.push_back(c.embedder->embed(body, m.vec3("position", std::nullopt)));
       } else if (m.has("node")) {
         markers.push_back(node_marker(model, body, m.integer("node", std::nullopt, 0)));
       } else if (m.has("local")) {
@@ -807,6 +811,7 @@ Task load_task_text(const std::string& text, const fs::path& file, const std::ve
   c.dir = file.parent_path();
   VecX v0;
   model.initial_state(model.params().defaults(), c.q0, v0);
+  c.embedder = std::make_unique<MarkerEmbedder>(model, c.q0);
   const json& terms = top.list("objective");
   if (terms.empty()) top.fail("objective", "needs at least one term");
   for (size_t k = 0; k < terms.size(); ++k) {

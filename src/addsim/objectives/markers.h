@@ -6,6 +6,7 @@
 /// (x = p_WB + R(θ) x̂_B, ∂x/∂θ = −[R x̂_B]× J(θ), rigid/so3.h).
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "addsim/core/types.h"
@@ -34,6 +35,33 @@ struct Marker {
 /// coordinate is largest; weights then extrapolate), rigid bodies fix it in the body
 /// frame, particle bodies use the nearest particle. Throws InputError for a bad body index.
 Marker embed_marker(const Model& model, int body, const VecX& q, const Vec3& x);
+
+/// embed_marker for many points of one configuration: the first FEM point of a body builds a
+/// uniform grid over that body's tet bounding boxes at q (once per body), and each point then
+/// solves for barycentric coordinates only in the tets near it. The result is the Marker
+/// embed_marker gives, bit for bit, inside and outside the mesh: the tets of the point's cell
+/// give a bound on the best smallest coordinate, only tets farther than that bound allows are
+/// skipped (markers.cpp, TetGrid), and the rest are tried in index order with the scan's strict
+/// comparison. A point so far outside that every tet could reach the bound is left to the scan.
+/// Holds references to model and q: both must outlive it.
+class MarkerEmbedder {
+ public:
+  MarkerEmbedder(const Model& model, const VecX& q);
+  ~MarkerEmbedder();
+  MarkerEmbedder(const MarkerEmbedder&) = delete;
+  MarkerEmbedder& operator=(const MarkerEmbedder&) = delete;
+
+  /// The marker of `body` at world point x (m), as embed_marker(model, body, q, x).
+  Marker embed(int body, const Vec3& x);
+
+ private:
+  struct TetGrid;
+  const TetGrid& grid(int body);
+
+  const Model& model_;
+  const VecX& q_;
+  std::vector<std::unique_ptr<TetGrid>> grids_;  // per body index, built on first use
+};
 
 /// Marker at node/particle k of a particle or FEM body. Throws InputError if out of range
 /// or the body is rigid.
