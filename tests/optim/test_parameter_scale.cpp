@@ -20,7 +20,7 @@ namespace {
 using test::kParticleIncline;
 using test::kRigidSphereThrow;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNoBound = std::numeric_limits<double>::infinity();
 
 // Positions of two surface markers of the rigid sphere at steps 50 and 100 when thrown at the
 // scene's v, ω plus an offset: the objective depends on ω through the rotation.
@@ -154,23 +154,23 @@ TEST(ParameterScale, VariablesAndBoundsAreDividedByTheScale) {
   for (int k = 4; k < 7; ++k) {
     EXPECT_EQ(sel.scale(k), 1.0);
     EXPECT_EQ(x[k], values[k]);  // scale 1: x = p bit for bit
-    EXPECT_EQ(problem->lower()[k], -kInf);
+    EXPECT_EQ(problem->lower()[k], -kNoBound);
   }
   // p → x → p.
   const VecX back = sel.gather(problem->parameters(x));
   for (int k = 0; k < 7; ++k) EXPECT_NEAR(back[k], values[k], 1e-14 * std::abs(values[k])) << k;
   // A log-scaled scalar with lower bound 0 has no lower bound in x.
-  auto t0 = test::scene_task(kRigidSphereThrow, {{"contact.kn", true, 0.0, kInf, 3.0}});
-  EXPECT_EQ(test::make_problem(t0)->lower()[0], -kInf);
-  EXPECT_EQ(test::make_problem(t0)->upper()[0], kInf);
+  auto t0 = test::scene_task(kRigidSphereThrow, {{"contact.kn", true, 0.0, kNoBound, 3.0}});
+  EXPECT_EQ(test::make_problem(t0)->lower()[0], -kNoBound);
+  EXPECT_EQ(test::make_problem(t0)->upper()[0], kNoBound);
 }
 
 TEST(ParameterScale, AScaleThatIsNotAFinitePositiveNumberIsAnInputError) {
   const Scene scene = load_scene_text(kRigidSphereThrow, "test.json");
   const ParameterTable& table = scene.model->params();
-  for (double s : {0.0, -2.0, std::numeric_limits<double>::quiet_NaN(), kInf}) {
+  for (double s : {0.0, -2.0, std::numeric_limits<double>::quiet_NaN(), kNoBound}) {
     try {
-      ParameterSelection(table, {{"bodies.0.velocity", false, -kInf, kInf, s}});
+      ParameterSelection(table, {{"bodies.0.velocity", false, -kNoBound, kNoBound, s}});
       ADD_FAILURE() << "scale " << s << " accepted";
     } catch (const InputError& e) {
       const std::string msg = e.what();
@@ -183,8 +183,8 @@ TEST(ParameterScale, AScaleThatIsNotAFinitePositiveNumberIsAnInputError) {
 
 TEST(ParameterScale, GradientAndJacobianInScaledSpaceAreTheScaleTimesThePhysicalOnes) {
   // Rigid sphere, markers: v in units of 0.5 m/s, ω in units of 30 rad/s.
-  const std::vector<ParameterSpec> specs = {{"bodies.0.velocity", false, -kInf, kInf, 0.5},
-                                            {"bodies.0.angular_velocity", false, -kInf, kInf, 30.0}};
+  const std::vector<ParameterSpec> specs = {{"bodies.0.velocity", false, -kNoBound, kNoBound, 0.5},
+                                            {"bodies.0.angular_velocity", false, -kNoBound, kNoBound, 30.0}};
   expect_scaled_derivatives(sphere_task(specs), sphere_task(unscaled(specs)),
                             load_scene_text(kRigidSphereThrow, "test.json").model->params().defaults(), 1e-6);
 }
@@ -193,7 +193,7 @@ TEST(ParameterScale, LogScaledParameterWithAScale) {
   // The incline: friction log-scaled with scale 2.5 (x̃ = ln μ / 2.5), the initial velocity in
   // units of 3 m/s; the physical problem keeps the log scaling with scale 1.
   const std::vector<ParameterSpec> specs = {{"obstacles.0.friction", true, 0.05, 0.35, 2.5},
-                                            {"bodies.0.velocities", false, -kInf, kInf, 3.0}};
+                                            {"bodies.0.velocities", false, -kNoBound, kNoBound, 3.0}};
   auto scaled = incline_task(specs);
   expect_scaled_derivatives(scaled, incline_task(unscaled(specs)), incline_start(*scaled), 1e-5);
 }
