@@ -173,6 +173,7 @@ SpringTerm::SpringTerm(const Model* model, std::vector<Spring> springs) : model_
 void SpringTerm::declare(StencilSet& stencils) {
   stencil_.clear();
   node_weights_.clear();
+  particle_pair_.clear();
   for (const Spring& s : springs_) {
     // The nodes of a (weights +w_m), then those of b (−w_m); a node shared by both ends
     // appears twice, which the assembly sums.
@@ -189,6 +190,8 @@ void SpringTerm::declare(StencilSet& stencils) {
     }
     stencil_.push_back(dofs.empty() ? -1 : stencils.add(dofs));
     node_weights_.push_back(nw);
+    particle_pair_.push_back(s.a.kind == Anchor::Kind::kParticle && s.b.kind == Anchor::Kind::kParticle &&
+                             s.a.dof != s.b.dof);
   }
 }
 
@@ -209,9 +212,54 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
   const bool clamp = out.clamp_compressed_springs && step;
   const bool partials = out.wants_jacobians();
+  const JacobianWeights& jw = out.weights();
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
     const Spring& s = springs_[k];
+    if (particle_pair_[k]) {
+      // Two particle ends: r_local = (r_a, −r_a), the step Jacobian block ±(wq kx + wv kv) on
+      // the (a, a), (b, a), (a, b), (b, b) blocks: what add() and add_node_outer<2>() do with
+      // weights ±1 (multiplying by ±1 is exact), with the point map read once.
+      const int da = s.a.dof, db = s.b.dof;
+      SpringForce L;
+      spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),
+                   ctx, clamp, partials, L);
+      if (!L.active) continue;
+      const int* pm = step ? out.pattern().point_map(stencil_[k]) : nullptr;
+      if (partials && !pm) {
+        add_weighted<2>(out, stencil_[k], node_weights_[k].w, L.r, L.kx, L.kv);
+        continue;
+      }
+      for (int c = 0; c < 3; ++c) {
+        const double ra = L.r[c], rb = -L.r[c];
+        out.r[da + c] += ra;
+        out.r_abs[da + c] += std::abs(ra);
+        out.r[db + c] += rb;
+        out.r_abs[db + c] += std::abs(rb);
+      }
+      if (!partials || (jw.wq == 0.0 && jw.wv == 0.0)) continue;
+      Mat3 sum;
+      if (jw.wq != 0.0) {
+        sum.noalias() = jw.wq * L.kx;
+        if (jw.wv != 0.0) sum.noalias() += jw.wv * L.kv;
+      } else {
+        sum.noalias() = jw.wv * L.kv;
+      }
+      double* jac = out.jac.data();
+      for (int j = 0; j < 3; ++j) {
+        double* aa = jac + pm[j * 2];
+        double* ba = jac + pm[1 + j * 2];
+        double* ab = jac + pm[(3 + j) * 2];
+        double* bb = jac + pm[1 + (3 + j) * 2];
+        for (int i = 0; i < 3; ++i) {
+          aa[i] += sum(i, j);
+          ba[i] += -sum(i, j);
+          ab[i] += -sum(i, j);
+          bb[i] += sum(i, j);
+        }
+      }
+      continue;
+    }
     Vec3 xa, va, xb, vb;
     anchor_motion(*model_, s.a, ctx, xa, va);
     anchor_motion(*model_, s.b, ctx, xb, vb);
@@ -286,11 +334,16 @@ bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     const Spring& s = springs_[k];
     if (s.kind == SpringKind::kZeroLength) continue;
-    Vec3 xa, va, xb, vb;
-    anchor_motion(*model_, s.a, ctx, xa, va);
-    anchor_motion(*model_, s.b, ctx, xb, vb);
     // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).
-    const double len2 = (xa - xb).squaredNorm();
+    double len2;
+    if (particle_pair_[k]) {
+      len2 = (ctx.q.segment<3>(s.a.dof) - ctx.q.segment<3>(s.b.dof)).squaredNorm();
+    } else {
+      Vec3 xa, va, xb, vb;
+      anchor_motion(*model_, s.a, ctx, xa, va);
+      anchor_motion(*model_, s.b, ctx, xb, vb);
+      len2 = (xa - xb).squaredNorm();
+    }
     if (s.kind == SpringKind::kUnilateral && len2 <= s.rest_length * s.rest_length) continue;
     const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
     if (len2 <= min_len * min_len) {

@@ -61,6 +61,12 @@ class SpringTerm final : public Term {
     bool unit = true;  // every |w_m| = 1 (no embedded ends)
   };
 
+  // Springs of two distinct particle ends (stencil [a's 3 DOFs, b's 3 DOFs], weights +1, −1):
+  // evaluate() and admissible() read their positions and scatter their residual and step
+  // Jacobian block directly, without the general path's anchor dispatch and local vectors
+  // (the same operations in the same order: the same numbers bit for bit).
+  std::vector<char> particle_pair_;
+
   const Model* model_;
   std::vector<Spring> springs_;
   std::vector<int> stencil_;
