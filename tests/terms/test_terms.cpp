@@ -360,6 +360,60 @@ TEST(SpringTerm, ClampedNewtonMatrixIsPositiveSemiDefinite) {
   }
 }
 
+// Springs between two particles take a direct path in SpringTerm::evaluate (docs/solver.md,
+// "Sheet flip, third round"): its residual equals the sensitivity mode's (the general path) bit
+// for bit, its step-Jacobian block is wq ∂r/∂q + wv ∂r/∂v of that mode, and it matches central
+// differences of r along q with v moving as the BDF rates do (v = v₀ + wv (q − q₀)), stretched
+// and compressed, with damping.
+TEST(SpringTerm, ParticlePairStepJacobianMatchesPartialsAndDifferences) {
+  for (const double rest : {1.0, 0.1}) {
+    ParticleFixture f(Integrator::kBdf2, 0.02, 10);
+    f.particles({Vec3(0, 0, 0), Vec3(0.3, 0.1, -0.2)}, {Vec3::Zero(), Vec3::Zero()}, {1.0, 2.0});
+    f.model->add_term(std::make_unique<SpringTerm>(
+        f.model.get(), std::vector<Spring>{f.spring(SpringKind::kDistance, f.point(0), f.point(1), 50.0, 0.7, rest)}));
+    f.model->finalize();
+    const Model& m = *f.model;
+    VecX q0(6), v0(6), a = VecX::Zero(6);
+    q0 << 0.01, -0.02, 0.03, 0.3, 0.1, -0.2;
+    v0 << 0.4, -0.1, 0.2, -0.3, 0.5, 0.1;
+    const double wq = 1.0, wv = 75.0;  // (c_v/h) of a BDF step with h = 0.02
+    const VecX p = m.params().defaults();
+    auto dense = [&](const VecX& values) {
+      MatX d = MatX::Zero(6, 6);
+      for (int c = 0; c < 6; ++c)
+        for (int k = m.pattern().outer()[c]; k < m.pattern().outer()[c + 1]; ++k) d(m.pattern().inner()[k], c) += values[k];
+      return d;
+    };
+    auto evaluate = [&](const VecX& q, EvalMode mode) {
+      const VecX v = v0 + wv * (q - q0);
+      const TermContext ctx{q, v, a, p, 3, m.scheme()};
+      Assembly out(&m.pattern(), &m.stencils());
+      out.reset(mode, {wq, wv, 0.0});
+      m.terms().back()->evaluate(ctx, out);
+      return out;
+    };
+    const Assembly step = evaluate(q0, EvalMode::kResidualAndStepJacobian);
+    const Assembly partials = evaluate(q0, EvalMode::kResidualAndJacobians);
+    const Assembly residual = evaluate(q0, EvalMode::kResidual);
+    EXPECT_EQ(step.r, partials.r);
+    EXPECT_EQ(step.r_abs, partials.r_abs);
+    EXPECT_EQ(residual.r, partials.r);
+    EXPECT_GT(step.r.norm(), 1.0);
+    const MatX j_step = dense(step.jac);
+    const MatX j_parts = wq * dense(partials.kq) + wv * dense(partials.kv);
+    EXPECT_LE((j_step - j_parts).cwiseAbs().maxCoeff(), 1e-13 * j_parts.cwiseAbs().maxCoeff()) << "rest " << rest;
+    MatX fd(6, 6);
+    const double eps = 1e-6;
+    for (int c = 0; c < 6; ++c) {
+      VecX qp = q0, qm = q0;
+      qp[c] += eps;
+      qm[c] -= eps;
+      fd.col(c) = (evaluate(qp, EvalMode::kResidual).r - evaluate(qm, EvalMode::kResidual).r) / (2.0 * eps);
+    }
+    EXPECT_LE((j_step - fd).cwiseAbs().maxCoeff(), 1e-6 * j_step.cwiseAbs().maxCoeff()) << "rest " << rest;
+  }
+}
+
 TEST(SpringTerm, CollapsedSpringsAreInadmissible) {
   // Distance springs of rest length 1 m and 0.5 m (both collapsed below 1e-9 m: max(l0, 1)
   // times 1e-9), and a unilateral one, which is slack (admissible) at any length ≤ l0.
