@@ -110,30 +110,27 @@ BlockSystem make_robot(std::mt19937& rng) {
 std::pair<double, double> expected_flops(const BlockSchurLu& lu) {
   double factor = 0.0, solve = 0.0;
   for (int k : lu.order()) {
-    const double s = lu.start(k + 1) - lu.start(k);
-    double t = 0.0;
-    for (int j : lu.later(k)) t += lu.start(j + 1) - lu.start(j);
+    const double s = static_cast<double>(lu.dofs(k).size());
+    const double t = static_cast<double>(lu.front(k).size());
     factor += 2.0 * s * s * s / 3.0 + 2.0 * s * s * t + 2.0 * s * t * t;
     solve += 2.0 * s * s + 4.0 * s * t;
   }
   return {factor, solve};
 }
 
-TEST(BlockSchurLu, SolvesATreeOfBlocksWithoutFill) {
+TEST(BlockSchurLu, SolvesATreeOfBodies) {
   std::mt19937 rng(21);
   const BlockSystem s = make_robot(rng);
   BlockSchurLu lu(&s.pattern);
   EXPECT_STREQ(lu.name(), "block_schur_lu");
-  // Blocks are runs of identical columns inside a body: the links split the bodies at the
-  // DOFs they tie, and no block crosses a body.
-  EXPECT_GT(lu.blocks(), 17);
-  for (int k = 0; k < lu.blocks(); ++k) {
-    const auto body = std::upper_bound(s.starts.begin(), s.starts.end(), lu.start(k));
-    EXPECT_LE(lu.start(k + 1), *body) << "block " << k;
-  }
-  // Dense bodies in a tree: eliminating a body's inner columns first, its linked ones
-  // next, never joins blocks that were not neighbours.
-  EXPECT_EQ(lu.fill_pairs(), 0);
+  // Column groups are runs of identical columns inside a body: the links split the bodies
+  // at the DOFs they tie. Blocks join nested groups; every DOF is in exactly one block.
+  EXPECT_GT(lu.groups(), 17);
+  EXPECT_LT(lu.blocks(), lu.groups());
+  std::vector<int> seen(s.n, 0);
+  for (int k = 0; k < lu.blocks(); ++k)
+    for (int d : lu.dofs(k)) ++seen[d];
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), s.n);
   expect_solves_like_dense_lu(s.pattern, block_values(s, 20.0, 1.0, rng), lu, rng);
   const auto [factor, solve] = expected_flops(lu);
   EXPECT_NEAR(lu.factor_flops(), factor, 1e-6 * factor);
@@ -180,8 +177,8 @@ TEST(BlockSchurLu, IsTheSolverOfItsKind) {
   EXPECT_STREQ(make_linear_solver(LinearSolverKind::kSchur, &s.pattern)->name(), "block_schur_lu");
 }
 
-// The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one block
-// per rigid body and per FEM node.
+// The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one column
+// group per rigid body and per FEM node.
 TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
   if (!gmsh_available()) GTEST_SKIP() << "the soft feet need gmsh";
   const auto model = load_scene_file(test::scene_path("quadruped_soft_feet.json"), {"steps=30"}).model;
@@ -197,8 +194,9 @@ TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
   sim.evaluate(ctx, out);
 
   BlockSchurLu lu(&m.pattern());
-  // 13 rigid bodies of 6 DOFs and 4 × 27 FEM nodes of 3.
-  EXPECT_EQ(lu.blocks(), 13 + 4 * 27);
+  // Column groups: 13 rigid bodies of 6 DOFs and 4 × 27 FEM nodes of 3; nested ones joined.
+  EXPECT_EQ(lu.groups(), 13 + 4 * 27);
+  EXPECT_LT(lu.blocks(), lu.groups());
   std::mt19937 rng(30);
   expect_solves_like_dense_lu(m.pattern(), out.jac, lu, rng);
   // Fewer flops than one dense LU of the whole matrix by far.
