@@ -5,7 +5,8 @@
 // UMFPACK (our symmetric strategy, one solve, and its automatic strategy without values)
 // and KLU also on the tori-drop Jacobian (argument 1; needs gmsh) and on the soft-feet
 // quadruped's (argument 2: 402 DOF, rigid links + four FEM feet in contact; needs gmsh), where
-// the dense LU and KLU's refactorisation on a kept pivot order are timed too.
+// the dense LU, KLU's refactorisation on a kept pivot order and the block LU over the
+// model's bodies ("schur") are timed too.
 // Results go to docs/solver.md.
 
 #include <benchmark/benchmark.h>
@@ -270,6 +271,34 @@ void BM_KluSolve(benchmark::State& state) {
   klu_free_symbolic(&sym, &common);
 }
 BENCHMARK(BM_KluSolve)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// The block LU over the model's bodies (solver/block_schur_lu.h, linear_solver = "schur"):
+// one factorisation, and one substitution (precondition: no refinement, as KLU's solve above).
+void BM_BlockSchur(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  auto lu = make_linear_solver(LinearSolverKind::kSchur, &p.model->pattern());
+  for (auto _ : state) benchmark::DoNotOptimize(lu->factorize(p.values));
+  VecX x;
+  lu->solve(p.rhs, x);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  state.counters["flops"] = lu->factor_flops();
+}
+BENCHMARK(BM_BlockSchur)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_BlockSchurSolve(benchmark::State& state) {
+  const Problem* pp = get_problem(state);
+  if (!pp) return;
+  const Problem& p = *pp;
+  auto lu = make_linear_solver(LinearSolverKind::kSchur, &p.model->pattern());
+  lu->factorize(p.values);
+  VecX x;
+  for (auto _ : state) lu->precondition(p.rhs, x, false);
+  state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
+  state.counters["flops"] = lu->solve_flops();
+}
+BENCHMARK(BM_BlockSchurSolve)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // CHOLMOD on the symmetric part S = (J + Jᵀ)/2 (lower triangle), supernodal.
 struct Cholmod {

@@ -57,7 +57,8 @@ VecX matrix_values(const Grid& g, double mass, double skew, std::mt19937& rng, d
   return values;
 }
 
-// The LUs that report flop counts (and so are reused): UMFPACK, KLU, the dense and the banded LU.
+// The LUs that report flop counts (and so are reused): UMFPACK, KLU, the dense, the banded and
+// the block (schur) LU — the grid has no DOF blocks, so the latter is one dense block here.
 class ReusedLu : public ::testing::TestWithParam<LinearSolverKind> {};
 
 TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
@@ -94,10 +95,11 @@ TEST_P(ReusedLu, MatchesDirectSolvesOnADriftingSequence) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ReusedLu,
                          ::testing::Values(LinearSolverKind::kUmfpack, LinearSolverKind::kKlu, LinearSolverKind::kDense,
-                                           LinearSolverKind::kBanded),
+                                           LinearSolverKind::kBanded, LinearSolverKind::kSchur),
                          [](const auto& info) {
                            return std::string(info.param == LinearSolverKind::kDense    ? "dense"
                                               : info.param == LinearSolverKind::kBanded ? "banded"
+                                              : info.param == LinearSolverKind::kSchur  ? "schur"
                                               : info.param == LinearSolverKind::kKlu    ? "klu"
                                                                                         : "umfpack");
                          });

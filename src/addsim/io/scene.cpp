@@ -89,13 +89,14 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   s.relative_tolerance = r.number("relative_tolerance", 1e-8, Bound::kPositive);
   if (s.relative_tolerance >= 1.0) r.fail("relative_tolerance", "must be below 1 (a fraction of the summed force magnitudes)");
   s.max_iterations = r.integer("max_iterations", 50, 1);
-  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "klu", "eigen", "cholmod", "dense", "banded"});
+  const std::string ls = r.choice("linear_solver", "auto", {"auto", "umfpack", "klu", "eigen", "cholmod", "dense", "banded", "schur"});
   s.linear_solver = ls == "umfpack"   ? LinearSolverKind::kUmfpack
                     : ls == "klu"     ? LinearSolverKind::kKlu
                     : ls == "eigen"   ? LinearSolverKind::kEigenLu
                     : ls == "cholmod" ? LinearSolverKind::kCholmodBicgstab
                     : ls == "dense"   ? LinearSolverKind::kDense
                     : ls == "banded"  ? LinearSolverKind::kBanded
+                    : ls == "schur"   ? LinearSolverKind::kSchur
                                       : LinearSolverKind::kAuto;
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);

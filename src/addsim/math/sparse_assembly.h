@@ -65,6 +65,10 @@ class SparsePattern {
   int diagonal_index(int i) const { return diag_[i]; }
   const std::vector<int>& outer() const { return outer_; }
   const std::vector<int>& inner() const { return inner_; }
+  /// DOF blocks for solvers that follow the model's structure (solver/block_schur_lu.h):
+  /// block k holds DOFs starts[k] … starts[k + 1] − 1 (the model's bodies); empty if unset.
+  void set_blocks(std::vector<int> starts) { blocks_ = std::move(starts); }
+  const std::vector<int>& blocks() const { return blocks_; }
 
  private:
   int n_ = 0;
@@ -75,6 +79,7 @@ class SparsePattern {
   std::vector<int> point_map_;
   std::vector<int> point_map_offsets_;  ///< −1: not a stencil of whole points
   std::vector<int> diag_;
+  std::vector<int> blocks_;
   /// First columns of the column groups, in order, plus n: a group is one column or three
   /// consecutive columns with identical row lists (an FEM node's x, y, z), which the
   /// products traverse together — one row index and one update of y per row instead of three.

@@ -62,6 +62,11 @@ void Model::finalize() {
   require_building();
   for (auto& t : terms_) t->declare(stencils_);
   pattern_ = SparsePattern(num_dofs_, stencils_);
+  // Each body's DOF block, for solvers that eliminate body by body (linear_solver = "schur").
+  std::vector<int> starts;
+  for (const auto& b : bodies_) starts.push_back(b->dof_offset());
+  starts.push_back(num_dofs_);
+  pattern_.set_blocks(std::move(starts));
   finalized_ = true;
 }
 

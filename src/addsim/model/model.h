@@ -17,7 +17,7 @@
 namespace addsim {
 
 /// Step-Jacobian solver: kAuto picks the fastest available (docs/solver.md).
-enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDense, kKlu, kBanded };
+enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDense, kKlu, kBanded, kSchur };
 
 struct SolverSettings {
   double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units) …

@@ -15,6 +15,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/solver/banded_lu.h"
+#include "addsim/solver/block_schur_lu.h"
 #include "addsim/solver/cholmod_bicgstab.h"
 
 #ifdef ADDSIM_HAVE_UMFPACK
@@ -328,6 +329,7 @@ std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const Sp
   if (kind == LinearSolverKind::kAuto && pattern->size() < kDenseMaxDofs) return std::make_unique<DenseLu>(pattern);
   if (kind == LinearSolverKind::kDense) return std::make_unique<DenseLu>(pattern);
   if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern);
+  if (kind == LinearSolverKind::kSchur) return std::make_unique<BlockSchurLu>(pattern);
   if (kind == LinearSolverKind::kCholmodBicgstab) {
     auto solver = make_cholmod_bicgstab(pattern);
     if (!solver)

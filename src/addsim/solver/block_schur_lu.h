@@ -1,0 +1,94 @@
+#pragma once
+/// Sparse block LU with dense blocks (`solver.linear_solver = "schur"`): for step Jacobians
+/// whose columns come in groups of identical pattern — an FEM node's 3 DOFs, a rigid body's
+/// 6 — such as the soft-feet quadruped's (13 rigid links, four 27-node FEM feet each tied to
+/// its shin through ball joints: 121 column groups for 402 DOFs).
+///
+/// Symbolic analysis (once per pattern): column groups are the runs of consecutive columns
+/// with identical row lists, never crossing the pattern's DOF blocks (SparsePattern::blocks():
+/// the model's bodies). They are ordered by minimum weighted degree on the group graph (the
+/// DOFs of a group's not yet eliminated neighbours; ties by size, then index) with the fill
+/// recorded: eliminating group g joins its later neighbours N(g) into a clique. Groups whose
+/// fronts nest — N(g) = {g'} ∪ N(g') for the group g' eliminated next — form one block
+/// (fundamental supernodes, as in supernodal Cholesky), whose front N(k) is that of its last
+/// group. On the quadruped each foot is eliminated from its free nodes up to the nodes tied
+/// to the shin, which join the shin's block; then the thighs, the hips and the torso.
+///
+/// The numeric factorisation is a right-looking block LU in that order, A = L U with L_kk =
+/// D_k (block k's diagonal after the updates of the blocks before it), L_N(k),k = C_k =
+/// A_N(k),k, U_kk = I and U_k,N(k) = W_k = D_k⁻¹ A_k,N(k): per block a dense LU of D_k with
+/// partial pivoting (Eigen), its substitutions on the row panel (plain loops for blocks of up
+/// to kSmallBlock DOFs, Eigen above), and the Schur update A_N(k),N(k) −= C_k W_k column by
+/// column, subtracted where a precomputed map puts each entry (a diagonal block or another
+/// block's panel). No pivoting crosses blocks, so the diagonal blocks must stay non-singular
+/// (true for the step Jacobians of bodies with mass: inertia on the diagonal); solve() refines
+/// iteratively, as KLU's does, while the residual halves. Flops are counted exactly per
+/// factorisation (2s³/3 per diagonal block of size s, 2 s² t for its panel of width t, 2 s t²
+/// for its update) for the reuse rule of solver/reused_factorization.h.
+
+#include <vector>
+
+#include <Eigen/LU>
+
+#include "addsim/math/sparse_assembly.h"
+#include "addsim/solver/linear_solver.h"
+
+namespace addsim {
+
+class BlockSchurLu final : public LinearSolver {
+ public:
+  explicit BlockSchurLu(const SparsePattern* pattern);
+  bool factorize(const VecX& values) override;
+  void solve(const VecX& b, VecX& x, bool transpose) override;
+  void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose); }
+  double factor_flops() const override { return factor_flops_; }
+  double solve_flops() const override { return solve_flops_; }
+  bool counts_flops() const override { return true; }
+  const char* name() const override { return "block_schur_lu"; }
+
+  /// Block k's DOFs (in the order of its dense LU).
+  const std::vector<int>& dofs(int k) const { return dofs_[k]; }
+  int blocks() const { return static_cast<int>(dofs_.size()); }
+  /// Column groups (runs of identical columns) before they were joined into blocks.
+  int groups() const { return groups_; }
+  /// Blocks in elimination order.
+  const std::vector<int>& order() const { return order_; }
+  /// The blocks that hold DOFs of block k's front (after fill), in elimination order.
+  const std::vector<int>& later(int k) const { return later_[k]; }
+  /// Block k's front: the DOFs of its later neighbours N(k), in the order of its panels.
+  const std::vector<int>& front(int k) const { return later_dofs_[k]; }
+  /// Number of column-group pairs (i, j), i ≠ j, that fill created (not in the pattern).
+  int fill_pairs() const { return fill_pairs_; }
+
+ private:
+  static constexpr int kMaxRefinements = 2;
+  // Up to this size a block's panel substitutions run as plain loops, above through Eigen.
+  static constexpr int kSmallBlock = 8;
+
+  const SparsePattern* pattern_;
+  std::vector<std::vector<int>> dofs_;     ///< block k's DOFs
+  std::vector<int> local_;                 ///< per DOF: its index within its block
+  int groups_ = 0;
+  std::vector<int> order_;                 ///< elimination order
+  std::vector<std::vector<int>> later_;    ///< N(k), in elimination order
+  std::vector<std::vector<int>> later_dofs_;  ///< the DOFs of N(k), concatenated (t_k of them)
+  std::vector<int> diag_base_, row_base_, col_base_;  ///< D_k (s × s), W_k (s × t), C_k (t × s) in data_
+  std::vector<int> update_base_;           ///< per k: offset of its t × t update map in update_map_
+  std::vector<int> update_map_;            ///< entry (a, b) of C_k W_k → its index in data_
+  std::vector<double> data_;               ///< all blocks, column-major each
+  std::vector<int> slot_;                  ///< per pattern entry: its index in data_
+  std::vector<Eigen::PartialPivLU<MatX>> lu_;
+  MatX panel_;
+  VecX column_;  ///< work column of a panel solve or an update
+  VecX values_, product_, residual_, correction_, gathered_, pushed_, own_;
+  double factor_flops_ = 0.0, solve_flops_ = 0.0;
+  int fill_pairs_ = 0;
+
+  int size(int k) const { return static_cast<int>(dofs_[k].size()); }
+  int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
+  void substitute(const VecX& b, VecX& x, bool transpose);
+  void solve_panel(const Eigen::PartialPivLU<MatX>& lu, double* w, int s, int t);
+  void solve_transposed(const Eigen::PartialPivLU<MatX>& lu, double* x, int s);
+};
+
+}  // namespace addsim

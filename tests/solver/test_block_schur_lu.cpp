@@ -1,0 +1,208 @@
+// BlockSchurLu (solver/block_schur_lu.h): on random block-structured matrices (a tree of
+// small "rigid" blocks with large "soft" blocks hanging from its leaves through few DOFs, and
+// a ring of blocks whose elimination fills) it solves A x = b and Aᵀ x = b like a dense LU,
+// splits bodies into runs of identical columns, counts its flops, reports a singular diagonal
+// block; and on the soft-feet quadruped's real step Jacobian (needs gmsh) it finds one block
+// per rigid body and FEM node and solves to round-off.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include <Eigen/LU>
+
+#include "addsim/io/scene.h"
+#include "addsim/mesh/gmsh_generators.h"
+#include "addsim/solver/block_schur_lu.h"
+#include "addsim/solver/linear_solver.h"
+#include "addsim/solver/simulator.h"
+#include "../support/linear_system.h"
+#include "../support/source_dir.h"
+
+namespace addsim {
+namespace {
+
+struct BlockSystem {
+  StencilSet stencils;
+  SparsePattern pattern;
+  std::vector<int> starts;
+  int n = 0;
+};
+
+// Blocks of the given sizes, each dense inside; `links` couple `width` DOFs of block a with
+// `width` DOFs of block b (random ones, as ball joints tie a few nodes to a body).
+BlockSystem make_block_system(const std::vector<int>& sizes, const std::vector<std::pair<int, int>>& links, int width,
+                              std::mt19937& rng) {
+  BlockSystem s;
+  s.starts.push_back(0);
+  for (int size : sizes) s.starts.push_back(s.starts.back() + size);
+  s.n = s.starts.back();
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<DofIndex> dofs;
+    for (int d = s.starts[k]; d < s.starts[k + 1]; ++d) dofs.push_back(d);
+    s.stencils.add(dofs);
+  }
+  for (const auto& [a, b] : links) {
+    std::vector<DofIndex> dofs;
+    for (int block : {a, b}) {
+      std::uniform_int_distribution<int> pick(s.starts[block], s.starts[block + 1] - 1);
+      for (int w = 0; w < width; ++w) dofs.push_back(pick(rng));
+    }
+    std::sort(dofs.begin(), dofs.end());
+    dofs.erase(std::unique(dofs.begin(), dofs.end()), dofs.end());
+    s.stencils.add(dofs);
+  }
+  s.pattern = SparsePattern(s.n, s.stencils);
+  s.pattern.set_blocks(s.starts);
+  return s;
+}
+
+// Random nonsymmetric entries of size ~`coupling` on the pattern plus `mass` on the diagonal.
+VecX block_values(const BlockSystem& s, double mass, double coupling, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  VecX values(s.pattern.nnz());
+  for (int e = 0; e < s.pattern.nnz(); ++e) values[e] = coupling * u(rng);
+  for (int i = 0; i < s.n; ++i) values[s.pattern.diagonal_index(i)] += mass * (1.0 + 0.1 * u(rng));
+  return values;
+}
+
+void expect_solves_like_dense_lu(const SparsePattern& pattern, const VecX& values, LinearSolver& lu, std::mt19937& rng,
+                                 double tolerance = 1e-13) {
+  const int n = pattern.size();
+  const MatX dense = MatX(pattern.make_matrix(values));
+  const Eigen::FullPivLU<MatX> reference(dense);
+  ASSERT_TRUE(lu.factorize(values));
+  const VecX b = test::random_rhs(n, rng);
+  for (bool transpose : {false, true}) {
+    VecX x;
+    lu.solve(b, x, transpose);
+    const VecX x_reference = transpose ? VecX(Eigen::FullPivLU<MatX>(dense.transpose()).solve(b)) : VecX(reference.solve(b));
+    EXPECT_LT(test::relative_residual(pattern, n, values, b, x, transpose), tolerance) << (transpose ? "transposed" : "");
+    EXPECT_LT((x - x_reference).norm(), 1e-10 * x_reference.norm()) << (transpose ? "transposed" : "");
+    // Without refinement (preconditioner use) the substitutions alone are accurate too.
+    lu.precondition(b, x, transpose);
+    EXPECT_LT(test::relative_residual(pattern, n, values, b, x, transpose), 1e-11) << (transpose ? "transposed" : "");
+  }
+}
+
+// A quadruped-like tree: torso 0, four legs of three 6-DOF links (hip, thigh, shin), a
+// 45-DOF soft foot under each shin tied to it through 3 DOFs.
+BlockSystem make_robot(std::mt19937& rng) {
+  std::vector<int> sizes{6};
+  std::vector<std::pair<int, int>> links;
+  for (int leg = 0; leg < 4; ++leg) {
+    int parent = 0;
+    for (int link = 0; link < 3; ++link) {
+      sizes.push_back(6);
+      links.emplace_back(parent, static_cast<int>(sizes.size()) - 1);
+      parent = static_cast<int>(sizes.size()) - 1;
+    }
+    sizes.push_back(45);
+    links.emplace_back(parent, static_cast<int>(sizes.size()) - 1);
+  }
+  return make_block_system(sizes, links, 3, rng);
+}
+
+// The flops of a factorisation and of a substitution from the solver's own block structure
+// (the formula of block_schur_lu.h).
+std::pair<double, double> expected_flops(const BlockSchurLu& lu) {
+  double factor = 0.0, solve = 0.0;
+  for (int k : lu.order()) {
+    const double s = static_cast<double>(lu.dofs(k).size());
+    const double t = static_cast<double>(lu.front(k).size());
+    factor += 2.0 * s * s * s / 3.0 + 2.0 * s * s * t + 2.0 * s * t * t;
+    solve += 2.0 * s * s + 4.0 * s * t;
+  }
+  return {factor, solve};
+}
+
+TEST(BlockSchurLu, SolvesATreeOfBodies) {
+  std::mt19937 rng(21);
+  const BlockSystem s = make_robot(rng);
+  BlockSchurLu lu(&s.pattern);
+  EXPECT_STREQ(lu.name(), "block_schur_lu");
+  // Column groups are runs of identical columns inside a body: the links split the bodies
+  // at the DOFs they tie. Blocks join nested groups; every DOF is in exactly one block.
+  EXPECT_GT(lu.groups(), 17);
+  EXPECT_LT(lu.blocks(), lu.groups());
+  std::vector<int> seen(s.n, 0);
+  for (int k = 0; k < lu.blocks(); ++k)
+    for (int d : lu.dofs(k)) ++seen[d];
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), s.n);
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 20.0, 1.0, rng), lu, rng);
+  const auto [factor, solve] = expected_flops(lu);
+  EXPECT_NEAR(lu.factor_flops(), factor, 1e-6 * factor);
+  EXPECT_NEAR(lu.solve_flops(), solve, 1e-6 * solve);
+  const double n = s.n;
+  EXPECT_LT(lu.factor_flops(), 0.1 * 2.0 * n * n * n / 3.0);
+  // A second matrix overwrites every entry; a weak diagonal pivots inside the blocks.
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 0.5, 1.0, rng), lu, rng, 1e-12);
+}
+
+TEST(BlockSchurLu, SolvesARingWhoseEliminationFills) {
+  std::mt19937 rng(8);
+  // Five blocks in a ring plus a chord: eliminating any of them joins its two neighbours.
+  const BlockSystem s = make_block_system({12, 9, 15, 6, 10}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}, {1, 3}}, 4, rng);
+  BlockSchurLu lu(&s.pattern);
+  EXPECT_GT(lu.fill_pairs(), 0);
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 10.0, 1.0, rng), lu, rng);
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 1.0, 1.0, rng), lu, rng, 1e-12);
+}
+
+TEST(BlockSchurLu, WithoutBodiesSplitsByColumnPattern) {
+  std::mt19937 rng(4);
+  BlockSystem s = make_block_system({10, 10}, {{0, 1}}, 3, rng);
+  s.pattern.set_blocks({});
+  BlockSchurLu lu(&s.pattern);
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 5.0, 1.0, rng), lu, rng);
+  const auto [factor, solve] = expected_flops(lu);
+  EXPECT_NEAR(lu.factor_flops(), factor, 1e-6 * factor);
+}
+
+TEST(BlockSchurLu, SingularDiagonalBlockFails) {
+  std::mt19937 rng(9);
+  const BlockSystem s = make_robot(rng);
+  VecX values = block_values(s, 5.0, 1.0, rng);
+  // A zero column inside a foot.
+  const int c = s.starts[4] + 7;
+  for (int e = s.pattern.outer()[c]; e < s.pattern.outer()[c + 1]; ++e) values[e] = 0.0;
+  EXPECT_FALSE(BlockSchurLu(&s.pattern).factorize(values));
+}
+
+TEST(BlockSchurLu, IsTheSolverOfItsKind) {
+  std::mt19937 rng(1);
+  const BlockSystem s = make_robot(rng);
+  EXPECT_STREQ(make_linear_solver(LinearSolverKind::kSchur, &s.pattern)->name(), "block_schur_lu");
+}
+
+// The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one column
+// group per rigid body and per FEM node.
+TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
+  if (!gmsh_available()) GTEST_SKIP() << "the soft feet need gmsh";
+  const auto model = load_scene_file(test::scene_path("quadruped_soft_feet.json"), {"steps=30"}).model;
+  const Model& m = *model;
+  Simulator sim(m);
+  const VecX params = m.params().defaults();
+  const Trajectory t = sim.run(params);
+  ASSERT_TRUE(t.completed()) << t.failure;
+  const int i = m.scheme().steps;
+  const TermContext ctx{t.q[i], t.velocity(m.scheme(), i), t.acceleration(m.scheme(), i), params, i, m.scheme()};
+  Assembly out(&m.pattern(), &m.stencils());
+  out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(m.scheme(), i, 0));
+  sim.evaluate(ctx, out);
+
+  BlockSchurLu lu(&m.pattern());
+  // Column groups: 13 rigid bodies of 6 DOFs and 4 × 27 FEM nodes of 3; nested ones joined.
+  EXPECT_EQ(lu.groups(), 13 + 4 * 27);
+  EXPECT_LT(lu.blocks(), lu.groups());
+  std::mt19937 rng(30);
+  expect_solves_like_dense_lu(m.pattern(), out.jac, lu, rng);
+  // Fewer flops than one dense LU of the whole matrix by far.
+  const double n = m.num_dofs();
+  EXPECT_LT(lu.factor_flops(), 0.1 * 2.0 * n * n * n / 3.0);
+}
+
+}  // namespace
+}  // namespace addsim
