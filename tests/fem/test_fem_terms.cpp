@@ -295,6 +295,11 @@ TEST(FemKernels, StressIsEnergyGradient) {
   for (NeoHookeanVariant variant : {NeoHookeanVariant::kAdd, NeoHookeanVariant::kStandard}) {
     NeoHookeanResult r;
     ASSERT_TRUE(neo_hookean(F, 7.0e3, 1.1e4, variant, false, r));
+    // The energy-only kernel gives the same bits, and refuses an inverted F.
+    double w = 0.0;
+    ASSERT_TRUE(neo_hookean_energy(F, 7.0e3, 1.1e4, variant, w));
+    EXPECT_EQ(w, r.energy_density);
+    EXPECT_FALSE(neo_hookean_energy(Mat3(-F), 7.0e3, 1.1e4, variant, w));
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j) {
         const double h = 1e-6;

@@ -34,6 +34,23 @@ inline void set_column(Mat9& T, int m, int n, const Mat3& dP) {
 }
 }  // namespace
 
+namespace {
+// W(F) from J = det F > 0, ln J and tr FᵀF (shared by neo_hookean and neo_hookean_energy, so
+// both give the same bits).
+double energy_density(const Mat3& F, double J, double lnJ, double mu, double lambda, NeoHookeanVariant variant) {
+  if (variant == NeoHookeanVariant::kAdd)
+    return 0.25 * lambda * (J * J - 1.0) - 0.5 * lambda * lnJ + 0.5 * mu * (F.squaredNorm() - 3.0 - 2.0 * lnJ);
+  return 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
+}
+}  // namespace
+
+bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, double& w) {
+  const double J = F.determinant();
+  if (!(J > 0.0)) return false;
+  w = energy_density(F, J, std::log(J), mu, lambda, variant);
+  return true;
+}
+
 bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
                  NeoHookeanResult& out) {
   const double J = F.determinant();
@@ -46,14 +63,12 @@ bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant vari
     a = 0.5 * lambda * (J * J - 1.0);
     c = lambda * J * J;
     da_dlambda = 0.5 * (J * J - 1.0);
-    out.energy_density = 0.25 * lambda * (J * J - 1.0) - 0.5 * lambda * lnJ +
-                         0.5 * mu * (F.squaredNorm() - 3.0 - 2.0 * lnJ);
   } else {
     a = lambda * lnJ;
     c = lambda;
     da_dlambda = lnJ;
-    out.energy_density = 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
   }
+  out.energy_density = energy_density(F, J, lnJ, mu, lambda, variant);
   out.P = mu * (F - H) + a * H;
   out.H = H;
   out.a = a;

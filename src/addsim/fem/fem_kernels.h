@@ -71,6 +71,10 @@ struct NeoHookeanResult {
 bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
                  NeoHookeanResult& out);
 
+/// The energy density W alone (what neo_hookean() gives as energy_density, the same bits),
+/// without F⁻ᵀ and P: false if J = det F ≤ 0 (w untouched).
+bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, double& w);
+
 /// r_e / V = Gᵀ vec(P) = vec(P gradᵀ): per node k, P g_k (12, stacked per node).
 inline Vec12 element_forces(const Mat3& P, const Mat43& grad) {
   const Eigen::Matrix<double, 3, 4> f = P * grad.transpose();

@@ -392,12 +392,11 @@ void FemStressTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) c
 double FemStressTerm::energy(const TermContext& ctx) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
-  NeoHookeanResult nh;
-  double w = 0.0;
+  double w = 0.0, density = 0.0;
   for (int e = 0; e < body_->num_tets(); ++e) {
-    if (!neo_hookean(body_->deformation_gradient(ctx.q, e), lame.mu, lame.lambda, variant_, false, nh))
+    if (!neo_hookean_energy(body_->deformation_gradient(ctx.q, e), lame.mu, lame.lambda, variant_, density))
       return std::numeric_limits<double>::infinity();
-    w += body_->rest_volume(e) * nh.energy_density;
+    w += body_->rest_volume(e) * density;
   }
   return w;
 }
