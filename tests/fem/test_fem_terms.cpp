@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 
@@ -294,6 +295,11 @@ TEST(FemKernels, StressIsEnergyGradient) {
   for (NeoHookeanVariant variant : {NeoHookeanVariant::kAdd, NeoHookeanVariant::kStandard}) {
     NeoHookeanResult r;
     ASSERT_TRUE(neo_hookean(F, 7.0e3, 1.1e4, variant, false, r));
+    // The energy-only kernel gives the same bits, and refuses an inverted F.
+    double w = 0.0;
+    ASSERT_TRUE(neo_hookean_energy(F, 7.0e3, 1.1e4, variant, w));
+    EXPECT_EQ(w, r.energy_density);
+    EXPECT_FALSE(neo_hookean_energy(Mat3(-F), 7.0e3, 1.1e4, variant, w));
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j) {
         const double h = 1e-6;
@@ -347,6 +353,82 @@ TEST(FemKernels, ClosedFormStiffnessesMatchTangentSandwiches) {
     viscous_stiffness_combined_add(F, Fdot, grad, 0.37, model, 150.0, K_comb, 2.0);
     const Mat12 comb_ref = base + 2.0 * (kq_ref + 150.0 * kv_ref);
     EXPECT_LE((K_comb - comb_ref).norm(), 1e-12 * comb_ref.norm());
+  }
+}
+
+// StressBlockColumns hands out, column by column, exactly (bit for bit) the 12 × 12 blocks
+// of the stiffness kernels: the step block of neo_hookean_stiffness() followed by
+// viscous_stiffness_combined_add(), and the partials of neo_hookean_stiffness() followed by
+// viscous_stiffness(…, add_to_kq = true); elastic alone, viscous alone (an inverted element)
+// and both, on random elements.
+TEST(FemKernels, StressBlockColumnsEqualStiffnessKernelsBitwise) {
+  std::mt19937 rng(20261206);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const auto set_column = [](Mat12& K, int l, int j, const StressBlockColumns::Column& col) {
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 3; ++i) K(3 * k + i, 3 * l + j) = col[i][k];
+  };
+  const auto expect_bitwise = [](const Mat12& K, const Mat12& reference, const std::string& what) {
+    for (int i = 0; i < 144; ++i)
+      ASSERT_EQ(K(i), reference(i)) << what << ", entry " << i << ", difference " << (K(i) - reference(i));
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    Mat3 Dm, F, Fdot;
+    for (int i = 0; i < 9; ++i) {
+      Dm(i) = 0.1 * u(rng);
+      F(i) = 0.3 * u(rng);
+      Fdot(i) = 2.0 * u(rng);
+    }
+    Dm += 0.1 * Mat3::Identity();
+    F += Mat3::Identity();
+    if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
+    // Shape gradients of the tet with edges Dm: rows 1–3 are Dm⁻¹'s rows, row 0 minus their sum.
+    Mat43 grad;
+    grad.bottomRows<3>() = Dm.inverse();
+    grad.row(0) = -grad.bottomRows<3>().colwise().sum();
+    const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
+    const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
+    const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));
+    NeoHookeanResult nh;
+    ASSERT_TRUE(neo_hookean(F, mu, lambda, variant, false, nh));
+    for (int parts = 0; parts < 3; ++parts) {
+      const bool elastic = parts != 1, viscous = parts != 0;
+      const std::string what = "trial " + std::to_string(trial) + ", parts " + std::to_string(parts);
+      const Mat12 K_el = elastic ? neo_hookean_stiffness(nh, grad, mu, V) : Mat12(Mat12::Zero());
+      // Step block.
+      Mat12 reference = K_el;
+      if (viscous)
+        viscous_stiffness_combined_add(F, Fdot, grad, visc, ViscosityModel::kRotationInvariant, c, reference, V);
+      StressBlockColumns block;
+      if (elastic) block.set_elastic(nh, grad, mu, V);
+      if (viscous) block.set_viscous_step(F, Fdot, grad, visc, c, V);
+      Mat12 K = Mat12::Constant(std::numeric_limits<double>::quiet_NaN());
+      int next = 0;
+      block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) {
+        EXPECT_EQ(3 * l + j, next++);
+        set_column(K, l, j, col);
+      });
+      EXPECT_EQ(next, 12);
+      expect_bitwise(K, reference, what + ", step block");
+      if (!viscous) continue;
+      // Partials.
+      Mat12 Kq_ref = K_el, Kv_ref;
+      viscous_stiffness(F, Fdot, grad, visc, ViscosityModel::kRotationInvariant, Kq_ref, Kv_ref, V, true);
+      StressBlockColumns partials;
+      if (elastic) partials.set_elastic(nh, grad, mu, V);
+      partials.set_viscous_partials(F, Fdot, grad, visc, V);
+      Mat12 Kq = Mat12::Constant(std::numeric_limits<double>::quiet_NaN()), Kv = Kq;
+      next = 0;
+      partials.for_each_column_pair(
+          [&](int l, int j, const StressBlockColumns::Column& cq, const StressBlockColumns::Column& cv) {
+            EXPECT_EQ(3 * l + j, next++);
+            set_column(Kq, l, j, cq);
+            set_column(Kv, l, j, cv);
+          });
+      EXPECT_EQ(next, 12);
+      expect_bitwise(Kq, Kq_ref, what + ", dr/dq");
+      expect_bitwise(Kv, Kv_ref, what + ", dr/dv");
+    }
   }
 }
 

@@ -34,6 +34,23 @@ inline void set_column(Mat9& T, int m, int n, const Mat3& dP) {
 }
 }  // namespace
 
+namespace {
+// W(F) from J = det F > 0, ln J and tr FᵀF (shared by neo_hookean and neo_hookean_energy, so
+// both give the same bits).
+double energy_density(const Mat3& F, double J, double lnJ, double mu, double lambda, NeoHookeanVariant variant) {
+  if (variant == NeoHookeanVariant::kAdd)
+    return 0.25 * lambda * (J * J - 1.0) - 0.5 * lambda * lnJ + 0.5 * mu * (F.squaredNorm() - 3.0 - 2.0 * lnJ);
+  return 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
+}
+}  // namespace
+
+bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, double& w) {
+  const double J = F.determinant();
+  if (!(J > 0.0)) return false;
+  w = energy_density(F, J, std::log(J), mu, lambda, variant);
+  return true;
+}
+
 bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
                  NeoHookeanResult& out) {
   const double J = F.determinant();
@@ -46,14 +63,12 @@ bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant vari
     a = 0.5 * lambda * (J * J - 1.0);
     c = lambda * J * J;
     da_dlambda = 0.5 * (J * J - 1.0);
-    out.energy_density = 0.25 * lambda * (J * J - 1.0) - 0.5 * lambda * lnJ +
-                         0.5 * mu * (F.squaredNorm() - 3.0 - 2.0 * lnJ);
   } else {
     a = lambda * lnJ;
     c = lambda;
     da_dlambda = lnJ;
-    out.energy_density = 0.5 * mu * (F.squaredNorm() - 3.0) - mu * lnJ + 0.5 * lambda * lnJ * lnJ;
   }
+  out.energy_density = energy_density(F, J, lnJ, mu, lambda, variant);
   out.P = mu * (F - H) + a * H;
   out.H = H;
   out.a = a;
@@ -204,6 +219,75 @@ void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43
       k.noalias() += FM.col(j) * hgg.col(l).transpose() + f.col(l) * hdf.row(j);
       k.row(j) += geg.row(l);
     }
+}
+
+void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
+  // The factors of neo_hookean_stiffness(), from the same expressions. Each is first
+  // constructed as a local, as there: Eigen evaluates `M = s * (A * B)` by assignment and
+  // by construction along different paths, which may differ in the last bit.
+  const Eigen::Matrix<double, 3, 4> h = nh.H * grad.transpose();
+  const Eigen::Matrix4d gg = (scale * mu) * (grad * grad.transpose());
+  const double ma = scale * (mu - nh.a);
+  for (int i = 0; i < 3; ++i) {
+    h_[i] = h.row(i).transpose().array();
+    mh_[i] = ma * h_[i];
+  }
+  for (int l = 0; l < 4; ++l) gg_[l] = gg.col(l).array();
+  c_ = scale * nh.c;
+  elastic_ = true;
+}
+
+namespace {
+// Node-contiguous copies: rows of a 3 × 4 factor, columns (or rows) of a 4 × 4 one.
+void rows_to_arrays(const Eigen::Matrix<double, 3, 4>& m, Eigen::Array4d* out) {
+  for (int i = 0; i < 3; ++i) out[i] = m.row(i).transpose().array();
+}
+}  // namespace
+
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                          double c, double scale) {
+  // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
+  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose();
+  const Eigen::Matrix<double, 3, 4> hdf = hs * (Fdot * grad.transpose() + c * f);
+  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
+  const Eigen::Matrix4d hgg = hs * gg;
+  fm_ = FM;
+  rows_to_arrays(f, f_);
+  rows_to_arrays(hdf, hdf_);
+  for (int l = 0; l < 4; ++l) {
+    hgg_[l] = hgg.col(l).array();
+    geg_[l] = geg.row(l).transpose().array();
+  }
+  viscous_ = true;
+}
+
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                              double scale) {
+  // The factors of viscous_stiffness() (rotation-invariant), constructed as there.
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const Mat3 FFt = F * F.transpose(), FFdt = F * Fdot.transpose();
+  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose(), d = Fdot * grad.transpose();
+  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
+  const Eigen::Matrix4d hgg = hs * gg;
+  const Eigen::Matrix<double, 3, 4> hf = hs * f, hd = hs * d;
+  fm_ = FFdt;
+  fm2_ = FFt;
+  rows_to_arrays(f, f_);
+  rows_to_arrays(hd, hdf_);
+  rows_to_arrays(hf, hdf2_);
+  for (int l = 0; l < 4; ++l) {
+    hgg_[l] = hgg.col(l).array();
+    geg_[l] = geg.row(l).transpose().array();
+  }
+  viscous_ = true;
 }
 
 }  // namespace addsim

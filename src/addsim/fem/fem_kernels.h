@@ -6,6 +6,8 @@
 /// stresses P (Pa) give the element residual r_e = V Gᵀ vec(P) (forces enter r with a
 /// minus sign: f_e = −r_e) and tangents dP/dF (9 × 9) give ∂r_e/∂x = V Gᵀ (dP/dF) G.
 
+#include <array>
+
 #include <Eigen/Core>
 #include <Eigen/Dense>
 
@@ -69,6 +71,10 @@ struct NeoHookeanResult {
 bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
                  NeoHookeanResult& out);
 
+/// The energy density W alone (what neo_hookean() gives as energy_density, the same bits),
+/// without F⁻ᵀ and P: false if J = det F ≤ 0 (w untouched).
+bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, double& w);
+
 /// r_e / V = Gᵀ vec(P) = vec(P gradᵀ): per node k, P g_k (12, stacked per node).
 inline Vec12 element_forces(const Mat3& P, const Mat43& grad) {
   const Eigen::Matrix<double, 3, 4> f = P * grad.transpose();
@@ -111,5 +117,114 @@ void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, doubl
 /// s (g_lᵀ Ė g_k) on row j). Equal to the sum of viscous_stiffness()'s blocks up to round-off.
 void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
                                     ViscosityModel model, double c, Mat12& K, double scale = 1.0);
+
+/// The local Jacobian blocks of `fem_stress` (Neo-Hookean plus rotation-invariant viscous
+/// stress), handed out column by column instead of as 12 × 12 matrices: the caller scatters
+/// each column straight into its value array, so each block is written once (no 12 × 12
+/// local, no second pass for the viscous part, no weighting copy). Two uses:
+///   - step Jacobian (set_viscous_step, for_each_column): K = K_el + Kq_visc + c Kv_visc,
+///     bit-identical to neo_hookean_stiffness() followed by viscous_stiffness_combined_add();
+///   - local partials (set_viscous_partials, for_each_column_pair): ∂r/∂q = K_el + Kq_visc
+///     and ∂r/∂v = Kv_visc, bit-identical to neo_hookean_stiffness() followed by
+///     viscous_stiffness(…, add_to_kq = true).
+/// A column is computed for the four nodes at once (node-contiguous factors, Eigen packets of
+/// two nodes): per node the same products and additions in the same order as those kernels
+/// (tests/fem/test_fem_terms.cpp checks equality bit for bit). Every factor is scaled by
+/// `scale` (the rest volume). Rotation-invariant viscosity only (kLinear and kNone go through
+/// the kernels above).
+class StressBlockColumns {
+ public:
+  /// Elastic part from neo_hookean() at F (with or without its tangent) and μ.
+  void set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale);
+  /// Viscous part (s = 64 ν) of a step block: Kq + c Kv.
+  void set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, double c,
+                        double scale);
+  /// Viscous parts (s = 64 ν) as separate partials Kq (added to the elastic block) and Kv.
+  void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, double scale);
+
+  /// Entries of one column 3l + j: col[i][k] (an Eigen array over the four nodes k) is row 3k + i.
+  using Column = std::array<Eigen::Array4d, 3>;
+  /// Step block (after set_elastic and/or set_viscous_step, at least one): sink(l, j, col)
+  /// for the 12 columns 3l + j in order. After set_elastic alone this is K_el.
+  template <class Sink>
+  void for_each_column(Sink&& sink) const {
+    if (elastic_ && viscous_)
+      columns<true, true>(sink);
+    else if (elastic_)
+      columns<true, false>(sink);
+    else
+      columns<false, true>(sink);
+  }
+  /// Partials (after set_viscous_partials, with or without set_elastic): sink(l, j, col_q,
+  /// col_v) for the 12 columns 3l + j of ∂r/∂q and ∂r/∂v in order.
+  template <class Sink>
+  void for_each_column_pair(Sink&& sink) const {
+    if (elastic_)
+      column_pairs<true>(sink);
+    else
+      column_pairs<false>(sink);
+  }
+
+ private:
+  // Elastic, as neo_hookean_stiffness(): c h_l[j] h_k[i] + (μ − a) h_k[j] h_l[i], then
+  // μ (g_k·g_l) on the diagonal; zero without the elastic part.
+  template <bool kElastic>
+  void elastic_column(int l, int j, Column& col) const {
+    if constexpr (kElastic) {
+      const double ch = c_ * h_[j][l];
+      for (int i = 0; i < 3; ++i) col[i] = ch * h_[i] + mh_[j] * h_[i][l];
+      col[j] += gg_[l];
+    } else {
+      for (int i = 0; i < 3; ++i) col[i].setZero();
+    }
+  }
+
+  template <bool kElastic, bool kViscous, class Sink>
+  void columns(Sink& sink) const {
+    Column col;
+    for (int l = 0; l < 4; ++l)
+      for (int j = 0; j < 3; ++j) {
+        elastic_column<kElastic>(l, j, col);
+        // Viscous, as viscous_stiffness_combined_add(): (· + FM_ij hgg_kl) + f_l[i] hdf_k[j]
+        // (Eigen evaluates `K += P1 + P2` of two products as two updates), then the diagonal.
+        if constexpr (kViscous) {
+          for (int i = 0; i < 3; ++i) col[i] = (col[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
+          col[j] += geg_[l];
+        }
+        sink(l, j, static_cast<const Column&>(col));
+      }
+  }
+
+  template <bool kElastic, class Sink>
+  void column_pairs(Sink& sink) const {
+    Column col_q, col_v;
+    for (int l = 0; l < 4; ++l)
+      for (int j = 0; j < 3; ++j) {
+        // As viscous_stiffness(…, add_to_kq = true): Kv = FFᵀ_ij hgg_kl + f_l[i] hf_k[j];
+        // Kq = (Kq + FḞᵀ_ij hgg_kl) + f_l[i] hd_k[j], then s (g_lᵀ Ė g_k) on the diagonal.
+        elastic_column<kElastic>(l, j, col_q);
+        for (int i = 0; i < 3; ++i) {
+          col_v[i] = fm2_(i, j) * hgg_[l] + f_[i][l] * hdf2_[j];
+          col_q[i] = (col_q[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
+        }
+        col_q[j] += geg_[l];
+        sink(l, j, static_cast<const Column&>(col_q), static_cast<const Column&>(col_v));
+      }
+  }
+
+  bool elastic_ = false, viscous_ = false;
+  // The kernels' factors as arrays over the nodes k ([row i][k], or [l][k]).
+  Eigen::Array4d h_[3];    // h_k = H g_k
+  Eigen::Array4d mh_[3];   // scale (μ − a) h_k
+  Eigen::Array4d gg_[4];   // scale μ (g_k·g_l)
+  double c_ = 0.0;         // scale c
+  Mat3 fm_;                // step: F Ḟᵀ + c F Fᵀ; partials: F Ḟᵀ
+  Mat3 fm2_;               // partials: F Fᵀ
+  Eigen::Array4d f_[3];    // f_k = F g_k
+  Eigen::Array4d hdf_[3];  // step: (s/2)(d_k + c f_k); partials: (s/2) d_k (d_k = Ḟ g_k)
+  Eigen::Array4d hdf2_[3];  // partials: (s/2) f_k
+  Eigen::Array4d hgg_[4];  // (s/2)(g_k·g_l)
+  Eigen::Array4d geg_[4];  // geg_[l][k] = s (g_lᵀ Ė g_k) as computed at (l, k)
+};
 
 }  // namespace addsim

@@ -205,6 +205,16 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
   const bool step_block = out.mode() == EvalMode::kResidualAndStepJacobian && w.wq != 0.0;
   // The linear model has no viscous ∂r/∂q.
   const bool viscous_kq = viscous && viscosity_ == ViscosityModel::kRotationInvariant;
+  // Both Jacobian modes, except linear viscosity and step Jacobians with wq ≠ 1 (Newton's has
+  // wq = 1, so Assembly's weighting would only multiply by one): the blocks go column by
+  // column straight into the value arrays (StressBlockColumns), without 12 × 12 locals, a
+  // second pass for the viscous part or Assembly's weighted copy. Same values, bit for bit.
+  const bool columns = tangent && viscosity_ != ViscosityModel::kLinear &&
+                       (out.mode() == EvalMode::kResidualAndJacobians || (step_block && w.wq == 1.0));
+  if (columns) {
+    evaluate_columns(ctx, out, begin, end, lame, nu_visc);
+    return;
+  }
   NeoHookeanResult nh;
   ViscousResult vr;
   for (int e = begin; e < end; ++e) {
@@ -245,6 +255,86 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
     Mat12 Kv;
     viscous_stiffness(F, Fdot, grad, nu_visc, viscosity_, Kq, Kv, V, true);
     out.add<12>(stencil_[e], r, elastic || viscous_kq ? &Kq : nullptr, &Kv, nullptr);
+  }
+}
+
+namespace {
+// values[column 3l + j of the 12 × 12 block of a point stencil] += col, with pm the stencil's
+// point map: node k's three rows start at pm[k + 4 (3l + j)].
+inline void scatter_column(const int* pm, int l, int j, const StressBlockColumns::Column& col, double* values) {
+  const int* p = pm + 4 * (3 * l + j);
+  for (int k = 0; k < 4; ++k) {
+    double* v = values + p[k];
+    v[0] += col[0][k];
+    v[1] += col[1][k];
+    v[2] += col[2][k];
+  }
+}
+
+inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::Column& col) {
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 3; ++i) K(3 * k + i, 3 * l + j) = col[i][k];
+}
+}  // namespace
+
+void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
+                                     const LameParameters& lame, double nu_visc) const {
+  const bool viscous = nu_visc != 0.0;
+  const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
+  const double c = out.weights().wv;  // wv / wq with wq = 1 (step mode)
+  const SparsePattern& pattern = out.pattern();
+  // Step mode: one block into jac; partials: ∂r/∂q into kq and, with viscosity, ∂r/∂v into kv.
+  double* values_q = step ? out.jac.data() : out.kq.data();
+  double* values_v = step ? nullptr : out.kv.data();
+  const bool pairs = !step && viscous;
+  NeoHookeanResult nh;
+  ViscousResult vr;
+  for (int e = begin; e < end; ++e) {
+    const Mat43& grad = body_->shape_gradients(e);
+    const Mat3 F = body_->element_positions(ctx.q, e) * grad;
+    const double V = body_->rest_volume(e);
+    // As in evaluate_items: inverted elements skip their elastic part.
+    const bool elastic = neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh);
+    if (!elastic && !viscous) continue;
+    StressBlockColumns block;
+    // The residuals as in evaluate_items (elastic and viscous added separately for r_abs).
+    if (elastic) {
+      out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
+      block.set_elastic(nh, grad, lame.mu, V);
+    }
+    if (viscous) {
+      const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
+      viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
+      out.add<12>(stencil_[e], Vec12(V * element_forces(vr.P, grad)), nullptr, nullptr, nullptr);
+      if (step)
+        block.set_viscous_step(F, Fdot, grad, nu_visc, c, V);
+      else
+        block.set_viscous_partials(F, Fdot, grad, nu_visc, V);
+    }
+    const int* pm = pattern.point_map(stencil_[e]);
+    if (!pm) {
+      // Not a stencil of whole points (never for an FEM body's element DOFs): via Assembly.
+      Mat12 Kq, Kv;
+      if (pairs)
+        block.for_each_column_pair([&](int l, int j, const StressBlockColumns::Column& cq,
+                                       const StressBlockColumns::Column& cv) {
+          set_matrix_column(Kq, l, j, cq);
+          set_matrix_column(Kv, l, j, cv);
+        });
+      else
+        block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { set_matrix_column(Kq, l, j, col); });
+      out.add<12>(stencil_[e], Vec12(Vec12::Zero()), &Kq, pairs ? &Kv : nullptr, nullptr);
+      continue;
+    }
+    if (pairs)
+      block.for_each_column_pair(
+          [&](int l, int j, const StressBlockColumns::Column& cq, const StressBlockColumns::Column& cv) {
+            scatter_column(pm, l, j, cq, values_q);
+            scatter_column(pm, l, j, cv, values_v);
+          });
+    else
+      block.for_each_column(
+          [&](int l, int j, const StressBlockColumns::Column& col) { scatter_column(pm, l, j, col, values_q); });
   }
 }
 
@@ -302,12 +392,11 @@ void FemStressTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) c
 double FemStressTerm::energy(const TermContext& ctx) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
-  NeoHookeanResult nh;
-  double w = 0.0;
+  double w = 0.0, density = 0.0;
   for (int e = 0; e < body_->num_tets(); ++e) {
-    if (!neo_hookean(body_->deformation_gradient(ctx.q, e), lame.mu, lame.lambda, variant_, false, nh))
+    if (!neo_hookean_energy(body_->deformation_gradient(ctx.q, e), lame.mu, lame.lambda, variant_, density))
       return std::numeric_limits<double>::infinity();
-    w += body_->rest_volume(e) * nh.energy_density;
+    w += body_->rest_volume(e) * density;
   }
   return w;
 }

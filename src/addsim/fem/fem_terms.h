@@ -99,6 +99,12 @@ class FemStressTerm final : public Term {
   ViscosityModel viscosity_model() const { return viscosity_; }
 
  private:
+  // Jacobian modes (step Jacobian with wq = 1, or local partials), no linear viscosity:
+  // residuals through Assembly, the blocks scattered column by column by StressBlockColumns
+  // into the value arrays (the same values as evaluate_items' general loop, bit for bit).
+  void evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end, const LameParameters& lame,
+                        double nu_visc) const;
+
   const FemBody* body_;
   NeoHookeanVariant variant_;
   ViscosityModel viscosity_;
