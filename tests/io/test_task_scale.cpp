@@ -1,11 +1,14 @@
 // The task key `parameters[k].scale` (and a stage's own `stages[j].parameters[k].scale`):
 // parsed into the selection, inherited by stages, and rejected with the file and key path
-// when it is not a number > 0 or misspelt; and `optimize.lbfgsb.first_step_phi`.
+// when it is not a number > 0 or misspelt; and `optimize.lbfgsb.first_step_phi`,
+// `restart_iterations` and `restart_factor`.
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +98,29 @@ TEST(TaskParameterScale, LbfgsbFirstStepPhiIsParsedPerStage) {
   t["stages"][1]["optimize"]["lbfgsb"]["first_step_phi"] = 1;
   const std::string msg = test::input_error([&] { load_task_text(t.dump(), dir / "task.json"); });
   EXPECT_NE(msg.find("stages.1.optimize.lbfgsb.first_step_phi"), std::string::npos) << msg;
+}
+
+TEST(TaskParameterScale, LbfgsbRestartRuleIsParsedPerStageAndChecked) {
+  const fs::path dir = scene_dir();
+  json t = base_task();
+  t["optimize"] = {{"method", "lbfgsb"}, {"lbfgsb", {{"restart_iterations", 8}, {"restart_factor", 1.5}}}};
+  t["stages"] = {{{"name", "a"}}, {{"name", "b"}, {"optimize", {{"lbfgsb", {{"restart_iterations", 0}}}}}}};
+  const Task task = load_task_text(t.dump(), dir / "task.json");
+  EXPECT_EQ(task.optimize.lbfgs_restart_iterations, 8);
+  EXPECT_EQ(task.optimize.lbfgs_restart_factor, 1.5);
+  ASSERT_EQ(task.stages.size(), 2u);
+  EXPECT_EQ(task.stages[0].options.lbfgs_restart_iterations, 8);
+  EXPECT_EQ(task.stages[1].options.lbfgs_restart_iterations, 0);
+  EXPECT_EQ(task.stages[1].options.lbfgs_restart_factor, 1.5);
+  EXPECT_EQ(OptimizerOptions{}.lbfgs_restart_iterations, 0);  // off unless a task opts in
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{
+           {"restart_iterations", -1}, {"restart_iterations", 2.5}, {"restart_factor", 1.0}, {"restart_factor", "2"}}) {
+    json bad = t;
+    bad["stages"][1]["optimize"]["lbfgsb"] = {{key, value}};
+    const std::string msg = test::input_error([&] { load_task_text(bad.dump(), dir / "task.json"); });
+    EXPECT_NE(msg.find("stages.1.optimize.lbfgsb." + key), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

@@ -415,6 +415,8 @@ int run_optimize(const Options& opt) {
                              {"seconds", r.seconds},
                              {"stop_reason", to_string(r.reason)},
                              {"message", r.message}});
+    // L-BFGS-B's restarts (optimize.lbfgsb.restart_iterations), only where the rule fired.
+    if (r.restarts > 0) stage_reports.back()["restarts"] = r.restarts;
     // The next stage starts from this stage's best point with the counters continued.
     NamedValues carried = carried_before_stage;
     merge_named_values(carried, sr.best);

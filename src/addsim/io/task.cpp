@@ -555,6 +555,20 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
     o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
     o.lbfgs_first_step_phi = m.boolean("first_step_phi", o.lbfgs_first_step_phi);
+    if (m.has("restart_iterations")) {
+      const json& v = m.raw("restart_iterations");
+      if (!v.is_number_integer() || v.get<long long>() < 0)
+        m.fail("restart_iterations", "must be an integer >= 0 (0: off), got " + describe(v));
+      o.lbfgs_restart_iterations = static_cast<long>(v.get<long long>());
+    }
+    if (m.has("line_search"))
+      o.lbfgs_line_search = m.choice("line_search", std::nullopt, {"more_thuente", "weak_wolfe"}) == "weak_wolfe"
+                                ? LbfgsLineSearch::kWeakWolfe
+                                : LbfgsLineSearch::kMoreThuente;
+    if (m.has("restart_factor")) {
+      o.lbfgs_restart_factor = m.number("restart_factor", std::nullopt, Bound::kPositive);
+      if (!(o.lbfgs_restart_factor > 1.0)) m.fail("restart_factor", "must be > 1 (the decrease of Phi that counts as progress)");
+    }
     m.finish();
   }
   if (r.has("gauss_newton")) {

@@ -84,6 +84,8 @@ class Tracker {
   double phi0() const { return phi0_; }
   const VecX& x_best() const { return x_best_; }
   double phi_best() const { return phi_best_; }
+  const VecX& gradient_best() const { return g_best_; }
+  void count_restart() { ++restarts_; }
 
   // Throws Stop when a budget is spent (checked before every simulation).
   void check_budget() const {
@@ -198,6 +200,7 @@ class Tracker {
     r.seconds = elapsed();
     r.reason = reason;
     r.message = std::move(message);
+    r.restarts = restarts_;
     return r;
   }
 
@@ -239,6 +242,7 @@ class Tracker {
   std::vector<double> best_after_;  ///< best Φ after each simulation of this run (stall test)
   double phi_last_iteration_ = std::numeric_limits<double>::quiet_NaN();  ///< best Φ at the last iteration's end
   std::optional<Evaluation> cached_;
+  int restarts_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -252,12 +256,38 @@ struct FailedTrial {
   double step;
 };
 
+// Thrown by the line search before its first trial when the restart rule fires
+// (OptimizerOptions::lbfgs_restart_iterations); run_lbfgsb restarts LBFGS++ from the best point.
+struct RestartLbfgs {};
+
 struct LbfgsObjective {
   Tracker* tracker;
   double first_step = 0.0;  ///< OptimizerOptions::lbfgs_first_step
   bool first_step_phi = false;  ///< OptimizerOptions::lbfgs_first_step_phi
+  long restart_iterations = 0;  ///< OptimizerOptions::lbfgs_restart_iterations
+  double restart_factor = 2.0;  ///< OptimizerOptions::lbfgs_restart_factor
+  bool weak_wolfe = false;      ///< OptimizerOptions::lbfgs_line_search == kWeakWolfe
   bool first_search = true;
+  /// The best Φ at the start of each line search since the current (re)start.
+  std::vector<double> best_at_search;
+  /// The best point at a restart, answered without a simulation when LBFGS++ evaluates its start.
+  std::optional<Evaluation> restart_point;
+  // The restart rule, at the start of a line search: the last restart_iterations iterations
+  // since the current (re)start lowered the best Φ by less than restart_factor.
+  bool restart_due() {
+    if (restart_iterations <= 0) return false;
+    best_at_search.push_back(tracker->phi_best());
+    const long n = static_cast<long>(best_at_search.size());
+    return n > restart_iterations && best_at_search[n - 1] * restart_factor > best_at_search[n - 1 - restart_iterations];
+  }
   double operator()(const VecX& x, VecX& grad) {
+    if (restart_point && restart_point->x == x) {
+      grad = restart_point->gradient;
+      const double phi = restart_point->phi;
+      restart_point.reset();
+      return phi;
+    }
+    restart_point.reset();
     const Evaluation e = tracker->evaluate(x, true);
     if (e.failed) {
       grad.setZero();
@@ -276,6 +306,8 @@ class GuardedLineSearch {
   template <typename Param>
   static void LineSearch(LbfgsObjective& f, Scalar& fx, Vector& x, Vector& grad, Scalar& step, Scalar step_max,
                          const Vector& drt, const Vector& xp, const Param& param) {
+    // The restart rule is checked between iterations only: a line search is never cut.
+    if (f.restart_due()) throw RestartLbfgs{};
     // LBFGS++ starts every line search at step 1; the first direction is normalised, so that
     // is a unit step in x unless lbfgs_first_step caps it.
     if (f.first_search && f.first_step > 0.0) step = std::min(step, static_cast<Scalar>(f.first_step / drt.norm()));
@@ -286,6 +318,10 @@ class GuardedLineSearch {
     const Scalar fx_init = fx;
     const Scalar dg_init = grad.dot(drt);
     const Vector grad_init = grad;
+    if (f.weak_wolfe) {
+      weak_wolfe(f, fx, x, grad, step, step_max, drt, xp, param, fx_init, dg_init, grad_init);
+      return;
+    }
     // Moré–Thuente on a functor that throws at the first failed simulation.
     auto guarded = [&](const Vector& xt, Vector& g) {
       const Scalar v = f(xt, g);
@@ -324,6 +360,53 @@ class GuardedLineSearch {
     grad = grad_init;
     throw std::runtime_error("no step along the search direction gives a completed simulation with a decrease");
   }
+
+ private:
+  // The weak Wolfe conditions by bisection and doubling [Lewis and Overton 2013, §4.2]:
+  // accept the first trial with Φ ≤ Φ₀ + ftol·t·g₀ᵀd (sufficient decrease) and gᵀd ≥
+  // wolfe·g₀ᵀd (the slope has risen enough); a trial without the decrease (or a failed
+  // simulation) is an upper end, one without the rise a lower end; the next trial is their
+  // midpoint, or twice the step (at most step_max) while no upper end is known. Unlike
+  // Moré–Thuente's strong conditions (|gᵀd| ≤ wolfe·|g₀ᵀd|), a trial past a shallow local
+  // minimum along d where Φ is still lower is accepted, so the step is not drawn into the
+  // ripples of a rippled Φ. Out of trials, the last trial with the decrease is taken.
+  template <typename Param>
+  static void weak_wolfe(LbfgsObjective& f, Scalar& fx, Vector& x, Vector& grad, Scalar& step, Scalar step_max,
+                         const Vector& drt, const Vector& xp, const Param& param, Scalar fx_init, Scalar dg_init,
+                         const Vector& grad_init) {
+    if (!(dg_init < 0.0)) throw std::logic_error("the moving direction does not decrease the objective function value");
+    Scalar lo = 0.0, hi = std::numeric_limits<Scalar>::infinity();
+    Scalar fx_lo = fx_init;
+    Vector grad_lo = grad_init;
+    for (int k = 0; k < param.max_linesearch; ++k) {
+      if (step < param.min_step) break;
+      x.noalias() = xp + step * drt;
+      fx = f(x, grad);
+      if (!std::isfinite(fx) || fx > fx_init + param.ftol * step * dg_init) {
+        hi = step;
+      } else if (grad.dot(drt) < param.wolfe * dg_init && step < step_max) {
+        lo = step;
+        fx_lo = fx;
+        grad_lo = grad;
+      } else {
+        f.tracker->end_iteration();
+        return;
+      }
+      step = std::isfinite(hi) ? 0.5 * (lo + hi) : std::min(2.0 * step, step_max);
+    }
+    if (lo > 0.0) {
+      step = lo;
+      x.noalias() = xp + lo * drt;
+      fx = fx_lo;
+      grad = grad_lo;
+      f.tracker->end_iteration();
+      return;
+    }
+    x = xp;
+    fx = fx_init;
+    grad = grad_init;
+    throw std::runtime_error("the weak Wolfe line search found no step with a sufficient decrease");
+  }
 };
 
 void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const OptimizerOptions& o) {
@@ -335,15 +418,40 @@ void run_lbfgsb(SimulationProblem& problem, Tracker& t, const VecX& x0, const Op
   param.max_iterations = 0;
   param.max_linesearch = o.lbfgs_max_linesearch;
   LBFGSpp::LBFGSBSolver<double, GuardedLineSearch> solver(param);
-  LbfgsObjective f{&t, o.lbfgs_first_step, o.lbfgs_first_step_phi};
+  LbfgsObjective f{&t, o.lbfgs_first_step, o.lbfgs_first_step_phi, o.lbfgs_restart_iterations, o.lbfgs_restart_factor,
+                   o.lbfgs_line_search == LbfgsLineSearch::kWeakWolfe};
   VecX x = x0;
   double fx = 0.0;
-  try {
-    solver.minimize(f, x, fx, problem.lower(), problem.upper());
-  } catch (const std::logic_error& e) {
-    throw Stop{StopReason::kLineSearch, e.what()};
-  } catch (const std::runtime_error& e) {
-    throw Stop{StopReason::kLineSearch, e.what()};
+  // With the restart rule, a restart (also after a failed line search, if the best Φ fell since
+  // the last restart) begins LBFGS++ again from the best point with an empty memory and the
+  // first-trial caps of a fresh run; its start is answered from the best evaluation.
+  auto restart = [&] {
+    if (t.gradient_best().size() != t.x_best().size())
+      throw Stop{StopReason::kNoProgress, "no gradient at the best point to restart L-BFGS-B from"};
+    x = t.x_best();
+    Evaluation best;
+    best.x = x;
+    best.phi = t.phi_best();
+    best.gradient = t.gradient_best();
+    f.restart_point = std::move(best);
+    f.first_search = true;
+    f.best_at_search.clear();
+    t.count_restart();
+  };
+  for (;;) {
+    const double best_at_start = t.phi_best();
+    try {
+      solver.minimize(f, x, fx, problem.lower(), problem.upper());
+      break;
+    } catch (const RestartLbfgs&) {
+      restart();
+    } catch (const std::logic_error& e) {
+      if (f.restart_iterations <= 0 || !(t.phi_best() < best_at_start)) throw Stop{StopReason::kLineSearch, e.what()};
+      restart();
+    } catch (const std::runtime_error& e) {
+      if (f.restart_iterations <= 0 || !(t.phi_best() < best_at_start)) throw Stop{StopReason::kLineSearch, e.what()};
+      restart();
+    }
   }
   // LBFGS++ returns when its projected-gradient test passes.
   throw Stop{StopReason::kGradient, "LBFGS++ converged (projected gradient)"};

@@ -22,6 +22,10 @@ enum class OptimizerMethod { kLbfgsb, kGaussNewton, kAdam, kCmaes };
 /// "lbfgsb", "gauss_newton", "adam", "cmaes".
 const char* to_string(OptimizerMethod method);
 
+/// L-BFGS-B's line search: LBFGS++'s Moré–Thuente (strong Wolfe conditions), or bisection
+/// and doubling to the weak Wolfe conditions (GuardedLineSearch in optimizer.cpp).
+enum class LbfgsLineSearch { kMoreThuente, kWeakWolfe };
+
 enum class StopReason {
   kPhiRatio,          ///< Φ/Φ₀ ≤ phi_ratio_tolerance
   kGradient,          ///< ‖projected ∇Φ‖ ≤ gradient_tolerance
@@ -74,6 +78,20 @@ struct OptimizerOptions {
   /// started millimetres from its target (the last stages of a continuation) does not try a
   /// step sized for the first. Off by default.
   bool lbfgs_first_step_phi = false;
+  /// Restart rule (0: off): before a line search (never within one), when the last
+  /// lbfgs_restart_iterations iterations since the current (re)start lowered the best Φ by less than a factor
+  /// lbfgs_restart_factor, LBFGS++ starts again from the best point with an empty memory (its
+  /// first trial capped as a fresh run's; the best point's Φ and gradient are reused, no
+  /// simulation). A line search that fails after the best Φ fell since the last restart also
+  /// restarts instead of stopping the run. For a run creeping on a curved valley with a
+  /// memory of stale curvature pairs, as Gauss–Newton's restarts begin afresh; the stall test
+  /// (stall_simulations) still ends a run that restarts without progress.
+  long lbfgs_restart_iterations = 0;
+  double lbfgs_restart_factor = 2.0;  ///< > 1
+  /// kWeakWolfe: accept a trial with sufficient decrease whose slope along the direction has
+  /// risen to wolfe · the initial slope, whatever its sign (a step past a shallow ripple
+  /// minimum along the line is kept), instead of Moré–Thuente's |slope| ≤ wolfe · |initial|.
+  LbfgsLineSearch lbfgs_line_search = LbfgsLineSearch::kMoreThuente;
   // Gauss–Newton / Levenberg–Marquardt: (JᵀJ + λ diag JᵀJ) δ = −Jᵀρ
   double lm_damping = 1e-3;  ///< initial λ (0: plain Gauss–Newton until a step fails)
   /// On a rejected trial λ grows by 4 (from 0: to 1e-6). With lm_step_shrink s in (0, 1) it
@@ -159,6 +177,7 @@ struct OptimizationResult {
   double seconds = 0.0;     ///< total including the start's offset
   StopReason reason = StopReason::kSimulationBudget;
   std::string message;      ///< details of the stop (e.g. LBFGS++'s exception text)
+  int restarts = 0;         ///< L-BFGS-B restarts from the best point in this run (lbfgs_restart_iterations)
 };
 
 /// The Levenberg–Marquardt damping after a rejected trial with damping `lambda`, for the
