@@ -435,7 +435,9 @@ TEST(SpringTerm, CollapsedSpringsAreInadmissible) {
       std::string why;
       const bool collapsed = c.kind == SpringKind::kDistance && sep <= 1e-9;
       EXPECT_EQ(f.model->terms().back()->admissible(ctx, &why), !collapsed) << "separation " << sep << ", rest " << c.rest;
-      if (collapsed) EXPECT_NE(why.find(spring.label), std::string::npos) << why;
+      if (collapsed) {
+        EXPECT_NE(why.find(spring.label), std::string::npos) << why;
+      }
     }
 }
 

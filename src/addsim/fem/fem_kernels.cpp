@@ -157,6 +157,28 @@ Mat3 linear_viscous_block(const Mat43& grad, const Eigen::Matrix4d& gg, double n
   B.diagonal().array() += nu * gg(k, l);
   return B;
 }
+
+// The rotation-invariant viscous stiffness's shared factors: s = 64 ν·scale, hs = s/2,
+// f = F Gᵀ, geg = s G Ė Gᵀ with Ė = sym(FᵀḞ), hgg = hs G Gᵀ (gg = G Gᵀ). Used by
+// viscous_stiffness, viscous_stiffness_combined_add and StressBlockColumns' two setters; each
+// member is constructed from one expression, so all four get the same bits.
+struct InvariantViscousFactors {
+  InvariantViscousFactors(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
+                          double viscosity, double scale)
+      : s(scale * kAddViscosityScale * viscosity),
+        hs(0.5 * s),
+        f(F * grad.transpose()),
+        geg(s * (grad * strain_rate(F, Fdot) * grad.transpose())),
+        hgg(hs * gg) {}
+  static Mat3 strain_rate(const Mat3& F, const Mat3& Fdot) {
+    const Mat3 A = F.transpose() * Fdot;
+    const Mat3 Edot = 0.5 * (A + A.transpose());
+    return Edot;
+  }
+  double s, hs;
+  Eigen::Matrix<double, 3, 4> f;
+  Eigen::Matrix4d geg, hgg;
+};
 }  // namespace
 
 void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, ViscosityModel model,
@@ -173,14 +195,12 @@ void viscous_stiffness(const Mat3& F, const Mat3& Fdot, const Mat43& grad, doubl
   // two rank-one products (2.4× faster than 3 × 3 block assignments):
   //   Kv(3k+i, 3l+j) = (s/2) [(g_k·g_l) (F Fᵀ)_ij + f_l[i] f_k[j]],
   //   Kq(3k+i, 3l+j) = (s/2) [f_l[i] d_k[j] + (g_k·g_l) (F Ḟᵀ)_ij] + s (g_lᵀ Ė g_k) δ_ij.
-  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
-  const Mat3 A = F.transpose() * Fdot;
-  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const Eigen::Matrix<double, 3, 4>& f = v.f;
+  const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FFt = F * F.transpose(), FFdt = F * Fdot.transpose();
-  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose(), d = Fdot * grad.transpose();
-  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
-  const Eigen::Matrix4d hgg = hs * gg;
-  const Eigen::Matrix<double, 3, 4> hf = hs * f, hd = hs * d;
+  const Eigen::Matrix<double, 3, 4> d = Fdot * grad.transpose();
+  const Eigen::Matrix<double, 3, 4> hf = v.hs * f, hd = v.hs * d;
   for (int l = 0; l < 4; ++l)
     for (int j = 0; j < 3; ++j) {
       Eigen::Map<Eigen::Matrix<double, 3, 4>> kv(Kv.col(3 * l + j).data()), kq(Kq.col(3 * l + j).data());
@@ -205,14 +225,11 @@ void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43
   }
   // Rotation-invariant: the terms of Kq and c Kv with equal rank-one structure are summed
   // before the 12 × 12 pass (see viscous_stiffness for the blocks).
-  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
-  const Mat3 A = F.transpose() * Fdot;
-  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const Eigen::Matrix<double, 3, 4>& f = v.f;
+  const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
-  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose();
-  const Eigen::Matrix<double, 3, 4> hdf = hs * (Fdot * grad.transpose() + c * f);
-  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
-  const Eigen::Matrix4d hgg = hs * gg;
+  const Eigen::Matrix<double, 3, 4> hdf = v.hs * (Fdot * grad.transpose() + c * f);
   for (int l = 0; l < 4; ++l)
     for (int j = 0; j < 3; ++j) {
       Eigen::Map<Eigen::Matrix<double, 3, 4>> k(K.col(3 * l + j).data());
@@ -248,14 +265,11 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
                                           double c, double scale) {
   // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
   const Eigen::Matrix4d gg = grad * grad.transpose();
-  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
-  const Mat3 A = F.transpose() * Fdot;
-  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const Eigen::Matrix<double, 3, 4>& f = v.f;
+  const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
-  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose();
-  const Eigen::Matrix<double, 3, 4> hdf = hs * (Fdot * grad.transpose() + c * f);
-  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
-  const Eigen::Matrix4d hgg = hs * gg;
+  const Eigen::Matrix<double, 3, 4> hdf = v.hs * (Fdot * grad.transpose() + c * f);
   fm_ = FM;
   rows_to_arrays(f, f_);
   rows_to_arrays(hdf, hdf_);
@@ -270,14 +284,12 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
                                               double scale) {
   // The factors of viscous_stiffness() (rotation-invariant), constructed as there.
   const Eigen::Matrix4d gg = grad * grad.transpose();
-  const double s = scale * kAddViscosityScale * viscosity, hs = 0.5 * s;
-  const Mat3 A = F.transpose() * Fdot;
-  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const Eigen::Matrix<double, 3, 4>& f = v.f;
+  const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FFt = F * F.transpose(), FFdt = F * Fdot.transpose();
-  const Eigen::Matrix<double, 3, 4> f = F * grad.transpose(), d = Fdot * grad.transpose();
-  const Eigen::Matrix4d geg = s * (grad * Edot * grad.transpose());
-  const Eigen::Matrix4d hgg = hs * gg;
-  const Eigen::Matrix<double, 3, 4> hf = hs * f, hd = hs * d;
+  const Eigen::Matrix<double, 3, 4> d = Fdot * grad.transpose();
+  const Eigen::Matrix<double, 3, 4> hf = v.hs * f, hd = v.hs * d;
   fm_ = FFdt;
   fm2_ = FFt;
   rows_to_arrays(f, f_);

@@ -269,9 +269,9 @@ struct LbfgsObjective {
   bool weak_wolfe = false;      ///< OptimizerOptions::lbfgs_line_search == kWeakWolfe
   bool first_search = true;
   /// The best Φ at the start of each line search since the current (re)start.
-  std::vector<double> best_at_search;
+  std::vector<double> best_at_search = {};
   /// The best point at a restart, answered without a simulation when LBFGS++ evaluates its start.
-  std::optional<Evaluation> restart_point;
+  std::optional<Evaluation> restart_point = std::nullopt;
   // The restart rule, at the start of a line search: the last restart_iterations iterations
   // since the current (re)start lowered the best Φ by less than restart_factor.
   bool restart_due() {

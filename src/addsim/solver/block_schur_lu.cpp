@@ -336,22 +336,9 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
 
 void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) {
   substitute(b, x, transpose);
-  // Iterative refinement: x += A⁻¹ (b − A x) while the residual falls by half or more (no
-  // pivoting crosses blocks, so a badly conditioned diagonal block may cost digits).
-  double last = std::numeric_limits<double>::infinity();
-  for (int step = 0; step < kMaxRefinements; ++step) {
-    product_.setZero(x.size());
-    if (transpose)
-      pattern_->transpose_multiply_add(values_, x, product_);
-    else
-      pattern_->multiply_add(values_, x, product_);
-    residual_ = b - product_;
-    const double norm = residual_.norm();
-    if (!(norm < 0.5 * last) || norm == 0.0) break;
-    last = norm;
-    substitute(residual_, correction_, transpose);
-    x += correction_;
-  }
+  // No pivoting crosses blocks, so a badly conditioned diagonal block may cost digits.
+  refine_direct_solve(*pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
+                      [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t); });
 }
 
 }  // namespace addsim

@@ -80,7 +80,8 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<Eigen::PartialPivLU<MatX>> lu_;
   MatX panel_;
   VecX column_;  ///< work column of a panel solve or an update
-  VecX values_, product_, residual_, correction_, gathered_, pushed_, own_;
+  VecX values_, gathered_, pushed_, own_;
+  RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   int fill_pairs_ = 0;
 

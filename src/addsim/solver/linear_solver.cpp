@@ -209,21 +209,8 @@ class Klu final : public LinearSolver {
   void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose); }
   void solve(const VecX& b, VecX& x, bool transpose) override {
     substitute(b, x, transpose);
-    // Iterative refinement: x += A⁻¹ (b − A x) while the residual falls by half or more.
-    double last = std::numeric_limits<double>::infinity();
-    for (int step = 0; step < kMaxRefinements; ++step) {
-      product_.setZero(x.size());
-      if (transpose)
-        pattern_->transpose_multiply_add(values_, x, product_);
-      else
-        pattern_->multiply_add(values_, x, product_);
-      residual_ = b - product_;
-      const double norm = residual_.norm();
-      if (!(norm < 0.5 * last) || norm == 0.0) break;
-      last = norm;
-      substitute(residual_, correction_, transpose);
-      x += correction_;
-    }
+    refine_direct_solve(*pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
+                        [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t); });
   }
   double factor_flops() const override { return factor_flops_; }
   double solve_flops() const override { return solve_flops_; }
@@ -240,7 +227,8 @@ class Klu final : public LinearSolver {
   klu_common common_;
   klu_symbolic* symbolic_ = nullptr;
   klu_numeric* numeric_ = nullptr;
-  VecX values_, product_, residual_, correction_;
+  VecX values_;
+  RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0, full_growth_ = 0.0;
 
   // KLU takes non-const arrays but does not write them.
