@@ -221,14 +221,8 @@ class Assembly {
     add_residual<N>(id, r_local);
     if (!wants_jacobians()) return;
     ADDSIM_CHECK(mode_ == EvalMode::kResidualAndStepJacobian, "add_node_outer: step-Jacobian mode only");
-    if (weights_.wq == 0.0 && weights_.wv == 0.0) return;
     Mat3 s;
-    if (weights_.wq != 0.0) {
-      s.noalias() = weights_.wq * kq;
-      if (weights_.wv != 0.0) s.noalias() += weights_.wv * kv;
-    } else {
-      s.noalias() = weights_.wv * kv;
-    }
+    if (!step_block_sum(kq, kv, s)) return;
     if (const int* pm = pattern_->point_map(id)) {
       // As scatter(): column 3l + j of point m starts at pm[m + (3l + j) M], three rows on.
       for (int l = 0; l < M; ++l)
@@ -247,6 +241,39 @@ class Assembly {
       for (int r = 0; r < N; ++r) jac[map[r + c * N]] += (w[r / 3] * w[c / 3]) * s(r % 3, c % 3);
   }
 
+  /// add_node_outer<2>() for w = (1, −1), the same numbers: a force between two whole points
+  /// read through d = x_a − x_b (a spring between two particles), r += (r_a, −r_a) and the
+  /// blocks ±(wq Kq + wv Kv), written without the local 6-vector or the sign products. For
+  /// kResidual and for kResidualAndStepJacobian on a stencil with a point map (use
+  /// add_node_outer() or add() otherwise).
+  void add_point_pair(int id, const Vec3& ra, const Mat3& kq, const Mat3& kv) {
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int c = 0; c < 3; ++c) {
+      const double rb = -ra[c];
+      r[dofs[c]] += ra[c];
+      r_abs[dofs[c]] += std::abs(ra[c]);
+      r[dofs[3 + c]] += rb;
+      r_abs[dofs[3 + c]] += std::abs(rb);
+    }
+    if (!wants_jacobians()) return;
+    const int* pm = pattern_->point_map(id);
+    ADDSIM_CHECK(mode_ == EvalMode::kResidualAndStepJacobian && pm, "add_point_pair: step Jacobian on whole points only");
+    Mat3 s;
+    if (!step_block_sum(kq, kv, s)) return;
+    for (int j = 0; j < 3; ++j) {
+      double* aa = jac.data() + pm[j * 2];
+      double* ba = jac.data() + pm[1 + j * 2];
+      double* ab = jac.data() + pm[(3 + j) * 2];
+      double* bb = jac.data() + pm[1 + (3 + j) * 2];
+      for (int i = 0; i < 3; ++i) {
+        aa[i] += s(i, j);
+        ba[i] += -s(i, j);
+        ab[i] += -s(i, j);
+        bb[i] += s(i, j);
+      }
+    }
+  }
+
   /// Dynamic-size variant for stencils whose size is only known at run time.
   void add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da);
 
@@ -256,6 +283,18 @@ class Assembly {
   VecX jac;         ///< kResidualAndStepJacobian: wq ∂r/∂q + wv ∂r/∂v + wa ∂r/∂a
 
  private:
+  // s = wq Kq + wv Kv of a step block, skipping zero weights (add()'s order); false if both are 0.
+  bool step_block_sum(const Mat3& kq, const Mat3& kv, Mat3& s) const {
+    if (weights_.wq == 0.0 && weights_.wv == 0.0) return false;
+    if (weights_.wq != 0.0) {
+      s.noalias() = weights_.wq * kq;
+      if (weights_.wv != 0.0) s.noalias() += weights_.wv * kv;
+    } else {
+      s.noalias() = weights_.wv * kv;
+    }
+    return true;
+  }
+
   // r and r_abs += the local residual of stencil `id`.
   template <int N>
   void add_residual(int id, const Eigen::Matrix<double, N, 1>& r_local) {

@@ -212,60 +212,26 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
   const bool clamp = out.clamp_compressed_springs && step;
   const bool partials = out.wants_jacobians();
-  const JacobianWeights& jw = out.weights();
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
     const Spring& s = springs_[k];
+    SpringForce L;
     if (particle_pair_[k]) {
-      // Two particle ends: r_local = (r_a, −r_a), the step Jacobian block ±(wq kx + wv kv) on
-      // the (a, a), (b, a), (a, b), (b, b) blocks: what add() and add_node_outer<2>() do with
-      // weights ±1 (multiplying by ±1 is exact), with the point map read once.
+      // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
       const int da = s.a.dof, db = s.b.dof;
-      SpringForce L;
       spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),
                    ctx, clamp, partials, L);
-      if (!L.active) continue;
-      const int* pm = step ? out.pattern().point_map(stencil_[k]) : nullptr;
-      if (partials && !pm) {
-        add_weighted<2>(out, stencil_[k], node_weights_[k].w, L.r, L.kx, L.kv);
-        continue;
-      }
-      for (int c = 0; c < 3; ++c) {
-        const double ra = L.r[c], rb = -L.r[c];
-        out.r[da + c] += ra;
-        out.r_abs[da + c] += std::abs(ra);
-        out.r[db + c] += rb;
-        out.r_abs[db + c] += std::abs(rb);
-      }
-      if (!partials || (jw.wq == 0.0 && jw.wv == 0.0)) continue;
-      Mat3 sum;
-      if (jw.wq != 0.0) {
-        sum.noalias() = jw.wq * L.kx;
-        if (jw.wv != 0.0) sum.noalias() += jw.wv * L.kv;
-      } else {
-        sum.noalias() = jw.wv * L.kv;
-      }
-      double* jac = out.jac.data();
-      for (int j = 0; j < 3; ++j) {
-        double* aa = jac + pm[j * 2];
-        double* ba = jac + pm[1 + j * 2];
-        double* ab = jac + pm[(3 + j) * 2];
-        double* bb = jac + pm[1 + (3 + j) * 2];
-        for (int i = 0; i < 3; ++i) {
-          aa[i] += sum(i, j);
-          ba[i] += -sum(i, j);
-          ab[i] += -sum(i, j);
-          bb[i] += sum(i, j);
-        }
-      }
+    } else {
+      Vec3 xa, va, xb, vb;
+      anchor_motion(*model_, s.a, ctx, xa, va);
+      anchor_motion(*model_, s.b, ctx, xb, vb);
+      spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
+    }
+    if (!L.active) continue;
+    if (particle_pair_[k] && (!partials || (step && out.pattern().point_map(stencil_[k])))) {
+      out.add_point_pair(stencil_[k], L.r, L.kx, L.kv);
       continue;
     }
-    Vec3 xa, va, xb, vb;
-    anchor_motion(*model_, s.a, ctx, xa, va);
-    anchor_motion(*model_, s.b, ctx, xb, vb);
-    SpringForce L;
-    spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
-    if (!L.active) continue;
     const NodeWeights& nw = node_weights_[k];
     // The line search's trials want r only; a Newton step of a spring whose node weights are
     // all ±1 (particle, handle and world ends) forms its weighted block once

@@ -62,9 +62,9 @@ class SpringTerm final : public Term {
   };
 
   // Springs of two distinct particle ends (stencil [a's 3 DOFs, b's 3 DOFs], weights +1, −1):
-  // evaluate() and admissible() read their positions and scatter their residual and step
-  // Jacobian block directly, without the general path's anchor dispatch and local vectors
-  // (the same operations in the same order: the same numbers bit for bit).
+  // evaluate() and admissible() read their positions and velocities straight from q and v,
+  // without the general path's anchor dispatch, and evaluate() adds them by
+  // Assembly::add_point_pair (the same numbers bit for bit).
   std::vector<char> particle_pair_;
 
   const Model* model_;
