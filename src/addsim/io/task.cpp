@@ -555,12 +555,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
     o.lbfgs_max_linesearch = m.integer("max_linesearch", o.lbfgs_max_linesearch, 1);
     o.lbfgs_first_step = m.number("first_step", o.lbfgs_first_step, Bound::kNonNegative);
     o.lbfgs_first_step_phi = m.boolean("first_step_phi", o.lbfgs_first_step_phi);
-    if (m.has("restart_iterations")) {
-      const json& v = m.raw("restart_iterations");
-      if (!v.is_number_integer() || v.get<long long>() < 0)
-        m.fail("restart_iterations", "must be an integer >= 0 (0: off), got " + describe(v));
-      o.lbfgs_restart_iterations = static_cast<long>(v.get<long long>());
-    }
+    o.lbfgs_restart_iterations = m.integer("restart_iterations", static_cast<int>(o.lbfgs_restart_iterations), 0);
     if (m.has("line_search"))
       o.lbfgs_line_search = m.choice("line_search", std::nullopt, {"more_thuente", "weak_wolfe"}) == "weak_wolfe"
                                 ? LbfgsLineSearch::kWeakWolfe
