@@ -206,6 +206,10 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   int widest = 0;
   for (int k = 0; k < m; ++k) widest = std::max({widest, size(k), width(k)});
   column_.resize(widest);
+  // The substitutions' work vectors at their largest size once, so that a solve allocates nothing.
+  own_.resize(widest);
+  gathered_.resize(widest);
+  pushed_.resize(widest);
 }
 
 // W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U from `lu`: per column the
@@ -286,9 +290,10 @@ bool BlockSchurLu::factorize(const VecX& values) {
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
   x = b;
-  const auto gather = [&](const std::vector<int>& dofs, VecX& to) {
-    to.resize(static_cast<Eigen::Index>(dofs.size()));
-    for (size_t a = 0; a < dofs.size(); ++a) to[a] = x[dofs[a]];
+  // Views of the work vectors (sized in the constructor) as long as a block's DOF list.
+  const auto gather = [&](const std::vector<int>& dofs, VecX& buffer) {
+    for (size_t a = 0; a < dofs.size(); ++a) buffer[a] = x[dofs[a]];
+    return buffer.head(static_cast<Eigen::Index>(dofs.size()));
   };
   const auto put = [&](const std::vector<int>& dofs, const VecX& from) {
     for (size_t a = 0; a < dofs.size(); ++a) x[dofs[a]] = from[a];
@@ -299,34 +304,35 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
   if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
     for (int k : order_) {
-      gather(dofs_[k], own_);
+      const auto own = gather(dofs_[k], own_);
       solve_panel(lu_[k], own_.data(), size(k), 1);
       put(dofs_[k], own_);
       if (width(k) == 0) continue;
-      pushed_.noalias() = Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)) * own_;
+      pushed_.head(width(k)).noalias() = Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)) * own;
       subtract(later_dofs_[k], pushed_);
     }
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       const int k = *it;
       if (width(k) == 0) continue;
-      gather(later_dofs_[k], gathered_);
-      own_.noalias() = Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)) * gathered_;
+      const auto gathered = gather(later_dofs_[k], gathered_);
+      own_.head(size(k)).noalias() = Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)) * gathered;
       subtract(dofs_[k], own_);
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).
     for (int k : order_) {
       if (width(k) == 0) continue;
-      gather(dofs_[k], own_);
-      pushed_.noalias() = Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)).transpose() * own_;
+      const auto own = gather(dofs_[k], own_);
+      pushed_.head(width(k)).noalias() =
+          Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)).transpose() * own;
       subtract(later_dofs_[k], pushed_);
     }
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       const int k = *it;
-      gather(dofs_[k], own_);
+      auto own = gather(dofs_[k], own_);
       if (width(k) > 0) {
-        gather(later_dofs_[k], gathered_);
-        own_.noalias() -= Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)).transpose() * gathered_;
+        const auto gathered = gather(later_dofs_[k], gathered_);
+        own.noalias() -= Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)).transpose() * gathered;
       }
       solve_transposed(lu_[k], own_.data(), size(k));
       put(dofs_[k], own_);
