@@ -161,17 +161,47 @@ inline __attribute__((always_inline)) void load4(Vec4& v, const double* p) { __b
 inline __attribute__((always_inline)) void store4(double* p, const Vec4& v) { __builtin_memcpy(p, &v, sizeof v); }
 
 // y[r] −= l[r] s for r = 0 … m − 1, element by element (each y[r] one multiply and one
-// subtraction, as the scalar loop: the same numbers).
+// subtraction, as the scalar loop: the same numbers). NV ≥ 0: exactly NV vectors, unrolled at
+// compile time, then the < 4 remaining entries; NV < 0: any m, in a loop.
+template <int NV>
 inline __attribute__((always_inline)) void axpy_minus(double* y, const double* l, double s, int m) {
   const Vec4 b = {s, s, s, s};
   int r = 0;
-  for (; r + 4 <= m; r += 4) {
-    Vec4 yv, lv;
-    load4(yv, y + r);
-    load4(lv, l + r);
-    store4(y + r, yv - lv * b);
+  if constexpr (NV >= 0) {
+    for (int v = 0; v < NV; ++v, r += 4) {
+      Vec4 yv, lv;
+      load4(yv, y + r);
+      load4(lv, l + r);
+      store4(y + r, yv - lv * b);
+    }
+  } else {
+    for (; r + 4 <= m; r += 4) {
+      Vec4 yv, lv;
+      load4(yv, y + r);
+      load4(lv, l + r);
+      store4(y + r, yv - lv * b);
+    }
   }
   for (; r < m; ++r) y[r] -= l[r] * s;
+}
+
+// axpy_minus with the vector count fixed at compile time for m < 44 (the sheet: 20 rows of
+// L, up to 40 of U per column): no loop control per vector.
+inline __attribute__((always_inline)) void axpy_minus_any(double* y, const double* l, double s, int m) {
+  switch (m / 4) {
+    case 0: axpy_minus<0>(y, l, s, m); break;
+    case 1: axpy_minus<1>(y, l, s, m); break;
+    case 2: axpy_minus<2>(y, l, s, m); break;
+    case 3: axpy_minus<3>(y, l, s, m); break;
+    case 4: axpy_minus<4>(y, l, s, m); break;
+    case 5: axpy_minus<5>(y, l, s, m); break;
+    case 6: axpy_minus<6>(y, l, s, m); break;
+    case 7: axpy_minus<7>(y, l, s, m); break;
+    case 8: axpy_minus<8>(y, l, s, m); break;
+    case 9: axpy_minus<9>(y, l, s, m); break;
+    case 10: axpy_minus<10>(y, l, s, m); break;
+    default: axpy_minus<-1>(y, l, s, m);
+  }
 }
 
 // The rank-one update of one elimination step: u[c ld + r] −= l[r] u[c ld] for the rows
@@ -250,7 +280,7 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
       default:  // wider bands: the multipliers from memory
         for (int c = 0; c < cols; ++c, u += ld) {
           const double ujc = *u;
-          if (ujc != 0.0) axpy_minus(u + 1, col + 1, ujc, km);
+          if (ujc != 0.0) axpy_minus<-1>(u + 1, col + 1, ujc, km);
         }
     }
     flops += km + 2.0 * km * (ju - j);
@@ -268,7 +298,7 @@ __attribute__((target_clones("avx2", "default"))) void band_solve(const double* 
     if (pivot[j] != j) std::swap(y[j], y[pivot[j]]);
     const double yj = y[j];
     if (yj == 0.0) continue;
-    axpy_minus(y + j + 1, ab + kv + static_cast<size_t>(ldab) * j + 1, yj, km);
+    axpy_minus_any(y + j + 1, ab + kv + static_cast<size_t>(ldab) * j + 1, yj, km);
   }
   for (int j = n - 1; j >= 0; --j) {
     const double* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
@@ -276,7 +306,7 @@ __attribute__((target_clones("avx2", "default"))) void band_solve(const double* 
     const double yj = y[j];
     if (yj == 0.0) continue;
     const int top = std::min(u_band, j);
-    axpy_minus(y + j - top, u - top, yj, top);
+    axpy_minus_any(y + j - top, u - top, yj, top);
   }
 }
 
