@@ -293,20 +293,41 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
 // updates, element by element as the scalar loops. Cloned like band_factor.
 __attribute__((target_clones("avx2", "default"))) void band_solve(const double* ab, int n, int kl, int kv, int ldab,
                                                                    int u_band, const int* pivot, double* y) {
+  // Each substitution is a chain from one entry to the next (an update, then the division or
+  // the next update). The entry the next column needs, y[j + 1] (forwards) or y[j − 1]
+  // (backwards), is updated in a register and only the rest of the column in vectors, so the
+  // chain does not wait for a vector store to be forwarded to a load — the same operations
+  // on every entry, in the same order.
+  double next = y[0];  // y[j] with the updates of columns 0 … j − 1
   for (int j = 0; j + 1 < n; ++j) {
     const int km = std::min(kl, n - 1 - j);
-    if (pivot[j] != j) std::swap(y[j], y[pivot[j]]);
-    const double yj = y[j];
-    if (yj == 0.0) continue;
-    axpy_minus_any(y + j + 1, ab + kv + static_cast<size_t>(ldab) * j + 1, yj, km);
+    double yj = next;
+    if (pivot[j] != j) {
+      yj = y[pivot[j]];
+      y[pivot[j]] = next;
+    }
+    y[j] = yj;
+    if (yj == 0.0) {
+      next = y[j + 1];
+      continue;
+    }
+    const double* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
+    next = y[j + 1] - l[1] * yj;
+    axpy_minus_any(y + j + 2, l + 2, yj, km - 1);
   }
+  y[n - 1] = next;
   for (int j = n - 1; j >= 0; --j) {
     const double* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
-    y[j] /= u[0];
-    const double yj = y[j];
-    if (yj == 0.0) continue;
+    const double yj = next / u[0];
+    y[j] = yj;
+    if (j == 0) break;
     const int top = std::min(u_band, j);
-    axpy_minus_any(y + j - top, u - top, yj, top);
+    if (yj == 0.0 || top == 0) {
+      next = y[j - 1];
+      continue;
+    }
+    next = y[j - 1] - u[-1] * yj;
+    axpy_minus_any(y + j - top, u - top, yj, top - 1);
   }
 }
 
