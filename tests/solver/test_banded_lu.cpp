@@ -201,6 +201,9 @@ TEST(BandedLu, VectorisedKernelsMatchTheScalarLuToTheBit) {
   expect_bitwise_like_scalar_lu(sheet, sheet_values(sheet, 200.0, 1.0, rng), rng);
   expect_bitwise_like_scalar_lu(sheet, sheet_values(sheet, 1e-6, 1.0, rng), rng);  // row exchanges
   expect_bitwise_like_scalar_lu(sheet, sheet_values(sheet, 20.0, 3.0, rng), rng);
+  // Integer entries: pivot candidates of equal magnitude, where the first one is chosen.
+  const VecX ties = sheet_values(sheet, 1.0, 4.0, rng).array().round().matrix();
+  expect_bitwise_like_scalar_lu(sheet, ties, rng);
   const Sheet small = make_sheet(3, identity(9));  // kl = 14: a scalar tail of two rows
   expect_bitwise_like_scalar_lu(small, sheet_values(small, 1e-3, 1.0, rng), rng);
   std::vector<int> slot = identity(49);

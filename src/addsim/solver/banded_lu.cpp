@@ -204,6 +204,34 @@ inline __attribute__((always_inline)) void axpy_minus_any(double* y, const doubl
   }
 }
 
+// Partial pivoting's choice in column `col` (entries 0 … km): the offset of the first entry of
+// largest magnitude, 0 unless some entry below is strictly larger than |col[0]| (NaNs never
+// chosen) — the choice of the scalar loop `if (|col[r]| > best) best = |col[r]|, jp = r`,
+// whose chain of comparisons was a fifth of the factorisation. Here the maximum of the
+// entries below comes from a vector reduction (exact: a maximum does not round; NaN lanes
+// never replace the accumulator, which starts at 0), then the first entry equal to it.
+inline __attribute__((always_inline)) int pivot_offset(const double* col, int km, double& best) {
+  typedef long long Bits4 __attribute__((vector_size(32)));
+  const Bits4 magnitude = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+  best = std::abs(col[0]);
+  Vec4 acc = {0.0, 0.0, 0.0, 0.0};
+  int r = 1;
+  for (; r + 3 <= km; r += 4) {
+    Vec4 v;
+    load4(v, col + r);
+    v = reinterpret_cast<Vec4>(reinterpret_cast<Bits4>(v) & magnitude);
+    acc = v > acc ? v : acc;
+  }
+  double m = std::max(std::max(acc[0], acc[1]), std::max(acc[2], acc[3]));
+  for (; r <= km; ++r)
+    if (std::abs(col[r]) > m) m = std::abs(col[r]);
+  if (!(m > best)) return 0;
+  best = m;
+  for (r = 1; std::abs(col[r]) != m; ++r) {
+  }
+  return r;
+}
+
 // The rank-one update of one elimination step: u[c ld + r] −= l[r] u[c ld] for the rows
 // r = 1 … km of the columns c = 0 … cols − 1. The first 4 NV multipliers stay in registers
 // across the columns (NV fixed at compile time), the remaining < 4 rows are scalar. Element
@@ -246,13 +274,8 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
   for (int j = 0; j < n; ++j) {
     const int km = std::min(kl, n - 1 - j);
     double* col = ab + kv + static_cast<size_t>(ldab) * j;  // (j, j), then the km entries below
-    int jp = 0;
-    double best = std::abs(col[0]);
-    for (int r = 1; r <= km; ++r)
-      if (std::abs(col[r]) > best) {
-        best = std::abs(col[r]);
-        jp = r;
-      }
+    double best;
+    const int jp = pivot_offset(col, km, best);
     pivot[j] = j + jp;
     if (!(best > 0.0) || !std::isfinite(best)) return false;
     widest = std::max(widest, jp);
