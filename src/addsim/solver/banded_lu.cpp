@@ -150,14 +150,120 @@ BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern
 
 namespace {
 
+// Four doubles as one GCC vector (unaligned loads and stores through memcpy): one AVX
+// instruction per operation in the avx2 clones below, two SSE2 ones in the baseline clones.
+typedef double Vec4 __attribute__((vector_size(32)));
+
+// (Vectors by reference, not by value: no vector crosses a function boundary in the baseline
+// clones, whose ABI passes them differently; all of these are inlined anyway.)
+inline __attribute__((always_inline)) void load4(Vec4& v, const double* p) { __builtin_memcpy(&v, p, sizeof v); }
+
+inline __attribute__((always_inline)) void store4(double* p, const Vec4& v) { __builtin_memcpy(p, &v, sizeof v); }
+
+// y[r] −= l[r] s for r = 0 … m − 1, element by element (each y[r] one multiply and one
+// subtraction, as the scalar loop: the same numbers). NV ≥ 0: exactly NV vectors, unrolled at
+// compile time, then the < 4 remaining entries; NV < 0: any m, in a loop.
+template <int NV>
+inline __attribute__((always_inline)) void axpy_minus(double* y, const double* l, double s, int m) {
+  const Vec4 b = {s, s, s, s};
+  int r = 0;
+  if constexpr (NV >= 0) {
+    for (int v = 0; v < NV; ++v, r += 4) {
+      Vec4 yv, lv;
+      load4(yv, y + r);
+      load4(lv, l + r);
+      store4(y + r, yv - lv * b);
+    }
+  } else {
+    for (; r + 4 <= m; r += 4) {
+      Vec4 yv, lv;
+      load4(yv, y + r);
+      load4(lv, l + r);
+      store4(y + r, yv - lv * b);
+    }
+  }
+  for (; r < m; ++r) y[r] -= l[r] * s;
+}
+
+// axpy_minus with the vector count fixed at compile time for m < 44 (the sheet: 20 rows of
+// L, up to 40 of U per column): no loop control per vector.
+inline __attribute__((always_inline)) void axpy_minus_any(double* y, const double* l, double s, int m) {
+  switch (m / 4) {
+    case 0: axpy_minus<0>(y, l, s, m); break;
+    case 1: axpy_minus<1>(y, l, s, m); break;
+    case 2: axpy_minus<2>(y, l, s, m); break;
+    case 3: axpy_minus<3>(y, l, s, m); break;
+    case 4: axpy_minus<4>(y, l, s, m); break;
+    case 5: axpy_minus<5>(y, l, s, m); break;
+    case 6: axpy_minus<6>(y, l, s, m); break;
+    case 7: axpy_minus<7>(y, l, s, m); break;
+    case 8: axpy_minus<8>(y, l, s, m); break;
+    case 9: axpy_minus<9>(y, l, s, m); break;
+    case 10: axpy_minus<10>(y, l, s, m); break;
+    default: axpy_minus<-1>(y, l, s, m);
+  }
+}
+
+// Partial pivoting's choice in column `col` (entries 0 … km): the offset of the first entry of
+// largest magnitude, 0 unless some entry below is strictly larger than |col[0]| (NaNs never
+// chosen) — the choice of the scalar loop `if (|col[r]| > best) best = |col[r]|, jp = r`,
+// whose chain of comparisons was a fifth of the factorisation. Here the maximum of the
+// entries below comes from a vector reduction (exact: a maximum does not round; NaN lanes
+// never replace the accumulator, which starts at 0), then the first entry equal to it.
+inline __attribute__((always_inline)) int pivot_offset(const double* col, int km, double& best) {
+  typedef long long Bits4 __attribute__((vector_size(32)));
+  const Bits4 magnitude = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+  best = std::abs(col[0]);
+  Vec4 acc = {0.0, 0.0, 0.0, 0.0};
+  int r = 1;
+  for (; r + 3 <= km; r += 4) {
+    Vec4 v;
+    load4(v, col + r);
+    v = reinterpret_cast<Vec4>(reinterpret_cast<Bits4>(v) & magnitude);
+    acc = v > acc ? v : acc;
+  }
+  double m = std::max(std::max(acc[0], acc[1]), std::max(acc[2], acc[3]));
+  for (; r <= km; ++r)
+    if (std::abs(col[r]) > m) m = std::abs(col[r]);
+  if (!(m > best)) return 0;
+  best = m;
+  for (r = 1; std::abs(col[r]) != m; ++r) {
+  }
+  return r;
+}
+
+// The rank-one update of one elimination step: u[c ld + r] −= l[r] u[c ld] for the rows
+// r = 1 … km of the columns c = 0 … cols − 1. The first 4 NV multipliers stay in registers
+// across the columns (NV fixed at compile time), the remaining < 4 rows are scalar. Element
+// by element as the plain loop, and a column with u[c ld] = 0 is skipped as there.
+template <int NV>
+inline __attribute__((always_inline)) void rank_one_update(const double* l, double* u, int km, int cols, int ld) {
+  Vec4 lv[NV > 0 ? NV : 1];
+  for (int v = 0; v < NV; ++v) load4(lv[v], l + 1 + 4 * v);
+  for (int c = 0; c < cols; ++c, u += ld) {
+    const double ujc = *u;
+    if (ujc == 0.0) continue;
+    const Vec4 b = {ujc, ujc, ujc, ujc};
+    for (int v = 0; v < NV; ++v) {
+      Vec4 uv;
+      load4(uv, u + 1 + 4 * v);
+      store4(u + 1 + 4 * v, uv - lv[v] * b);
+    }
+    for (int r = 1 + 4 * NV; r <= km; ++r) u[r] -= l[r] * ujc;
+  }
+}
+
 // LAPACK's dgbtf2 on band storage `ab` (ldab × n, entry (i, j) at ab[kv + i − j + ldab j],
 // kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with pivot[j] the row exchanged
 // with row j. Returns false on a zero or non-finite pivot; `flops` counts the divisions and
 // the rank-one updates done, `widest` the largest pivot offset below the diagonal. Compiled
-// for AVX2 and for the baseline, chosen at load time: the loops are element-wise (no sums
-// regrouped, no fused multiply–add: GCC's avx2 target does not enable FMA), so both give the
-// same numbers to the bit. (An avx512f clone would: GCC's avx512f implies FMA and contracts
-// a − b c, and it was no faster on the sheet.)
+// for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
+// operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
+// multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar
+// loops, give the same numbers to the bit. (An avx512f clone would not: GCC's avx512f
+// implies FMA and contracts a − b c, and it was no faster on the sheet.) The rank-one update
+// keeps the column's multipliers in registers (rank_one_update; the sheet's km = kl = 20 is
+// five AVX registers): ≈ 2× fewer instructions than the plain loop.
 __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, int n, int kl, int ku, int ldab,
                                                                     int* pivot, double& flops, int& widest) {
   const int kv = kl + ku;
@@ -168,13 +274,8 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
   for (int j = 0; j < n; ++j) {
     const int km = std::min(kl, n - 1 - j);
     double* col = ab + kv + static_cast<size_t>(ldab) * j;  // (j, j), then the km entries below
-    int jp = 0;
-    double best = std::abs(col[0]);
-    for (int r = 1; r <= km; ++r)
-      if (std::abs(col[r]) > best) {
-        best = std::abs(col[r]);
-        jp = r;
-      }
+    double best;
+    const int jp = pivot_offset(col, km, best);
     pivot[j] = j + jp;
     if (!(best > 0.0) || !std::isfinite(best)) return false;
     widest = std::max(widest, jp);
@@ -190,14 +291,67 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
     for (int r = 1; r <= km; ++r) col[r] /= p;
     // Rank-one update of rows j+1..j+km in columns j+1..ju.
     double* u = col + ld;
-    for (int c = j + 1; c <= ju; ++c, u += ld) {
-      const double ujc = *u;
-      if (ujc == 0.0) continue;
-      for (int r = 1; r <= km; ++r) u[r] -= col[r] * ujc;
+    const int cols = ju - j;
+    switch (km / 4) {
+      case 0: rank_one_update<0>(col, u, km, cols, ld); break;
+      case 1: rank_one_update<1>(col, u, km, cols, ld); break;
+      case 2: rank_one_update<2>(col, u, km, cols, ld); break;
+      case 3: rank_one_update<3>(col, u, km, cols, ld); break;
+      case 4: rank_one_update<4>(col, u, km, cols, ld); break;
+      case 5: rank_one_update<5>(col, u, km, cols, ld); break;
+      case 6: rank_one_update<6>(col, u, km, cols, ld); break;
+      default:  // wider bands: the multipliers from memory
+        for (int c = 0; c < cols; ++c, u += ld) {
+          const double ujc = *u;
+          if (ujc != 0.0) axpy_minus<-1>(u + 1, col + 1, ujc, km);
+        }
     }
     flops += km + 2.0 * km * (ju - j);
   }
   return true;
+}
+
+// B y = c for the factors of band_factor (y holds c on entry): the exchanges and L's columns
+// forwards, then U's columns (u_band of them above the diagonal) backwards — column-oriented
+// updates, element by element as the scalar loops. Cloned like band_factor.
+__attribute__((target_clones("avx2", "default"))) void band_solve(const double* ab, int n, int kl, int kv, int ldab,
+                                                                   int u_band, const int* pivot, double* y) {
+  // Each substitution is a chain from one entry to the next (an update, then the division or
+  // the next update). The entry the next column needs, y[j + 1] (forwards) or y[j − 1]
+  // (backwards), is updated in a register and only the rest of the column in vectors, so the
+  // chain does not wait for a vector store to be forwarded to a load — the same operations
+  // on every entry, in the same order.
+  double next = y[0];  // y[j] with the updates of columns 0 … j − 1
+  for (int j = 0; j + 1 < n; ++j) {
+    const int km = std::min(kl, n - 1 - j);
+    double yj = next;
+    if (pivot[j] != j) {
+      yj = y[pivot[j]];
+      y[pivot[j]] = next;
+    }
+    y[j] = yj;
+    if (yj == 0.0) {
+      next = y[j + 1];
+      continue;
+    }
+    const double* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
+    next = y[j + 1] - l[1] * yj;
+    axpy_minus_any(y + j + 2, l + 2, yj, km - 1);
+  }
+  y[n - 1] = next;
+  for (int j = n - 1; j >= 0; --j) {
+    const double* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
+    const double yj = next / u[0];
+    y[j] = yj;
+    if (j == 0) break;
+    const int top = std::min(u_band, j);
+    if (yj == 0.0 || top == 0) {
+      next = y[j - 1];
+      continue;
+    }
+    next = y[j - 1] - u[-1] * yj;
+    axpy_minus_any(y + j - top, u - top, yj, top - 1);
+  }
 }
 
 }  // namespace
@@ -224,23 +378,7 @@ void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
   for (int k = 0; k < n_; ++k) y[k] = b[order[k]];
   const double* ab = ab_.data();
   if (!transpose) {
-    // B y = c, B = P L U: apply the exchanges and L's columns, then U's columns backwards.
-    for (int j = 0; j + 1 < n_; ++j) {
-      const int km = std::min(kl, n_ - 1 - j);
-      if (pivot_[j] != j) std::swap(y[j], y[pivot_[j]]);
-      const double yj = y[j];
-      if (yj == 0.0) continue;
-      const double* l = ab + kv_ + static_cast<size_t>(ldab_) * j;
-      for (int r = 1; r <= km; ++r) y[j + r] -= l[r] * yj;
-    }
-    for (int j = n_ - 1; j >= 0; --j) {
-      const double* u = ab + kv_ + static_cast<size_t>(ldab_) * j;  // U(j, j); U(j − t, j) at u[−t]
-      y[j] /= u[0];
-      const double yj = y[j];
-      if (yj == 0.0) continue;
-      const int top = std::min(u_band_, j);
-      for (int t = 1; t <= top; ++t) y[j - t] -= u[-t] * yj;
-    }
+    band_solve(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
   } else {
     // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards, then Lᵀ backwards with the exchanges undone.
     for (int j = 0; j < n_; ++j) {

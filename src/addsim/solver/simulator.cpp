@@ -516,26 +516,54 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   if (initial_guess_failed(norm, why, t_step, rep)) return rep;
   // Step Jacobian at q and the round-off floor of ‖r‖: rounding q (|q| large, stiff
   // couplings) or the summed contributions perturbs r by about ε (|J||q| + Σ|contributions|).
+  // The |J||q| pass over the nonzeros (as much as a band substitution on the sheet flip) is
+  // made only when a test reads it: each row of |J||q| is at most ‖J_i‖ ‖q‖ (Cauchy–Schwarz),
+  // so ‖|J||q|‖ ≤ ‖J‖_F ‖q‖, and while ‖r‖ exceeds the floor with that bound every
+  // `‖r‖ ≤ floor` test (here and in step::newton_step) is false with the exact floor too:
+  // the same decisions and numbers, with the pass made about once a step instead of once
+  // per Jacobian. (kFloorBoundMargin covers the rounding of the bound's own products.)
+  constexpr double kFloorBoundMargin = 1.0 + 1e-6;
+  double floor_r_abs = 0.0;   // ‖Σ|contributions|‖ of the floor's evaluation
+  double floor_jq_bound = 0.0;  // ‖J‖_F ‖q‖ ≥ ‖|J||q|‖ of the last Jacobian
+  bool jq_exact = false;      // jq_abs_ holds |J||q| of the last Jacobian
+  double jq_norm = 0.0;
+  auto exact_jq = [&]() {
+    if (!jq_exact) {
+      jq_abs_.setZero(model_.num_dofs());
+      const auto& outer = model_.pattern().outer();
+      const auto& inner = model_.pattern().inner();
+      for (int c = 0; c < model_.num_dofs(); ++c) {
+        const double qc = std::abs(floor_q_[c]);
+        for (int k = outer[c]; k < outer[c + 1]; ++k) jq_abs_[inner[k]] += std::abs(jac_[k]) * qc;
+      }
+      jq_norm = jq_abs_.norm();
+      jq_exact = true;
+    }
+    return jq_norm;
+  };
+  // The floor as a test of ‖r‖ = `level` against it needs it: its bound when ‖r‖ is above
+  // the bound (the test fails either way), else the exact value.
+  auto floor_for = [&](double level) {
+    if (level > kRoundoffFactor * (floor_r_abs + kFloorBoundMargin * floor_jq_bound))
+      return kRoundoffFactor * (floor_r_abs + kFloorBoundMargin * floor_jq_bound);
+    return kRoundoffFactor * (floor_r_abs + exact_jq());
+  };
   auto jacobian_and_floor = [&]() {
     // The evaluation at q formed dr/dq^i directly (kResidualAndStepJacobian); taken over
     // by swapping, since the line search's trial evaluations reuse assembly_.
     jac_.swap(assembly_.jac);
-    jq_abs_.setZero(model_.num_dofs());
-    const auto& outer = model_.pattern().outer();
-    const auto& inner = model_.pattern().inner();
-    for (int c = 0; c < model_.num_dofs(); ++c) {
-      const double qc = std::abs(q[c]);
-      for (int k = outer[c]; k < outer[c + 1]; ++k) jq_abs_[inner[k]] += std::abs(jac_[k]) * qc;
-    }
-    return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm());
+    floor_q_ = q;
+    jq_exact = false;
+    floor_jq_bound = jac_.norm() * q.norm();
+    floor_r_abs = assembly_.r_abs.norm();
   };
   // The floor at a chord iterate: its own Σ|contributions|, and |J||q| of the Jacobian and
   // state last factorised (near the root q moves by a Newton step or less, so |J||q| barely
   // changes; recomputing it over all nonzeros costs about as much as the chord step's solves).
-  auto chord_floor = [&]() { return kRoundoffFactor * (assembly_.r_abs.norm() + jq_abs_.norm()); };
+  auto chord_floor = [&]() { floor_r_abs = assembly_.r_abs.norm(); };
   // Converged below the tolerance, or at the round-off floor, where further "decreases"
   // would only be noise.
-  double r_floor = jacobian_and_floor();
+  jacobian_and_floor();
   const double tol = opt.tolerance;
   // Every body's ‖r_b‖ within relative_tolerance of its Σ|contributions| (assembly_ at the
   // state just evaluated); the linear solves are held to the tolerance this implies.
@@ -544,6 +572,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // floor 64 ε (‖r_abs,b‖ + ‖(|J||q|)_b‖): a body on which nothing but its inertia acts
   // (free spin without gravity) has r_abs,b = |r_b| at round-off level.
   auto resolved = [&]() {
+    exact_jq();
     for (const auto& b : model_.bodies()) {
       const int o = b->dof_offset(), n = b->dof_count();
       const double scale = assembly_.r_abs.segment(o, n).norm();
@@ -588,7 +617,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       rep.converged = true;
       break;
     }
-    if (rep.iterations > 0 && norm <= r_floor) {
+    if (rep.iterations > 0 && norm <= floor_for(norm)) {
       rep.converged = true;
       rep.acceptance = StepAcceptance::kRoundoffFloor;
       break;
@@ -621,7 +650,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
             break;
           }
           if (norm <= chord * before) {
-            r_floor = chord_floor();
+            chord_floor();
             chord_next = true;
             continue;
           }
@@ -629,7 +658,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       }
       // It shrank ‖r‖ by less than ρ (or not at all): the partials at q, and Newton again.
       norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
-      r_floor = jacobian_and_floor();
+      jacobian_and_floor();
       continue;
     }
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
@@ -650,7 +679,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // step is accepted: back on the exact one too early, the iterates return to the fold
     // (docs/solver.md, "Compressed springs").
     const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
-    NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, r_floor,
+    NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, floor_for(norm),
                                       linear_tol, opt.max_halvings, trial_eval, newton_, rep);
     if (clamped) {
       ++rep.clamped_spring_iterations;
@@ -667,7 +696,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
         retry_with_clamped_springs(step, q, p, rep)) {
       clamped_q_.swap(newton_.q_trial);  // the exact direction's trial (if accepted)
       const NewtonStepResult exact = it;
-      it = newton_step(*this, model_.pattern(), clamped_jac_, r_, q, norm, r_floor, linear_tol, opt.max_halvings,
+      it = newton_step(*this, model_.pattern(), clamped_jac_, r_, q, norm, floor_for(norm), linear_tol, opt.max_halvings,
                        trial_eval, newton_, rep);
       if (it.accepted && (!exact.accepted || it.trial < exact.trial)) {
         ++rep.clamped_spring_iterations;
@@ -704,13 +733,13 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     if (chord_ahead && it.halvings == 0 && !clamped && !clamped_step && rep.damped_iterations == damped_before &&
         it.trial <= chord * norm) {
       norm = it.trial;
-      r_floor = chord_floor();
+      chord_floor();
       chord_next = true;
       continue;
     }
     // The partials at q: from the accepted trial if it was evaluated with them.
     norm = it.halvings == 0 && eager ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
-    r_floor = jacobian_and_floor();
+    jacobian_and_floor();
   }
   last_step_iterations_ = rep.iterations;
   rep.residual_norm = norm;
@@ -724,7 +753,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     if (rep.relative_residual <= rel_tol || (norm < kSilentFloorFactor * tol && resolved()))
       rep.acceptance = StepAcceptance::kTolerance;
   }
-  rep.tolerance_used = std::max(tol_scaled, r_floor);
+  rep.tolerance_used = std::max(tol_scaled, kRoundoffFactor * (floor_r_abs + exact_jq()));
   rep.wall_ms = ms_since(t_step);
   return rep;
 }

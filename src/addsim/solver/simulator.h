@@ -213,6 +213,7 @@ class Simulator {
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
+  VecX floor_q_;  ///< the state of the last step Jacobian, for its round-off floor (solve_step)
   bool has_springs_ = false;  ///< the model has a spring term (else no clamped retry)
   VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)
   VecX clamped_q_;    ///< the exact direction's trial state while the clamped one is tried
