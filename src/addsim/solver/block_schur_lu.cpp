@@ -61,23 +61,79 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
   return adj;
 }
 
-// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each column of C W a sum of s columns of C (vectorised over a), then
-// subtracted where the map says. Compiled for AVX2 and the baseline, chosen at load time;
-// both clones do the same element-wise operations in the same order (GCC's avx2 target has
-// no FMA to contract them), so they give the same numbers to the bit.
-__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t, double* u) {
+// u = C v for the t × s column-major C: the columns of C weighted and summed, vectorised
+// over the t rows (no reassociation, so every clone gives the same bits).
+__attribute__((target_clones("avx2", "default"))) void multiply_columns(const double* c, const double* v, int s, int t,
+                                                                       double* u) {
+  for (int a = 0; a < t; ++a) u[a] = c[a] * v[0];
+  for (int r = 1; r < s; ++r) {
+    const double* cr = c + r * t;
+    const double vr = v[r];
+    for (int a = 0; a < t; ++a) u[a] += cr[a] * vr;
+  }
+}
+
+// data[to + i] −= u[from − shift + i] over the runs [run, end): a contiguous subtraction
+// per run.
+__attribute__((target_clones("avx2", "default"))) void subtract_runs(double* data, const double* u, int shift,
+                                                                    const BlockSchurLu::Run* run,
+                                                                    const BlockSchurLu::Run* end) {
+  for (; run != end; ++run) {
+    double* d = data + run->to;
+    const double* v = u + (run->from - shift);
+    for (int i = 0; i < run->length; ++i) d[i] -= v[i];
+  }
+}
+
+// The substitutions of solve_panel for the packed LU `f` (s × s, column-major; unit lower L
+// below the diagonal, U on and above) and its row permutation `perm`, column-oriented so
+// that the inner loops run down contiguous columns of L and U (vectorised): for each
+// column of w, y = P w, then L y = y eliminating one unknown at a time from the rows below,
+// then U w = y from the last unknown up. `y` holds s entries.
+__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* perm, double* w,
+                                                                    int s, int t, double* y) {
   for (int b = 0; b < t; ++b) {
-    const double* wb = w + b * s;
-    for (int a = 0; a < t; ++a) u[a] = c[a] * wb[0];
-    for (int r = 1; r < s; ++r) {
-      const double* cr = c + r * t;
-      const double wr = wb[r];
-      for (int a = 0; a < t; ++a) u[a] += cr[a] * wr;
+    double* x = w + b * s;
+    for (int i = 0; i < s; ++i) y[perm[i]] = x[i];
+    for (int j = 0; j < s - 1; ++j) {
+      const double* lj = f + j * s;
+      const double yj = y[j];
+      for (int i = j + 1; i < s; ++i) y[i] -= lj[i] * yj;
     }
-    const int* mb = map + b * t;
-    for (int a = 0; a < t; ++a) data[mb[a]] -= u[a];
+    for (int j = s - 1; j >= 0; --j) {
+      const double* uj = f + j * s;
+      const double xj = y[j] / uj[j];
+      x[j] = xj;
+      for (int i = 0; i < j; ++i) y[i] -= uj[i] * xj;
+    }
+  }
+}
+
+// Runs of the map `to` (source index → destination): maximal stretches where consecutive
+// sources go to consecutive destinations, sources offset by `from`; a run never crosses a
+// multiple of `split` (a column of the product).
+void append_runs(const std::vector<int>& to, int split, std::vector<BlockSchurLu::Run>& runs) {
+  for (int a = 0; a < static_cast<int>(to.size()); ++a) {
+    if (a > 0 && a % split != 0 && to[a] == to[a - 1] + 1) {
+      ++runs.back().length;
+    } else {
+      runs.push_back({a, to[a], 1});
+    }
+  }
+}
+
+// data −= C W for the t × s column panel C and the s × t row panel W: column b of C W
+// (multiply_columns with W's column b) subtracted through the runs of that column, whose
+// `from` counts entries of the t × t product column by column.
+void schur_update(double* data, const double* c, const double* w, const BlockSchurLu::Run* run,
+                  const BlockSchurLu::Run* end, int s, int t, double* u) {
+  for (int b = 0; b < t; ++b) {
+    multiply_columns(c, w + b * s, s, t, u);
+    const BlockSchurLu::Run* last = run;
+    const int limit = (b + 1) * t;
+    while (last != end && last->from < limit) ++last;
+    subtract_runs(data, u, b * t, run, last);
+    run = last;
   }
 }
 
@@ -194,45 +250,57 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   slot_.resize(pattern->nnz());
   for (int c = 0; c < n; ++c)
     for (int e = outer[c]; e < outer[c + 1]; ++e) slot_[e] = locate(inner[e], c);
-  update_base_.resize(m);
+  update_base_.resize(m + 1);
+  std::vector<int> targets;
   for (int k = 0; k < m; ++k) {
-    update_base_[k] = static_cast<int>(update_map_.size());
+    update_base_[k] = static_cast<int>(update_runs_.size());
     const auto& f = later_dofs_[k];
+    targets.clear();
     for (int c : f)
-      for (int r : f) update_map_.push_back(locate(r, c));
+      for (int r : f) targets.push_back(locate(r, c));
+    append_runs(targets, std::max(width(k), 1), update_runs_);
   }
+  update_base_[m] = static_cast<int>(update_runs_.size());
+
+  // The permuted vector of the substitutions: blocks one after another in elimination order,
+  // each in the order of its dense LU; each front as runs of places there.
+  position_.resize(n);
+  offset_.resize(m + 1);
+  offset_[0] = 0;
+  for (int k = 0; k < m; ++k) {
+    offset_[k + 1] = offset_[k] + size(k);
+    for (int a = 0; a < size(k); ++a) position_[dofs_[k][a]] = offset_[k] + a;
+  }
+  front_base_.resize(m + 1);
+  for (int k = 0; k < m; ++k) {
+    front_base_[k] = static_cast<int>(front_runs_.size());
+    targets.clear();
+    for (int d : later_dofs_[k]) targets.push_back(position_[d]);
+    append_runs(targets, std::max(width(k), 1), front_runs_);
+  }
+  front_base_[m] = static_cast<int>(front_runs_.size());
+
   lu_.resize(m);
-  // Work column of the panel substitutions (s) and of the updates (t).
+  // Work column of the panel substitutions (s) and of the updates (t); the Eigen path's
+  // panel copy at its largest (s × t); the permuted vector. Sized once: no allocation in
+  // factorize() or solve().
   int widest = 0;
-  for (int k = 0; k < m; ++k) widest = std::max({widest, size(k), width(k)});
+  size_t widest_panel = 0;
+  for (int k = 0; k < m; ++k) {
+    widest = std::max({widest, size(k), width(k)});
+    if (size(k) > kSmallBlock) widest_panel = std::max(widest_panel, static_cast<size_t>(size(k)) * width(k));
+  }
   column_.resize(widest);
-  // The substitutions' work vectors at their largest size once, so that a solve allocates nothing.
-  own_.resize(widest);
-  gathered_.resize(widest);
   pushed_.resize(widest);
+  work_.resize(widest_panel);
+  permuted_.resize(n);
 }
 
 // W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U from `lu`: per column the
 // row permutation, then forward and back substitution — plain loops, as the blocks are a few
 // DOFs wide and Eigen's blocked triangular solves cost more in set-up than in arithmetic here.
 void BlockSchurLu::solve_panel(const Eigen::PartialPivLU<MatX>& lu, double* w, int s, int t) {
-  const MatX& f = lu.matrixLU();
-  const auto& perm = lu.permutationP().indices();
-  double* y = column_.data();
-  for (int b = 0; b < t; ++b) {
-    double* x = w + b * s;
-    for (int i = 0; i < s; ++i) y[perm[i]] = x[i];
-    for (int i = 1; i < s; ++i) {
-      double sum = y[i];
-      for (int j = 0; j < i; ++j) sum -= f(i, j) * y[j];
-      y[i] = sum;
-    }
-    for (int i = s - 1; i >= 0; --i) {
-      double sum = y[i];
-      for (int j = i + 1; j < s; ++j) sum -= f(i, j) * x[j];
-      x[i] = sum / f(i, i);
-    }
-  }
+  solve_columns(lu.matrixLU().data(), lu.permutationP().indices().data(), w, s, t, column_.data());
 }
 
 // x ← D⁻ᵀ x, D = P⁻¹ L U: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y backwards (unit
@@ -274,12 +342,16 @@ bool BlockSchurLu::factorize(const VecX& values) {
     if (s <= kSmallBlock) {
       solve_panel(lu, w, s, t);
     } else {
-      Eigen::Map<MatX> panel(w, s, t);
-      panel_.noalias() = lu.solve(panel);
-      panel = panel_;
+      // What lu.solve does (P, then the unit lower and the upper triangle), in place through
+      // the preallocated copy instead of a temporary.
+      Eigen::Map<MatX> panel(w, s, t), copy(work_.data(), s, t);
+      copy.noalias() = lu.permutationP() * panel;
+      lu.matrixLU().triangularView<Eigen::UnitLower>().solveInPlace(copy);
+      lu.matrixLU().triangularView<Eigen::Upper>().solveInPlace(copy);
+      panel = copy;
     }
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
-                 column_.data());
+    schur_update(data_.data(), data_.data() + col_base_[k], w, update_runs_.data() + update_base_[k],
+                 update_runs_.data() + update_base_[k + 1], s, t, column_.data());
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
   }
@@ -289,55 +361,71 @@ bool BlockSchurLu::factorize(const VecX& values) {
 }
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
-  x = b;
-  // Views of the work vectors (sized in the constructor) as long as a block's DOF list.
-  const auto gather = [&](const std::vector<int>& dofs, VecX& buffer) {
-    for (size_t a = 0; a < dofs.size(); ++a) buffer[a] = x[dofs[a]];
-    return buffer.head(static_cast<Eigen::Index>(dofs.size()));
-  };
-  const auto put = [&](const std::vector<int>& dofs, const VecX& from) {
-    for (size_t a = 0; a < dofs.size(); ++a) x[dofs[a]] = from[a];
-  };
-  const auto subtract = [&](const std::vector<int>& dofs, const VecX& from) {
-    for (size_t a = 0; a < dofs.size(); ++a) x[dofs[a]] -= from[a];
-  };
+  const int n = static_cast<int>(b.size());
+  double* y = permuted_.data();
+  for (int d = 0; d < n; ++d) y[position_[d]] = b[d];
+  const Run* runs = front_runs_.data();
+  double* u = pushed_.data();
+  const int m = blocks();
   if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
-    for (int k : order_) {
-      const auto own = gather(dofs_[k], own_);
-      solve_panel(lu_[k], own_.data(), size(k), 1);
-      put(dofs_[k], own_);
-      if (width(k) == 0) continue;
-      pushed_.head(width(k)).noalias() = Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)) * own;
-      subtract(later_dofs_[k], pushed_);
+    for (int k = 0; k < m; ++k) {
+      const int s = size(k), t = width(k);
+      double* own = y + offset_[k];
+      solve_panel(lu_[k], own, s, 1);
+      if (t == 0) continue;
+      multiply_columns(data_.data() + col_base_[k], own, s, t, u);
+      subtract_runs(y, u, 0, runs + front_base_[k], runs + front_base_[k + 1]);
     }
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      const int k = *it;
+    for (int k = m - 1; k >= 0; --k) {
+      const int s = size(k);
       if (width(k) == 0) continue;
-      const auto gathered = gather(later_dofs_[k], gathered_);
-      own_.head(size(k)).noalias() = Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)) * gathered;
-      subtract(dofs_[k], own_);
+      // u = W_k x_N(k): W_k's columns (s entries each) weighted by the front's entries.
+      const double* w = data_.data() + row_base_[k];
+      std::fill(u, u + s, 0.0);
+      for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
+        for (int i = 0; i < run->length; ++i) {
+          const double* wa = w + (run->from + i) * s;
+          const double xa = y[run->to + i];
+          for (int r = 0; r < s; ++r) u[r] += wa[r] * xa;
+        }
+      double* own = y + offset_[k];
+      for (int r = 0; r < s; ++r) own[r] -= u[r];
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).
-    for (int k : order_) {
+    for (int k = 0; k < m; ++k) {
+      const int s = size(k);
       if (width(k) == 0) continue;
-      const auto own = gather(dofs_[k], own_);
-      pushed_.head(width(k)).noalias() =
-          Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)).transpose() * own;
-      subtract(later_dofs_[k], pushed_);
+      const double* w = data_.data() + row_base_[k];
+      const double* own = y + offset_[k];
+      for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
+        for (int i = 0; i < run->length; ++i) {
+          const double* wa = w + (run->from + i) * s;
+          double sum = 0.0;
+          for (int r = 0; r < s; ++r) sum += wa[r] * own[r];
+          y[run->to + i] -= sum;
+        }
     }
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      const int k = *it;
-      auto own = gather(dofs_[k], own_);
-      if (width(k) > 0) {
-        const auto gathered = gather(later_dofs_[k], gathered_);
-        own.noalias() -= Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)).transpose() * gathered;
+    for (int k = m - 1; k >= 0; --k) {
+      const int s = size(k), t = width(k);
+      double* own = y + offset_[k];
+      if (t > 0) {
+        // own −= C_kᵀ x_N(k): per row r of C_kᵀ (column r of C_k, t entries) a dot product.
+        const double* c = data_.data() + col_base_[k];
+        for (int r = 0; r < s; ++r) {
+          const double* cr = c + r * t;
+          double sum = 0.0;
+          for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
+            for (int i = 0; i < run->length; ++i) sum += cr[run->from + i] * y[run->to + i];
+          own[r] -= sum;
+        }
       }
-      solve_transposed(lu_[k], own_.data(), size(k));
-      put(dofs_[k], own_);
+      solve_transposed(lu_[k], own, s);
     }
   }
+  x.resize(n);
+  for (int d = 0; d < n; ++d) x[d] = y[position_[d]];
 }
 
 void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) {

@@ -25,6 +25,13 @@
 /// iteratively, as KLU's does, while the residual halves. Flops are counted exactly per
 /// factorisation (2s³/3 per diagonal block of size s, 2 s² t for its panel of width t, 2 s t²
 /// for its update) for the reuse rule of solver/reused_factorization.h.
+///
+/// Memory layout for the hot loops: the substitutions work on a permuted copy of the
+/// right-hand side in which each block's DOFs are contiguous (blocks in elimination order),
+/// and each front is a list of runs of consecutive positions there, so that the products
+/// with C_k and W_k read and write contiguous memory without per-entry gathers. The
+/// update map is stored as runs alike (entries of C_k W_k that land on consecutive
+/// places of data_), so the Schur update subtracts contiguous stretches.
 
 #include <vector>
 
@@ -41,6 +48,11 @@ class BlockSchurLu final : public LinearSolver {
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
   void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose); }
+  /// A stretch of `length` consecutive entries: source index `from`, destination `to`.
+  struct Run {
+    int from = 0, to = 0, length = 0;
+  };
+
   double factor_flops() const override { return factor_flops_; }
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
@@ -73,14 +85,18 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<std::vector<int>> later_;    ///< N(k), in elimination order
   std::vector<std::vector<int>> later_dofs_;  ///< the DOFs of N(k), concatenated (t_k of them)
   std::vector<int> diag_base_, row_base_, col_base_;  ///< D_k (s × s), W_k (s × t), C_k (t × s) in data_
-  std::vector<int> update_base_;           ///< per k: offset of its t × t update map in update_map_
-  std::vector<int> update_map_;            ///< entry (a, b) of C_k W_k → its index in data_
+  std::vector<int> update_base_;           ///< per k: its first run in update_runs_ (k + 1: past its last)
+  std::vector<Run> update_runs_;           ///< C_k W_k, column-major (from) → its place in data_ (to)
+  std::vector<int> position_;              ///< per DOF: its place in the permuted vector
+  std::vector<int> offset_;                ///< per block: its first place in the permuted vector
+  std::vector<int> front_base_;            ///< per k: its first run in front_runs_ (k + 1: past its last)
+  std::vector<Run> front_runs_;            ///< front index (from) → place in the permuted vector (to)
+  std::vector<double> work_;               ///< scratch of the widest s × t panel (Eigen path)
   std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<Eigen::PartialPivLU<MatX>> lu_;
-  MatX panel_;
   VecX column_;  ///< work column of a panel solve or an update
-  VecX values_, gathered_, pushed_, own_;
+  VecX values_, permuted_, pushed_;
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   int fill_pairs_ = 0;
