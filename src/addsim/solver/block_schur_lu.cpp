@@ -1,6 +1,7 @@
 #include "addsim/solver/block_schur_lu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "addsim/core/error.h"
@@ -61,79 +62,97 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
   return adj;
 }
 
-// u = C v for the t × s column-major C: the columns of C weighted and summed, vectorised
-// over the t rows (no reassociation, so every clone gives the same bits).
-__attribute__((target_clones("avx2", "default"))) void multiply_columns(const double* c, const double* v, int s, int t,
-                                                                       double* u) {
-  for (int a = 0; a < t; ++a) u[a] = c[a] * v[0];
-  for (int r = 1; r < s; ++r) {
-    const double* cr = c + r * t;
-    const double vr = v[r];
-    for (int a = 0; a < t; ++a) u[a] += cr[a] * vr;
+// In-place LU with partial pivoting of the s × s column-major block `a`, as Eigen's
+// unblocked PartialPivLU does it: per column the entry of largest magnitude below the
+// diagonal as pivot (swaps[j]: the row exchanged with row j), the column below divided by
+// it, then the rank-one update of the trailing columns (vectorised down each column). L
+// (unit lower) ends below the diagonal, U on and above. False on a zero or non-finite pivot.
+__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+  for (int j = 0; j < s; ++j) {
+    double* aj = a + j * s;
+    int p = j;
+    double biggest = std::abs(aj[j]);
+    for (int i = j + 1; i < s; ++i)
+      if (std::abs(aj[i]) > biggest) {
+        biggest = std::abs(aj[i]);
+        p = i;
+      }
+    swaps[j] = p;
+    if (biggest == 0.0) return false;
+    if (p != j)
+      for (int c = 0; c < s; ++c) std::swap(a[j + c * s], a[p + c * s]);
+    const double pivot = aj[j];
+    for (int i = j + 1; i < s; ++i) aj[i] /= pivot;
+    for (int c = j + 1; c < s; ++c) {
+      double* ac = a + c * s;
+      const double f = ac[j];
+      for (int i = j + 1; i < s; ++i) ac[i] -= aj[i] * f;
+    }
   }
+  for (int j = 0; j < s; ++j)
+    if (!std::isfinite(a[j + j * s])) return false;
+  return true;
 }
 
-// data[to + i] −= u[from − shift + i] over the runs [run, end): a contiguous subtraction
-// per run.
-__attribute__((target_clones("avx2", "default"))) void subtract_runs(double* data, const double* u, int shift,
-                                                                    const BlockSchurLu::Run* run,
-                                                                    const BlockSchurLu::Run* end) {
-  for (; run != end; ++run) {
-    double* d = data + run->to;
-    const double* v = u + (run->from - shift);
-    for (int i = 0; i < run->length; ++i) d[i] -= v[i];
-  }
-}
-
-// The substitutions of solve_panel for the packed LU `f` (s × s, column-major; unit lower L
-// below the diagonal, U on and above) and its row permutation `perm`, column-oriented so
-// that the inner loops run down contiguous columns of L and U (vectorised): for each
-// column of w, y = P w, then L y = y eliminating one unknown at a time from the rows below,
-// then U w = y from the last unknown up. `y` holds s entries.
-__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* perm, double* w,
-                                                                    int s, int t, double* y) {
+// W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U packed in `f` by
+// factor_block: per column the row swaps in order (P), then L y = y eliminating one unknown
+// at a time from the rows below, then U x = y from the last unknown up — column-oriented,
+// so that the inner loops run down contiguous columns of L and U (vectorised), in place.
+__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
+                                                                    int s, int t) {
   for (int b = 0; b < t; ++b) {
     double* x = w + b * s;
-    for (int i = 0; i < s; ++i) y[perm[i]] = x[i];
+    for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
     for (int j = 0; j < s - 1; ++j) {
       const double* lj = f + j * s;
-      const double yj = y[j];
-      for (int i = j + 1; i < s; ++i) y[i] -= lj[i] * yj;
+      const double xj = x[j];
+      for (int i = j + 1; i < s; ++i) x[i] -= lj[i] * xj;
     }
     for (int j = s - 1; j >= 0; --j) {
       const double* uj = f + j * s;
-      const double xj = y[j] / uj[j];
+      const double xj = x[j] / uj[j];
       x[j] = xj;
-      for (int i = 0; i < j; ++i) y[i] -= uj[i] * xj;
+      for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
     }
   }
 }
 
-// Runs of the map `to` (source index → destination): maximal stretches where consecutive
-// sources go to consecutive destinations, sources offset by `from`; a run never crosses a
-// multiple of `split` (a column of the product).
-void append_runs(const std::vector<int>& to, int split, std::vector<BlockSchurLu::Run>& runs) {
-  for (int a = 0; a < static_cast<int>(to.size()); ++a) {
-    if (a > 0 && a % split != 0 && to[a] == to[a - 1] + 1) {
-      ++runs.back().length;
-    } else {
-      runs.push_back({a, to[a], 1});
-    }
+// x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y
+// backwards (unit diagonal), both as dot products down the columns of U and L, then x = Pᵀ z:
+// the row swaps in reverse order.
+void solve_transposed_columns(const double* f, const int* swaps, double* x, int s) {
+  for (int i = 0; i < s; ++i) {
+    const double* ui = f + i * s;
+    double sum = x[i];
+    for (int j = 0; j < i; ++j) sum -= ui[j] * x[j];
+    x[i] = sum / ui[i];
   }
+  for (int i = s - 2; i >= 0; --i) {
+    const double* li = f + i * s;
+    double sum = x[i];
+    for (int j = i + 1; j < s; ++j) sum -= li[j] * x[j];
+    x[i] = sum;
+  }
+  for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
 }
 
-// data −= C W for the t × s column panel C and the s × t row panel W: column b of C W
-// (multiply_columns with W's column b) subtracted through the runs of that column, whose
-// `from` counts entries of the t × t product column by column.
-void schur_update(double* data, const double* c, const double* w, const BlockSchurLu::Run* run,
-                  const BlockSchurLu::Run* end, int s, int t, double* u) {
+// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
+// column by column, each column of C W a sum of s columns of C (vectorised over a), then
+// subtracted where the map says. Compiled for AVX2 and the baseline, chosen at load time;
+// both clones do the same element-wise operations in the same order (GCC's avx2 target has
+// no FMA to contract them), so they give the same numbers to the bit.
+__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
+                                                                   const int* map, int s, int t, double* u) {
   for (int b = 0; b < t; ++b) {
-    multiply_columns(c, w + b * s, s, t, u);
-    const BlockSchurLu::Run* last = run;
-    const int limit = (b + 1) * t;
-    while (last != end && last->from < limit) ++last;
-    subtract_runs(data, u, b * t, run, last);
-    run = last;
+    const double* wb = w + b * s;
+    for (int a = 0; a < t; ++a) u[a] = c[a] * wb[0];
+    for (int r = 1; r < s; ++r) {
+      const double* cr = c + r * t;
+      const double wr = wb[r];
+      for (int a = 0; a < t; ++a) u[a] += cr[a] * wr;
+    }
+    const int* mb = map + b * t;
+    for (int a = 0; a < t; ++a) data[mb[a]] -= u[a];
   }
 }
 
@@ -250,20 +269,16 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   slot_.resize(pattern->nnz());
   for (int c = 0; c < n; ++c)
     for (int e = outer[c]; e < outer[c + 1]; ++e) slot_[e] = locate(inner[e], c);
-  update_base_.resize(m + 1);
-  std::vector<int> targets;
+  update_base_.resize(m);
   for (int k = 0; k < m; ++k) {
-    update_base_[k] = static_cast<int>(update_runs_.size());
+    update_base_[k] = static_cast<int>(update_map_.size());
     const auto& f = later_dofs_[k];
-    targets.clear();
     for (int c : f)
-      for (int r : f) targets.push_back(locate(r, c));
-    append_runs(targets, std::max(width(k), 1), update_runs_);
+      for (int r : f) update_map_.push_back(locate(r, c));
   }
-  update_base_[m] = static_cast<int>(update_runs_.size());
 
   // The permuted vector of the substitutions: blocks one after another in elimination order,
-  // each in the order of its dense LU; each front as runs of places there.
+  // each in the order of its dense LU; each front as places there.
   position_.resize(n);
   offset_.resize(m + 1);
   offset_[0] = 0;
@@ -273,53 +288,19 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   }
   front_base_.resize(m + 1);
   for (int k = 0; k < m; ++k) {
-    front_base_[k] = static_cast<int>(front_runs_.size());
-    targets.clear();
-    for (int d : later_dofs_[k]) targets.push_back(position_[d]);
-    append_runs(targets, std::max(width(k), 1), front_runs_);
+    front_base_[k] = static_cast<int>(front_position_.size());
+    for (int d : later_dofs_[k]) front_position_.push_back(position_[d]);
   }
-  front_base_[m] = static_cast<int>(front_runs_.size());
+  front_base_[m] = static_cast<int>(front_position_.size());
+  swaps_.resize(n);
 
-  lu_.resize(m);
-  // Work column of the panel substitutions (s) and of the updates (t); the Eigen path's
-  // panel copy at its largest (s × t); the permuted vector. Sized once: no allocation in
-  // factorize() or solve().
+  // Work column of the updates (t) and of the substitutions' products (t), and the permuted
+  // vector: sized once, so that neither factorize() nor solve() allocates.
   int widest = 0;
-  size_t widest_panel = 0;
-  for (int k = 0; k < m; ++k) {
-    widest = std::max({widest, size(k), width(k)});
-    if (size(k) > kSmallBlock) widest_panel = std::max(widest_panel, static_cast<size_t>(size(k)) * width(k));
-  }
+  for (int k = 0; k < m; ++k) widest = std::max(widest, width(k));
   column_.resize(widest);
   pushed_.resize(widest);
-  work_.resize(widest_panel);
   permuted_.resize(n);
-}
-
-// W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U from `lu`: per column the
-// row permutation, then forward and back substitution — plain loops, as the blocks are a few
-// DOFs wide and Eigen's blocked triangular solves cost more in set-up than in arithmetic here.
-void BlockSchurLu::solve_panel(const Eigen::PartialPivLU<MatX>& lu, double* w, int s, int t) {
-  solve_columns(lu.matrixLU().data(), lu.permutationP().indices().data(), w, s, t, column_.data());
-}
-
-// x ← D⁻ᵀ x, D = P⁻¹ L U: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y backwards (unit
-// diagonal), then x = Pᵀ z, i.e. x_i = z_perm(i).
-void BlockSchurLu::solve_transposed(const Eigen::PartialPivLU<MatX>& lu, double* x, int s) {
-  const MatX& f = lu.matrixLU();
-  const auto& perm = lu.permutationP().indices();
-  double* z = column_.data();
-  for (int i = 0; i < s; ++i) {
-    double sum = x[i];
-    for (int j = 0; j < i; ++j) sum -= f(j, i) * z[j];
-    z[i] = sum / f(i, i);
-  }
-  for (int i = s - 2; i >= 0; --i) {
-    double sum = z[i];
-    for (int j = i + 1; j < s; ++j) sum -= f(j, i) * z[j];
-    z[i] = sum;
-  }
-  for (int i = 0; i < s; ++i) x[i] = z[perm[i]];
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
@@ -329,29 +310,17 @@ bool BlockSchurLu::factorize(const VecX& values) {
   double factor = 0.0, substitution = 0.0;
   for (int k : order_) {
     const int s = size(k), t = width(k);
-    auto& lu = lu_[k];
-    lu.compute(Eigen::Map<MatX>(data_.data() + diag_base_[k], s, s));
-    // Partial pivoting reports no failure: a zero or non-finite pivot means singular.
-    const auto pivots = lu.matrixLU().diagonal();
-    if (!pivots.allFinite() || (pivots.array() == 0.0).any()) return false;
+    double* d = data_.data() + diag_base_[k];
+    int* swaps = swaps_.data() + offset_[k];
+    if (!factor_block(d, s, swaps)) return false;
     factor += 2.0 * s * s * s / 3.0;
     substitution += 2.0 * s * s;
     if (t == 0) continue;
     // W_k = D_k⁻¹ A_k,N(k) in place of the row panel; then A_N(k),N(k) −= C_k W_k.
     double* w = data_.data() + row_base_[k];
-    if (s <= kSmallBlock) {
-      solve_panel(lu, w, s, t);
-    } else {
-      // What lu.solve does (P, then the unit lower and the upper triangle), in place through
-      // the preallocated copy instead of a temporary.
-      Eigen::Map<MatX> panel(w, s, t), copy(work_.data(), s, t);
-      copy.noalias() = lu.permutationP() * panel;
-      lu.matrixLU().triangularView<Eigen::UnitLower>().solveInPlace(copy);
-      lu.matrixLU().triangularView<Eigen::Upper>().solveInPlace(copy);
-      panel = copy;
-    }
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_runs_.data() + update_base_[k],
-                 update_runs_.data() + update_base_[k + 1], s, t, column_.data());
+    solve_columns(d, swaps, w, s, t);
+    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
+                 column_.data());
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
   }
@@ -364,64 +333,45 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
   const int n = static_cast<int>(b.size());
   double* y = permuted_.data();
   for (int d = 0; d < n; ++d) y[position_[d]] = b[d];
-  const Run* runs = front_runs_.data();
-  double* u = pushed_.data();
   const int m = blocks();
+  using ConstMap = Eigen::Map<const MatX>;
+  const auto own = [&](int k) { return Eigen::Map<VecX>(y + offset_[k], size(k)); };
+  const auto pushed = [&](int k) { return pushed_.head(width(k)); };
+  // pushed_ ← the front's entries of y, or y's front −= pushed_.
+  const auto gather = [&](int k) {
+    const int* f = front_position_.data() + front_base_[k];
+    for (int a = 0; a < width(k); ++a) pushed_[a] = y[f[a]];
+  };
+  const auto scatter = [&](int k) {
+    const int* f = front_position_.data() + front_base_[k];
+    for (int a = 0; a < width(k); ++a) y[f[a]] -= pushed_[a];
+  };
   if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
     for (int k = 0; k < m; ++k) {
-      const int s = size(k), t = width(k);
-      double* own = y + offset_[k];
-      solve_panel(lu_[k], own, s, 1);
-      if (t == 0) continue;
-      multiply_columns(data_.data() + col_base_[k], own, s, t, u);
-      subtract_runs(y, u, 0, runs + front_base_[k], runs + front_base_[k + 1]);
+      solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
+      if (width(k) == 0) continue;
+      pushed(k).noalias() = ConstMap(data_.data() + col_base_[k], width(k), size(k)) * own(k);
+      scatter(k);
     }
     for (int k = m - 1; k >= 0; --k) {
-      const int s = size(k);
       if (width(k) == 0) continue;
-      // u = W_k x_N(k): W_k's columns (s entries each) weighted by the front's entries.
-      const double* w = data_.data() + row_base_[k];
-      std::fill(u, u + s, 0.0);
-      for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
-        for (int i = 0; i < run->length; ++i) {
-          const double* wa = w + (run->from + i) * s;
-          const double xa = y[run->to + i];
-          for (int r = 0; r < s; ++r) u[r] += wa[r] * xa;
-        }
-      double* own = y + offset_[k];
-      for (int r = 0; r < s; ++r) own[r] -= u[r];
+      gather(k);
+      own(k).noalias() -= ConstMap(data_.data() + row_base_[k], size(k), width(k)) * pushed(k);
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).
     for (int k = 0; k < m; ++k) {
-      const int s = size(k);
       if (width(k) == 0) continue;
-      const double* w = data_.data() + row_base_[k];
-      const double* own = y + offset_[k];
-      for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
-        for (int i = 0; i < run->length; ++i) {
-          const double* wa = w + (run->from + i) * s;
-          double sum = 0.0;
-          for (int r = 0; r < s; ++r) sum += wa[r] * own[r];
-          y[run->to + i] -= sum;
-        }
+      pushed(k).noalias() = ConstMap(data_.data() + row_base_[k], size(k), width(k)).transpose() * own(k);
+      scatter(k);
     }
     for (int k = m - 1; k >= 0; --k) {
-      const int s = size(k), t = width(k);
-      double* own = y + offset_[k];
-      if (t > 0) {
-        // own −= C_kᵀ x_N(k): per row r of C_kᵀ (column r of C_k, t entries) a dot product.
-        const double* c = data_.data() + col_base_[k];
-        for (int r = 0; r < s; ++r) {
-          const double* cr = c + r * t;
-          double sum = 0.0;
-          for (const Run* run = runs + front_base_[k]; run != runs + front_base_[k + 1]; ++run)
-            for (int i = 0; i < run->length; ++i) sum += cr[run->from + i] * y[run->to + i];
-          own[r] -= sum;
-        }
+      if (width(k) > 0) {
+        gather(k);
+        own(k).noalias() -= ConstMap(data_.data() + col_base_[k], width(k), size(k)).transpose() * pushed(k);
       }
-      solve_transposed(lu_[k], own, s);
+      solve_transposed_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k));
     }
   }
   x.resize(n);
