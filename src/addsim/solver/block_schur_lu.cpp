@@ -98,8 +98,11 @@ __attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, i
 // factor_block: per column the row swaps in order (P), then L y = y eliminating one unknown
 // at a time from the rows below, then U x = y from the last unknown up — column-oriented,
 // so that the inner loops run down contiguous columns of L and U (vectorised), in place.
-__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
-                                                                    int s, int t) {
+// S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
+// nodes and rigid bodies: the same operations in the same order).
+template <int S>
+inline void solve_columns_impl(const double* f, const int* swaps, double* w, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
   for (int b = 0; b < t; ++b) {
     double* x = w + b * s;
     for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
@@ -114,6 +117,17 @@ __attribute__((target_clones("avx2", "default"))) void solve_columns(const doubl
       x[j] = xj;
       for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
     }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
+                                                                    int s, int t) {
+  if (s == 3) {
+    solve_columns_impl<3>(f, swaps, w, s, t);
+  } else if (s == 6) {
+    solve_columns_impl<6>(f, swaps, w, s, t);
+  } else {
+    solve_columns_impl<0>(f, swaps, w, s, t);
   }
 }
 
