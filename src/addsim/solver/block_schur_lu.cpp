@@ -151,22 +151,89 @@ void solve_transposed_columns(const double* f, const int* swaps, double* x, int 
 }
 
 // data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each column of C W a sum of s columns of C (vectorised over a), then
-// subtracted where the map says. Compiled for AVX2 and the baseline, chosen at load time;
-// both clones do the same element-wise operations in the same order (GCC's avx2 target has
-// no FMA to contract them), so they give the same numbers to the bit.
-__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t, double* u) {
+// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) and
+// subtracted where the map says, vectorised over a. S > 0 fixes s at compile time (the 3-
+// and 6-DOF blocks). Compiled for AVX2 and the baseline, chosen at load time; both clones
+// do the same element-wise operations in the same order (GCC's avx2 target has no FMA to
+// contract them), so they give the same numbers to the bit.
+template <int S>
+inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
   for (int b = 0; b < t; ++b) {
     const double* wb = w + b * s;
-    for (int a = 0; a < t; ++a) u[a] = c[a] * wb[0];
-    for (int r = 1; r < s; ++r) {
-      const double* cr = c + r * t;
-      const double wr = wb[r];
-      for (int a = 0; a < t; ++a) u[a] += cr[a] * wr;
-    }
     const int* mb = map + b * t;
-    for (int a = 0; a < t; ++a) data[mb[a]] -= u[a];
+    for (int a = 0; a < t; ++a) {
+      double u = c[a] * wb[0];
+      for (int r = 1; r < s; ++r) u += c[a + r * t] * wb[r];
+      data[mb[a]] -= u;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
+                                                                   const int* map, int s, int t) {
+  if (s == 3) {
+    schur_update_impl<3>(data, c, w, map, s, t);
+  } else if (s == 6) {
+    schur_update_impl<6>(data, c, w, map, s, t);
+  } else {
+    schur_update_impl<0>(data, c, w, map, s, t);
+  }
+}
+
+// y[front[a]] −= (C v)_a for the t × s column panel C (column-major) and the s entries v:
+// each entry summed over r in order, vectorised over a (the forward substitution's push of
+// block k into its front).
+template <int S>
+inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  for (int a = 0; a < t; ++a) {
+    double u = c[a] * v[0];
+    for (int r = 1; r < s; ++r) u += c[a + r * t] * v[r];
+    y[front[a]] -= u;
+  }
+}
+
+// v −= W y_front for the s × t row panel W (column-major): the s sums accumulated over the
+// front's entries in order (the back substitution's pull of block k's front).
+template <int S>
+inline void pull_front_impl(double* v, const int* front, const double* w, const double* y, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  double u[S > 0 ? S : 1];
+  if constexpr (S > 0) {
+    for (int r = 0; r < S; ++r) u[r] = 0.0;
+    for (int a = 0; a < t; ++a) {
+      const double ya = y[front[a]];
+      for (int r = 0; r < S; ++r) u[r] += w[r + a * S] * ya;
+    }
+    for (int r = 0; r < S; ++r) v[r] -= u[r];
+  } else {
+    for (int r = 0; r < s; ++r) {
+      double sum = 0.0;
+      for (int a = 0; a < t; ++a) sum += w[r + a * s] * y[front[a]];
+      v[r] -= sum;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void push_front(double* y, const int* front, const double* c,
+                                                                 const double* v, int s, int t) {
+  if (s == 3) {
+    push_front_impl<3>(y, front, c, v, s, t);
+  } else if (s == 6) {
+    push_front_impl<6>(y, front, c, v, s, t);
+  } else {
+    push_front_impl<0>(y, front, c, v, s, t);
+  }
+}
+
+void pull_front(double* v, const int* front, const double* w, const double* y, int s, int t) {
+  if (s == 3) {
+    pull_front_impl<3>(v, front, w, y, s, t);
+  } else if (s == 6) {
+    pull_front_impl<6>(v, front, w, y, s, t);
+  } else {
+    pull_front_impl<0>(v, front, w, y, s, t);
   }
 }
 
@@ -308,11 +375,9 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   front_base_[m] = static_cast<int>(front_position_.size());
   swaps_.resize(n);
 
-  // Work column of the updates (t) and of the substitutions' products (t), and the permuted
-  // vector: sized once, so that neither factorize() nor solve() allocates.
+  // Work column of the substitutions' products (t) and the permuted vector: sized once, so that neither factorize() nor solve() allocates.
   int widest = 0;
   for (int k = 0; k < m; ++k) widest = std::max(widest, width(k));
-  column_.resize(widest);
   pushed_.resize(widest);
   permuted_.resize(n);
 }
@@ -333,8 +398,7 @@ bool BlockSchurLu::factorize(const VecX& values) {
     // W_k = D_k⁻¹ A_k,N(k) in place of the row panel; then A_N(k),N(k) −= C_k W_k.
     double* w = data_.data() + row_base_[k];
     solve_columns(d, swaps, w, s, t);
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
-                 column_.data());
+    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t);
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
   }
@@ -365,13 +429,13 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
     for (int k = 0; k < m; ++k) {
       solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
       if (width(k) == 0) continue;
-      pushed(k).noalias() = ConstMap(data_.data() + col_base_[k], width(k), size(k)) * own(k);
-      scatter(k);
+      push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),
+                 width(k));
     }
     for (int k = m - 1; k >= 0; --k) {
       if (width(k) == 0) continue;
-      gather(k);
-      own(k).noalias() -= ConstMap(data_.data() + row_base_[k], size(k), width(k)) * pushed(k);
+      pull_front(y + offset_[k], front_position_.data() + front_base_[k], data_.data() + row_base_[k], y, size(k),
+                 width(k));
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).

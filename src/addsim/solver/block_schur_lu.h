@@ -83,7 +83,6 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
-  VecX column_;             ///< work column of an update
   VecX values_, permuted_, pushed_;
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
