@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -169,6 +170,34 @@ TEST(BlockSchurLu, SingularDiagonalBlockFails) {
   const int c = s.starts[4] + 7;
   for (int e = s.pattern.outer()[c]; e < s.pattern.outer()[c + 1]; ++e) values[e] = 0.0;
   EXPECT_FALSE(BlockSchurLu(&s.pattern).factorize(values));
+}
+
+// The in-place block LU pivots inside blocks of every size: the unrolled 3- and 6-DOF
+// kernels, the generic loops for other sizes, and blocks above 16 DOFs; diagonals without
+// mass (pivoting needed), plain and transposed solves, with fronts (a second body tied in).
+TEST(BlockSchurLu, PivotsInsideBlocksOfEverySize) {
+  std::mt19937 rng(17);
+  for (int size : {1, 2, 3, 5, 6, 7, 13, 40}) {
+    SCOPED_TRACE(size);
+    const BlockSystem alone = make_block_system({size}, {}, 0, rng);
+    BlockSchurLu single(&alone.pattern);
+    EXPECT_EQ(single.blocks(), 1);
+    expect_solves_like_dense_lu(alone.pattern, block_values(alone, 0.0, 1.0, rng), single, rng, 1e-12);
+    const BlockSystem pair = make_block_system({size, 6, size}, {{0, 1}, {1, 2}}, 1, rng);
+    BlockSchurLu lu(&pair.pattern);
+    expect_solves_like_dense_lu(pair.pattern, block_values(pair, 0.0, 1.0, rng), lu, rng, 1e-12);
+  }
+}
+
+TEST(BlockSchurLu, NonFiniteDiagonalBlockFails) {
+  std::mt19937 rng(12);
+  const BlockSystem s = make_robot(rng);
+  VecX values = block_values(s, 5.0, 1.0, rng);
+  values[s.pattern.diagonal_index(s.starts[2] + 1)] = std::numeric_limits<double>::quiet_NaN();
+  BlockSchurLu lu(&s.pattern);
+  EXPECT_FALSE(lu.factorize(values));
+  // The same solver factorises a regular matrix afterwards.
+  expect_solves_like_dense_lu(s.pattern, block_values(s, 5.0, 1.0, rng), lu, rng);
 }
 
 TEST(BlockSchurLu, IsTheSolverOfItsKind) {

@@ -1,6 +1,7 @@
 #include "addsim/solver/block_schur_lu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "addsim/core/error.h"
@@ -61,23 +62,178 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
   return adj;
 }
 
+// In-place LU with partial pivoting of the s × s column-major block `a`, as Eigen's
+// unblocked PartialPivLU does it: per column the entry of largest magnitude below the
+// diagonal as pivot (swaps[j]: the row exchanged with row j), the column below divided by
+// it, then the rank-one update of the trailing columns (vectorised down each column). L
+// (unit lower) ends below the diagonal, U on and above. False on a zero or non-finite pivot.
+__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+  for (int j = 0; j < s; ++j) {
+    double* aj = a + j * s;
+    int p = j;
+    double biggest = std::abs(aj[j]);
+    for (int i = j + 1; i < s; ++i)
+      if (std::abs(aj[i]) > biggest) {
+        biggest = std::abs(aj[i]);
+        p = i;
+      }
+    swaps[j] = p;
+    if (biggest == 0.0) return false;
+    if (p != j)
+      for (int c = 0; c < s; ++c) std::swap(a[j + c * s], a[p + c * s]);
+    const double pivot = aj[j];
+    for (int i = j + 1; i < s; ++i) aj[i] /= pivot;
+    for (int c = j + 1; c < s; ++c) {
+      double* ac = a + c * s;
+      const double f = ac[j];
+      for (int i = j + 1; i < s; ++i) ac[i] -= aj[i] * f;
+    }
+  }
+  for (int j = 0; j < s; ++j)
+    if (!std::isfinite(a[j + j * s])) return false;
+  return true;
+}
+
+// W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U packed in `f` by
+// factor_block: per column the row swaps in order (P), then L y = y eliminating one unknown
+// at a time from the rows below, then U x = y from the last unknown up — column-oriented,
+// so that the inner loops run down contiguous columns of L and U (vectorised), in place.
+// S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
+// nodes and rigid bodies: the same operations in the same order).
+template <int S>
+inline void solve_columns_impl(const double* f, const int* swaps, double* w, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  for (int b = 0; b < t; ++b) {
+    double* x = w + b * s;
+    for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
+    for (int j = 0; j < s - 1; ++j) {
+      const double* lj = f + j * s;
+      const double xj = x[j];
+      for (int i = j + 1; i < s; ++i) x[i] -= lj[i] * xj;
+    }
+    for (int j = s - 1; j >= 0; --j) {
+      const double* uj = f + j * s;
+      const double xj = x[j] / uj[j];
+      x[j] = xj;
+      for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
+                                                                    int s, int t) {
+  if (s == 3) {
+    solve_columns_impl<3>(f, swaps, w, s, t);
+  } else if (s == 6) {
+    solve_columns_impl<6>(f, swaps, w, s, t);
+  } else {
+    solve_columns_impl<0>(f, swaps, w, s, t);
+  }
+}
+
+// x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y
+// backwards (unit diagonal), both as dot products down the columns of U and L, then x = Pᵀ z:
+// the row swaps in reverse order.
+void solve_transposed_columns(const double* f, const int* swaps, double* x, int s) {
+  for (int i = 0; i < s; ++i) {
+    const double* ui = f + i * s;
+    double sum = x[i];
+    for (int j = 0; j < i; ++j) sum -= ui[j] * x[j];
+    x[i] = sum / ui[i];
+  }
+  for (int i = s - 2; i >= 0; --i) {
+    const double* li = f + i * s;
+    double sum = x[i];
+    for (int j = i + 1; j < s; ++j) sum -= li[j] * x[j];
+    x[i] = sum;
+  }
+  for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
+}
+
 // data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each column of C W a sum of s columns of C (vectorised over a), then
-// subtracted where the map says. Compiled for AVX2 and the baseline, chosen at load time;
-// both clones do the same element-wise operations in the same order (GCC's avx2 target has
-// no FMA to contract them), so they give the same numbers to the bit.
-__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t, double* u) {
+// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) and
+// subtracted where the map says, vectorised over a. S > 0 fixes s at compile time (the 3-
+// and 6-DOF blocks). Compiled for AVX2 and the baseline, chosen at load time; both clones
+// do the same element-wise operations in the same order (GCC's avx2 target has no FMA to
+// contract them), so they give the same numbers to the bit.
+template <int S>
+inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
   for (int b = 0; b < t; ++b) {
     const double* wb = w + b * s;
-    for (int a = 0; a < t; ++a) u[a] = c[a] * wb[0];
-    for (int r = 1; r < s; ++r) {
-      const double* cr = c + r * t;
-      const double wr = wb[r];
-      for (int a = 0; a < t; ++a) u[a] += cr[a] * wr;
-    }
     const int* mb = map + b * t;
-    for (int a = 0; a < t; ++a) data[mb[a]] -= u[a];
+    for (int a = 0; a < t; ++a) {
+      double u = c[a] * wb[0];
+      for (int r = 1; r < s; ++r) u += c[a + r * t] * wb[r];
+      data[mb[a]] -= u;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
+                                                                   const int* map, int s, int t) {
+  if (s == 3) {
+    schur_update_impl<3>(data, c, w, map, s, t);
+  } else if (s == 6) {
+    schur_update_impl<6>(data, c, w, map, s, t);
+  } else {
+    schur_update_impl<0>(data, c, w, map, s, t);
+  }
+}
+
+// y[front[a]] −= (C v)_a for the t × s column panel C (column-major) and the s entries v:
+// each entry summed over r in order, vectorised over a (the forward substitution's push of
+// block k into its front).
+template <int S>
+inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  for (int a = 0; a < t; ++a) {
+    double u = c[a] * v[0];
+    for (int r = 1; r < s; ++r) u += c[a + r * t] * v[r];
+    y[front[a]] -= u;
+  }
+}
+
+// v −= W y_front for the s × t row panel W (column-major): the s sums accumulated over the
+// front's entries in order (the back substitution's pull of block k's front).
+template <int S>
+inline void pull_front_impl(double* v, const int* front, const double* w, const double* y, int s_dynamic, int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  double u[S > 0 ? S : 1];
+  if constexpr (S > 0) {
+    for (int r = 0; r < S; ++r) u[r] = 0.0;
+    for (int a = 0; a < t; ++a) {
+      const double ya = y[front[a]];
+      for (int r = 0; r < S; ++r) u[r] += w[r + a * S] * ya;
+    }
+    for (int r = 0; r < S; ++r) v[r] -= u[r];
+  } else {
+    for (int r = 0; r < s; ++r) {
+      double sum = 0.0;
+      for (int a = 0; a < t; ++a) sum += w[r + a * s] * y[front[a]];
+      v[r] -= sum;
+    }
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void push_front(double* y, const int* front, const double* c,
+                                                                 const double* v, int s, int t) {
+  if (s == 3) {
+    push_front_impl<3>(y, front, c, v, s, t);
+  } else if (s == 6) {
+    push_front_impl<6>(y, front, c, v, s, t);
+  } else {
+    push_front_impl<0>(y, front, c, v, s, t);
+  }
+}
+
+void pull_front(double* v, const int* front, const double* w, const double* y, int s, int t) {
+  if (s == 3) {
+    pull_front_impl<3>(v, front, w, y, s, t);
+  } else if (s == 6) {
+    pull_front_impl<6>(v, front, w, y, s, t);
+  } else {
+    pull_front_impl<0>(v, front, w, y, s, t);
   }
 }
 
@@ -201,57 +357,29 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
     for (int c : f)
       for (int r : f) update_map_.push_back(locate(r, c));
   }
-  lu_.resize(m);
-  // Work column of the panel substitutions (s) and of the updates (t).
+
+  // The permuted vector of the substitutions: blocks one after another in elimination order,
+  // each in the order of its dense LU; each front as places there.
+  position_.resize(n);
+  offset_.resize(m + 1);
+  offset_[0] = 0;
+  for (int k = 0; k < m; ++k) {
+    offset_[k + 1] = offset_[k] + size(k);
+    for (int a = 0; a < size(k); ++a) position_[dofs_[k][a]] = offset_[k] + a;
+  }
+  front_base_.resize(m + 1);
+  for (int k = 0; k < m; ++k) {
+    front_base_[k] = static_cast<int>(front_position_.size());
+    for (int d : later_dofs_[k]) front_position_.push_back(position_[d]);
+  }
+  front_base_[m] = static_cast<int>(front_position_.size());
+  swaps_.resize(n);
+
+  // Work column of the substitutions' products (t) and the permuted vector: sized once, so that neither factorize() nor solve() allocates.
   int widest = 0;
-  for (int k = 0; k < m; ++k) widest = std::max({widest, size(k), width(k)});
-  column_.resize(widest);
-  // The substitutions' work vectors at their largest size once, so that a solve allocates nothing.
-  own_.resize(widest);
-  gathered_.resize(widest);
+  for (int k = 0; k < m; ++k) widest = std::max(widest, width(k));
   pushed_.resize(widest);
-}
-
-// W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U from `lu`: per column the
-// row permutation, then forward and back substitution — plain loops, as the blocks are a few
-// DOFs wide and Eigen's blocked triangular solves cost more in set-up than in arithmetic here.
-void BlockSchurLu::solve_panel(const Eigen::PartialPivLU<MatX>& lu, double* w, int s, int t) {
-  const MatX& f = lu.matrixLU();
-  const auto& perm = lu.permutationP().indices();
-  double* y = column_.data();
-  for (int b = 0; b < t; ++b) {
-    double* x = w + b * s;
-    for (int i = 0; i < s; ++i) y[perm[i]] = x[i];
-    for (int i = 1; i < s; ++i) {
-      double sum = y[i];
-      for (int j = 0; j < i; ++j) sum -= f(i, j) * y[j];
-      y[i] = sum;
-    }
-    for (int i = s - 1; i >= 0; --i) {
-      double sum = y[i];
-      for (int j = i + 1; j < s; ++j) sum -= f(i, j) * x[j];
-      x[i] = sum / f(i, i);
-    }
-  }
-}
-
-// x ← D⁻ᵀ x, D = P⁻¹ L U: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y backwards (unit
-// diagonal), then x = Pᵀ z, i.e. x_i = z_perm(i).
-void BlockSchurLu::solve_transposed(const Eigen::PartialPivLU<MatX>& lu, double* x, int s) {
-  const MatX& f = lu.matrixLU();
-  const auto& perm = lu.permutationP().indices();
-  double* z = column_.data();
-  for (int i = 0; i < s; ++i) {
-    double sum = x[i];
-    for (int j = 0; j < i; ++j) sum -= f(j, i) * z[j];
-    z[i] = sum / f(i, i);
-  }
-  for (int i = s - 2; i >= 0; --i) {
-    double sum = z[i];
-    for (int j = i + 1; j < s; ++j) sum -= f(j, i) * z[j];
-    z[i] = sum;
-  }
-  for (int i = 0; i < s; ++i) x[i] = z[perm[i]];
+  permuted_.resize(n);
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
@@ -261,25 +389,16 @@ bool BlockSchurLu::factorize(const VecX& values) {
   double factor = 0.0, substitution = 0.0;
   for (int k : order_) {
     const int s = size(k), t = width(k);
-    auto& lu = lu_[k];
-    lu.compute(Eigen::Map<MatX>(data_.data() + diag_base_[k], s, s));
-    // Partial pivoting reports no failure: a zero or non-finite pivot means singular.
-    const auto pivots = lu.matrixLU().diagonal();
-    if (!pivots.allFinite() || (pivots.array() == 0.0).any()) return false;
+    double* d = data_.data() + diag_base_[k];
+    int* swaps = swaps_.data() + offset_[k];
+    if (!factor_block(d, s, swaps)) return false;
     factor += 2.0 * s * s * s / 3.0;
     substitution += 2.0 * s * s;
     if (t == 0) continue;
     // W_k = D_k⁻¹ A_k,N(k) in place of the row panel; then A_N(k),N(k) −= C_k W_k.
     double* w = data_.data() + row_base_[k];
-    if (s <= kSmallBlock) {
-      solve_panel(lu, w, s, t);
-    } else {
-      Eigen::Map<MatX> panel(w, s, t);
-      panel_.noalias() = lu.solve(panel);
-      panel = panel_;
-    }
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
-                 column_.data());
+    solve_columns(d, swaps, w, s, t);
+    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t);
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
   }
@@ -289,55 +408,52 @@ bool BlockSchurLu::factorize(const VecX& values) {
 }
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
-  x = b;
-  // Views of the work vectors (sized in the constructor) as long as a block's DOF list.
-  const auto gather = [&](const std::vector<int>& dofs, VecX& buffer) {
-    for (size_t a = 0; a < dofs.size(); ++a) buffer[a] = x[dofs[a]];
-    return buffer.head(static_cast<Eigen::Index>(dofs.size()));
+  const int n = static_cast<int>(b.size());
+  double* y = permuted_.data();
+  for (int d = 0; d < n; ++d) y[position_[d]] = b[d];
+  const int m = blocks();
+  using ConstMap = Eigen::Map<const MatX>;
+  const auto own = [&](int k) { return Eigen::Map<VecX>(y + offset_[k], size(k)); };
+  const auto pushed = [&](int k) { return pushed_.head(width(k)); };
+  // pushed_ ← the front's entries of y, or y's front −= pushed_.
+  const auto gather = [&](int k) {
+    const int* f = front_position_.data() + front_base_[k];
+    for (int a = 0; a < width(k); ++a) pushed_[a] = y[f[a]];
   };
-  const auto put = [&](const std::vector<int>& dofs, const VecX& from) {
-    for (size_t a = 0; a < dofs.size(); ++a) x[dofs[a]] = from[a];
-  };
-  const auto subtract = [&](const std::vector<int>& dofs, const VecX& from) {
-    for (size_t a = 0; a < dofs.size(); ++a) x[dofs[a]] -= from[a];
+  const auto scatter = [&](int k) {
+    const int* f = front_position_.data() + front_base_[k];
+    for (int a = 0; a < width(k); ++a) y[f[a]] -= pushed_[a];
   };
   if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
-    for (int k : order_) {
-      const auto own = gather(dofs_[k], own_);
-      solve_panel(lu_[k], own_.data(), size(k), 1);
-      put(dofs_[k], own_);
+    for (int k = 0; k < m; ++k) {
+      solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
       if (width(k) == 0) continue;
-      pushed_.head(width(k)).noalias() = Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)) * own;
-      subtract(later_dofs_[k], pushed_);
+      push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),
+                 width(k));
     }
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      const int k = *it;
+    for (int k = m - 1; k >= 0; --k) {
       if (width(k) == 0) continue;
-      const auto gathered = gather(later_dofs_[k], gathered_);
-      own_.head(size(k)).noalias() = Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)) * gathered;
-      subtract(dofs_[k], own_);
+      pull_front(y + offset_[k], front_position_.data() + front_base_[k], data_.data() + row_base_[k], y, size(k),
+                 width(k));
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).
-    for (int k : order_) {
+    for (int k = 0; k < m; ++k) {
       if (width(k) == 0) continue;
-      const auto own = gather(dofs_[k], own_);
-      pushed_.head(width(k)).noalias() =
-          Eigen::Map<const MatX>(data_.data() + row_base_[k], size(k), width(k)).transpose() * own;
-      subtract(later_dofs_[k], pushed_);
+      pushed(k).noalias() = ConstMap(data_.data() + row_base_[k], size(k), width(k)).transpose() * own(k);
+      scatter(k);
     }
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      const int k = *it;
-      auto own = gather(dofs_[k], own_);
+    for (int k = m - 1; k >= 0; --k) {
       if (width(k) > 0) {
-        const auto gathered = gather(later_dofs_[k], gathered_);
-        own.noalias() -= Eigen::Map<const MatX>(data_.data() + col_base_[k], width(k), size(k)).transpose() * gathered;
+        gather(k);
+        own(k).noalias() -= ConstMap(data_.data() + col_base_[k], width(k), size(k)).transpose() * pushed(k);
       }
-      solve_transposed(lu_[k], own_.data(), size(k));
-      put(dofs_[k], own_);
+      solve_transposed_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k));
     }
   }
+  x.resize(n);
+  for (int d = 0; d < n; ++d) x[d] = y[position_[d]];
 }
 
 void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) {

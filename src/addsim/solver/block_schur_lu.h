@@ -17,18 +17,21 @@
 /// The numeric factorisation is a right-looking block LU in that order, A = L U with L_kk =
 /// D_k (block k's diagonal after the updates of the blocks before it), L_N(k),k = C_k =
 /// A_N(k),k, U_kk = I and U_k,N(k) = W_k = D_k⁻¹ A_k,N(k): per block a dense LU of D_k with
-/// partial pivoting (Eigen), its substitutions on the row panel (plain loops for blocks of up
-/// to kSmallBlock DOFs, Eigen above), and the Schur update A_N(k),N(k) −= C_k W_k column by
+/// partial pivoting in place (plain loops, the operations of Eigen's unblocked LU), its
+/// substitutions on the row panel (column-oriented loops), and the Schur update
+/// A_N(k),N(k) −= C_k W_k column by
 /// column, subtracted where a precomputed map puts each entry (a diagonal block or another
 /// block's panel). No pivoting crosses blocks, so the diagonal blocks must stay non-singular
 /// (true for the step Jacobians of bodies with mass: inertia on the diagonal); solve() refines
 /// iteratively, as KLU's does, while the residual halves. Flops are counted exactly per
 /// factorisation (2s³/3 per diagonal block of size s, 2 s² t for its panel of width t, 2 s t²
 /// for its update) for the reuse rule of solver/reused_factorization.h.
+///
+/// The substitutions work on a permuted copy of the right-hand side in which each block's
+/// DOFs are contiguous (blocks in elimination order), so that only the fronts are gathered
+/// and scattered.
 
 #include <vector>
-
-#include <Eigen/LU>
 
 #include "addsim/math/sparse_assembly.h"
 #include "addsim/solver/linear_solver.h"
@@ -62,8 +65,6 @@ class BlockSchurLu final : public LinearSolver {
 
  private:
   static constexpr int kMaxRefinements = 2;
-  // Up to this size a block's panel substitutions run as plain loops, above through Eigen.
-  static constexpr int kSmallBlock = 8;
 
   const SparsePattern* pattern_;
   std::vector<std::vector<int>> dofs_;     ///< block k's DOFs
@@ -75,12 +76,14 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> diag_base_, row_base_, col_base_;  ///< D_k (s × s), W_k (s × t), C_k (t × s) in data_
   std::vector<int> update_base_;           ///< per k: offset of its t × t update map in update_map_
   std::vector<int> update_map_;            ///< entry (a, b) of C_k W_k → its index in data_
+  std::vector<int> position_;              ///< per DOF: its place in the permuted vector
+  std::vector<int> offset_;                ///< per block: its first place there (m + 1 entries)
+  std::vector<int> front_base_;            ///< per k: its first entry in front_position_
+  std::vector<int> front_position_;        ///< the DOFs of each front: their places in the permuted vector
   std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
-  std::vector<Eigen::PartialPivLU<MatX>> lu_;
-  MatX panel_;
-  VecX column_;  ///< work column of a panel solve or an update
-  VecX values_, gathered_, pushed_, own_;
+  std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
+  VecX values_, permuted_, pushed_;
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   int fill_pairs_ = 0;
@@ -88,8 +91,6 @@ class BlockSchurLu final : public LinearSolver {
   int size(int k) const { return static_cast<int>(dofs_[k].size()); }
   int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
   void substitute(const VecX& b, VecX& x, bool transpose);
-  void solve_panel(const Eigen::PartialPivLU<MatX>& lu, double* w, int s, int t);
-  void solve_transposed(const Eigen::PartialPivLU<MatX>& lu, double* x, int s);
 };
 
 }  // namespace addsim
