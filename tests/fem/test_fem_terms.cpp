@@ -432,5 +432,84 @@ TEST(FemKernels, StressBlockColumnsEqualStiffnessKernelsBitwise) {
   }
 }
 
+// StressBlockColumns::scatter_step / scatter_partials (the AVX2 clone on machines that have
+// AVX2, else the baseline) add the same numbers as the kernels' blocks, bit for bit: a point
+// map onto a dense column-major 12 × 12 array (row 3k of column c at 12 c + 3k).
+TEST(FemKernels, StressBlockScatterClonesEqualStiffnessKernelsBitwise) {
+  std::mt19937 rng(20261207);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  int dense_map[48];
+  for (int c = 0; c < 12; ++c)
+    for (int k = 0; k < 4; ++k) dense_map[k + 4 * c] = 12 * c + 3 * k;
+  for (int trial = 0; trial < 100; ++trial) {
+    Mat3 Dm, F, Fdot;
+    for (int i = 0; i < 9; ++i) {
+      Dm(i) = 0.1 * u(rng);
+      F(i) = 0.3 * u(rng);
+      Fdot(i) = 2.0 * u(rng);
+    }
+    Dm += 0.1 * Mat3::Identity();
+    F += Mat3::Identity();
+    if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
+    Mat43 grad;
+    grad.bottomRows<3>() = Dm.inverse();
+    grad.row(0) = -grad.bottomRows<3>().colwise().sum();
+    const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
+    const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
+    const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));
+    NeoHookeanResult nh;
+    ASSERT_TRUE(neo_hookean_stress(F, mu, lambda, variant, nh));
+    // Start values as a second element would find them.
+    Mat12 start;
+    for (int i = 0; i < 144; ++i) start(i) = u(rng);
+    const Mat12 K_el = neo_hookean_stiffness(nh, grad, mu, V);
+    Mat12 step_ref = K_el;
+    viscous_stiffness_combined_add(F, Fdot, grad, visc, ViscosityModel::kRotationInvariant, c, step_ref, V);
+    step_ref = start + step_ref;
+    StressBlockColumns block;
+    block.set_elastic(nh, grad, mu, V);
+    block.set_viscous_step(F, Fdot, grad, visc, c, V);
+    Mat12 K = start;
+    block.scatter_step(Assembly::PointColumns<4>(dense_map, K.data()));
+    for (int i = 0; i < 144; ++i) ASSERT_EQ(K(i), step_ref(i)) << "trial " << trial << ", step entry " << i;
+    Mat12 Kq_ref = K_el, Kv_ref;
+    viscous_stiffness(F, Fdot, grad, visc, ViscosityModel::kRotationInvariant, Kq_ref, Kv_ref, V, true);
+    Kq_ref = start + Kq_ref;
+    Kv_ref = start + Kv_ref;
+    StressBlockColumns partials;
+    partials.set_elastic(nh, grad, mu, V);
+    partials.set_viscous_partials(F, Fdot, grad, visc, V);
+    Mat12 Kq = start, Kv = start;
+    partials.scatter_partials(Assembly::PointColumns<4>(dense_map, Kq.data()),
+                              Assembly::PointColumns<4>(dense_map, Kv.data()));
+    for (int i = 0; i < 144; ++i) {
+      ASSERT_EQ(Kq(i), Kq_ref(i)) << "trial " << trial << ", dr/dq entry " << i;
+      ASSERT_EQ(Kv(i), Kv_ref(i)) << "trial " << trial << ", dr/dv entry " << i;
+    }
+  }
+}
+
+// neo_hookean_stress() gives neo_hookean()'s P, H, a and c to the bit, and rejects J ≤ 0.
+TEST(FemKernels, NeoHookeanStressEqualsNeoHookeanBitwise) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int trial = 0; trial < 100; ++trial) {
+    Mat3 F = Mat3::Identity();
+    for (int i = 0; i < 9; ++i) F(i) += 0.3 * u(rng);
+    for (NeoHookeanVariant variant : {NeoHookeanVariant::kAdd, NeoHookeanVariant::kStandard}) {
+      NeoHookeanResult full, lean;
+      const bool ok = neo_hookean(F, 7e3, 1.1e4, variant, false, full);
+      ASSERT_EQ(neo_hookean_stress(F, 7e3, 1.1e4, variant, lean), ok);
+      if (!ok) continue;
+      EXPECT_EQ(lean.P, full.P);
+      EXPECT_EQ(lean.H, full.H);
+      EXPECT_EQ(lean.a, full.a);
+      EXPECT_EQ(lean.c, full.c);
+    }
+  }
+  NeoHookeanResult out;
+  EXPECT_FALSE(neo_hookean_stress(-Mat3::Identity(), 7e3, 1.1e4, NeoHookeanVariant::kAdd, out));
+}
+
 }  // namespace
 }  // namespace addsim

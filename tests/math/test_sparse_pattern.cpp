@@ -74,5 +74,41 @@ TEST(SparsePattern, StencilsOfWholePointsHaveConsecutiveRowsAndEqualListsShareAn
       for (int i = 0; i < 3; ++i) EXPECT_EQ(m[3 * k + i + c * 12], pm[k + c * 4] + i);
 }
 
+// Assembly::PointColumns adds a block column by column with the same values as add() of the
+// assembled block (step mode, wq = 1), and add_residual_pair() gives r and r_abs of two add()
+// calls, bit for bit.
+TEST(SparsePattern, PointColumnsAndResidualPairEqualAddBitForBit) {
+  Fixture f;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Eigen::Matrix<double, 12, 12> K;
+  Eigen::Matrix<double, 12, 1> ra, rb;
+  for (int i = 0; i < 144; ++i) K(i) = u(rng);
+  for (int k = 0; k < 12; ++k) ra[k] = u(rng), rb[k] = u(rng);
+  Assembly by_block(&f.pattern, &f.stencils), by_columns(&f.pattern, &f.stencils);
+  for (Assembly* a : {&by_block, &by_columns}) {
+    a->reset(EvalMode::kResidualAndStepJacobian, {1.0, 0.0, 0.0});
+    a->jac = f.values;  // start from non-zero values, as a second element would find them
+    a->r.setConstant(0.25);
+    a->r_abs.setConstant(0.5);
+  }
+  by_block.add<12>(1, ra, &K, nullptr, nullptr);
+  by_block.add<12>(1, rb, nullptr, nullptr, nullptr);
+  by_columns.add_residual_pair<12>(1, ra, rb);
+  const Assembly::PointColumns<4> cols = by_columns.point_columns<4>(1, by_columns.jac);
+  ASSERT_TRUE(cols.valid());
+  for (int l = 0; l < 4; ++l)
+    for (int j = 0; j < 3; ++j) {
+      std::array<std::array<double, 4>, 3> col;
+      for (int k = 0; k < 4; ++k)
+        for (int i = 0; i < 3; ++i) col[i][k] = K(3 * k + i, 3 * l + j);
+      cols.add(l, j, col);
+    }
+  EXPECT_EQ(by_columns.jac, by_block.jac);
+  EXPECT_EQ(by_columns.r, by_block.r);
+  EXPECT_EQ(by_columns.r_abs, by_block.r_abs);
+  EXPECT_FALSE(by_columns.point_columns<1>(2, by_columns.jac).valid());  // {2, 13}: not whole points
+}
+
 }  // namespace
 }  // namespace addsim

@@ -51,28 +51,48 @@ bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVaria
   return true;
 }
 
-bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
-                 NeoHookeanResult& out) {
-  const double J = F.determinant();
-  if (!(J > 0.0)) return false;
+namespace {
+// P, H, a, c of neo_hookean() at F with J = det F > 0 (the expressions shared by
+// neo_hookean and neo_hookean_stress, so both give the same bits); returns ∂a/∂λ.
+double neo_hookean_core(const Mat3& F, double J, double mu, double lambda, NeoHookeanVariant variant,
+                        NeoHookeanResult& out) {
   const Mat3 H = F.inverse().transpose();  // F⁻ᵀ = ∂ ln J / ∂F
-  const double lnJ = std::log(J);
   // P = μ (F − F⁻ᵀ) + a(J) F⁻ᵀ; c = J a'(J) is the coefficient of the volumetric tangent.
+  // ln J only in the standard variant's a (the authors' a needs none).
   double a, c, da_dlambda;
   if (variant == NeoHookeanVariant::kAdd) {
     a = 0.5 * lambda * (J * J - 1.0);
     c = lambda * J * J;
     da_dlambda = 0.5 * (J * J - 1.0);
   } else {
+    const double lnJ = std::log(J);
     a = lambda * lnJ;
     c = lambda;
     da_dlambda = lnJ;
   }
-  out.energy_density = energy_density(F, J, lnJ, mu, lambda, variant);
   out.P = mu * (F - H) + a * H;
   out.H = H;
   out.a = a;
   out.c = c;
+  return da_dlambda;
+}
+}  // namespace
+
+bool neo_hookean_stress(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, NeoHookeanResult& out) {
+  const double J = F.determinant();
+  if (!(J > 0.0)) return false;
+  neo_hookean_core(F, J, mu, lambda, variant, out);
+  return true;
+}
+
+bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
+                 NeoHookeanResult& out) {
+  const double J = F.determinant();
+  if (!(J > 0.0)) return false;
+  const double da_dlambda = neo_hookean_core(F, J, mu, lambda, variant, out);
+  const Mat3& H = out.H;
+  const double a = out.a, c = out.c;
+  out.energy_density = energy_density(F, J, std::log(J), mu, lambda, variant);
   out.dP_dmu = F - H;
   out.dP_dlambda = da_dlambda * H;
   if (!want_tangent) return true;
@@ -238,6 +258,20 @@ void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43
     }
 }
 
+namespace {
+using Lane4 = StressBlockColumns::Lane4;
+
+// out = four values already computed by Eigen (copied, not recomputed).
+template <class V>
+void to_lane(Lane4& out, const V& v) {
+  for (int k = 0; k < 4; ++k) out[k] = v(k);
+}
+// Node-contiguous copies: rows of a 3 × 4 factor.
+void rows_to_lanes(const Eigen::Matrix<double, 3, 4>& m, Lane4* out) {
+  for (int i = 0; i < 3; ++i) to_lane(out[i], m.row(i));
+}
+}  // namespace
+
 void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
   // The factors of neo_hookean_stiffness(), from the same expressions. Each is first
   // constructed as a local, as there: Eigen evaluates `M = s * (A * B)` by assignment and
@@ -246,20 +280,13 @@ void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& gr
   const Eigen::Matrix4d gg = (scale * mu) * (grad * grad.transpose());
   const double ma = scale * (mu - nh.a);
   for (int i = 0; i < 3; ++i) {
-    h_[i] = h.row(i).transpose().array();
+    to_lane(h_[i], h.row(i));
     mh_[i] = ma * h_[i];
   }
-  for (int l = 0; l < 4; ++l) gg_[l] = gg.col(l).array();
+  for (int l = 0; l < 4; ++l) to_lane(gg_[l], gg.col(l));
   c_ = scale * nh.c;
   elastic_ = true;
 }
-
-namespace {
-// Node-contiguous copies: rows of a 3 × 4 factor, columns (or rows) of a 4 × 4 one.
-void rows_to_arrays(const Eigen::Matrix<double, 3, 4>& m, Eigen::Array4d* out) {
-  for (int i = 0; i < 3; ++i) out[i] = m.row(i).transpose().array();
-}
-}  // namespace
 
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
                                           double c, double scale) {
@@ -271,11 +298,11 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
   const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
   const Eigen::Matrix<double, 3, 4> hdf = v.hs * (Fdot * grad.transpose() + c * f);
   fm_ = FM;
-  rows_to_arrays(f, f_);
-  rows_to_arrays(hdf, hdf_);
+  rows_to_lanes(f, f_);
+  rows_to_lanes(hdf, hdf_);
   for (int l = 0; l < 4; ++l) {
-    hgg_[l] = hgg.col(l).array();
-    geg_[l] = geg.row(l).transpose().array();
+    to_lane(hgg_[l], hgg.col(l));
+    to_lane(geg_[l], geg.row(l));
   }
   viscous_ = true;
 }
@@ -292,14 +319,38 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
   const Eigen::Matrix<double, 3, 4> hf = v.hs * f, hd = v.hs * d;
   fm_ = FFdt;
   fm2_ = FFt;
-  rows_to_arrays(f, f_);
-  rows_to_arrays(hd, hdf_);
-  rows_to_arrays(hf, hdf2_);
+  rows_to_lanes(f, f_);
+  rows_to_lanes(hd, hdf_);
+  rows_to_lanes(hf, hdf2_);
   for (int l = 0; l < 4; ++l) {
-    hgg_[l] = hgg.col(l).array();
-    geg_[l] = geg.row(l).transpose().array();
+    to_lane(hgg_[l], hgg.col(l));
+    to_lane(geg_[l], geg.row(l));
   }
   viscous_ = true;
+}
+
+namespace {
+// The column loops with Assembly's scatter inlined, compiled twice (see scatter_step).
+__attribute__((target_clones("avx2", "default"))) void scatter_block_step(const StressBlockColumns& block,
+                                                                          const Assembly::PointColumns<4>& q) {
+  block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { q.add(l, j, col); });
+}
+
+__attribute__((target_clones("avx2", "default"))) void scatter_block_partials(const StressBlockColumns& block,
+                                                                              const Assembly::PointColumns<4>& q,
+                                                                              const Assembly::PointColumns<4>& v) {
+  block.for_each_column_pair(
+      [&](int l, int j, const StressBlockColumns::Column& cq, const StressBlockColumns::Column& cv) {
+        q.add(l, j, cq);
+        v.add(l, j, cv);
+      });
+}
+}  // namespace
+
+void StressBlockColumns::scatter_step(const Assembly::PointColumns<4>& q) const { scatter_block_step(*this, q); }
+
+void StressBlockColumns::scatter_partials(const Assembly::PointColumns<4>& q, const Assembly::PointColumns<4>& v) const {
+  scatter_block_partials(*this, q, v);
 }
 
 }  // namespace addsim

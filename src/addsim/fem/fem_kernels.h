@@ -12,6 +12,7 @@
 #include <Eigen/Dense>
 
 #include "addsim/core/types.h"
+#include "addsim/math/sparse_assembly.h"
 
 namespace addsim {
 
@@ -71,6 +72,12 @@ struct NeoHookeanResult {
 bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, bool want_tangent,
                  NeoHookeanResult& out);
 
+/// The stress part of neo_hookean() alone: P, H, a and c (the same bits), without the energy
+/// density (a logarithm), dP/dμ, dP/dλ or the tangent — what an evaluation of the residual
+/// and of the closed-form stiffness (neo_hookean_stiffness, StressBlockColumns) reads. False if
+/// J = det F ≤ 0 (outputs untouched).
+bool neo_hookean_stress(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, NeoHookeanResult& out);
+
 /// The energy density W alone (what neo_hookean() gives as energy_density, the same bits),
 /// without F⁻ᵀ and P: false if J = det F ≤ 0 (w untouched).
 bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVariant variant, double& w);
@@ -127,13 +134,19 @@ void viscous_stiffness_combined_add(const Mat3& F, const Mat3& Fdot, const Mat43
 ///   - local partials (set_viscous_partials, for_each_column_pair): ∂r/∂q = K_el + Kq_visc
 ///     and ∂r/∂v = Kv_visc, bit-identical to neo_hookean_stiffness() followed by
 ///     viscous_stiffness(…, add_to_kq = true).
-/// A column is computed for the four nodes at once (node-contiguous factors, Eigen packets of
-/// two nodes): per node the same products and additions in the same order as those kernels
+/// A column is computed for the four nodes at once (node-contiguous factors in four-double
+/// lanes: one AVX2 operation, or two SSE2 ones): per node the same products and additions in the same order as those kernels
 /// (tests/fem/test_fem_terms.cpp checks equality bit for bit). Every factor is scaled by
 /// `scale` (the rest volume). Rotation-invariant viscosity only (kLinear and kNone go through
 /// the kernels above).
 class StressBlockColumns {
  public:
+  /// Four doubles, one per node (GCC vector extension; a scalar operand is broadcast):
+  /// element-wise arithmetic that GCC emits as one AVX2 operation in scatter_step /
+  /// scatter_partials' AVX2 clone and as two SSE2 operations elsewhere — the same IEEE
+  /// operations either way. Never passed or returned by value (the ABI differs with AVX).
+  using Lane4 = double __attribute__((vector_size(32)));
+
   /// Elastic part from neo_hookean() at F (with or without its tangent) and μ.
   void set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale);
   /// Viscous part (s = 64 ν) of a step block: Kq + c Kv.
@@ -142,8 +155,8 @@ class StressBlockColumns {
   /// Viscous parts (s = 64 ν) as separate partials Kq (added to the elastic block) and Kv.
   void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, double scale);
 
-  /// Entries of one column 3l + j: col[i][k] (an Eigen array over the four nodes k) is row 3k + i.
-  using Column = std::array<Eigen::Array4d, 3>;
+  /// Entries of one column 3l + j: col[i][k] (a lane over the four nodes k) is row 3k + i.
+  using Column = std::array<Lane4, 3>;
   /// Step block (after set_elastic and/or set_viscous_step, at least one): sink(l, j, col)
   /// for the 12 columns 3l + j in order. After set_elastic alone this is K_el.
   template <class Sink>
@@ -165,6 +178,14 @@ class StressBlockColumns {
       column_pairs<false>(sink);
   }
 
+  /// for_each_column() added into a value array through Assembly's column scatter (`q` valid),
+  /// and for_each_column_pair() into two (∂r/∂q into `q`, ∂r/∂v into `v`). Compiled for AVX2
+  /// and for the baseline, chosen at load time: element-wise lanes, no sums regrouped and no
+  /// fused multiply–add (GCC's avx2 target does not enable FMA), so both clones add the same
+  /// numbers, bit for bit.
+  void scatter_step(const Assembly::PointColumns<4>& q) const;
+  void scatter_partials(const Assembly::PointColumns<4>& q, const Assembly::PointColumns<4>& v) const;
+
  private:
   // Elastic, as neo_hookean_stiffness(): c h_l[j] h_k[i] + (μ − a) h_k[j] h_l[i], then
   // μ (g_k·g_l) on the diagonal; zero without the elastic part.
@@ -175,7 +196,7 @@ class StressBlockColumns {
       for (int i = 0; i < 3; ++i) col[i] = ch * h_[i] + mh_[j] * h_[i][l];
       col[j] += gg_[l];
     } else {
-      for (int i = 0; i < 3; ++i) col[i].setZero();
+      for (int i = 0; i < 3; ++i) col[i] = Lane4{};
     }
   }
 
@@ -188,7 +209,8 @@ class StressBlockColumns {
         // Viscous, as viscous_stiffness_combined_add(): (· + FM_ij hgg_kl) + f_l[i] hdf_k[j]
         // (Eigen evaluates `K += P1 + P2` of two products as two updates), then the diagonal.
         if constexpr (kViscous) {
-          for (int i = 0; i < 3; ++i) col[i] = (col[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
+          for (int i = 0; i < 3; ++i)
+            col[i] = (col[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
           col[j] += geg_[l];
         }
         sink(l, j, static_cast<const Column&>(col));
@@ -204,8 +226,9 @@ class StressBlockColumns {
         // Kq = (Kq + FḞᵀ_ij hgg_kl) + f_l[i] hd_k[j], then s (g_lᵀ Ė g_k) on the diagonal.
         elastic_column<kElastic>(l, j, col_q);
         for (int i = 0; i < 3; ++i) {
-          col_v[i] = fm2_(i, j) * hgg_[l] + f_[i][l] * hdf2_[j];
-          col_q[i] = (col_q[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
+          const double fl = f_[i][l];
+          col_v[i] = fm2_(i, j) * hgg_[l] + fl * hdf2_[j];
+          col_q[i] = (col_q[i] + fm_(i, j) * hgg_[l]) + fl * hdf_[j];
         }
         col_q[j] += geg_[l];
         sink(l, j, static_cast<const Column&>(col_q), static_cast<const Column&>(col_v));
@@ -213,18 +236,18 @@ class StressBlockColumns {
   }
 
   bool elastic_ = false, viscous_ = false;
-  // The kernels' factors as arrays over the nodes k ([row i][k], or [l][k]).
-  Eigen::Array4d h_[3];    // h_k = H g_k
-  Eigen::Array4d mh_[3];   // scale (μ − a) h_k
-  Eigen::Array4d gg_[4];   // scale μ (g_k·g_l)
-  double c_ = 0.0;         // scale c
-  Mat3 fm_;                // step: F Ḟᵀ + c F Fᵀ; partials: F Ḟᵀ
-  Mat3 fm2_;               // partials: F Fᵀ
-  Eigen::Array4d f_[3];    // f_k = F g_k
-  Eigen::Array4d hdf_[3];  // step: (s/2)(d_k + c f_k); partials: (s/2) d_k (d_k = Ḟ g_k)
-  Eigen::Array4d hdf2_[3];  // partials: (s/2) f_k
-  Eigen::Array4d hgg_[4];  // (s/2)(g_k·g_l)
-  Eigen::Array4d geg_[4];  // geg_[l][k] = s (g_lᵀ Ė g_k) as computed at (l, k)
+  // The kernels' factors as lanes over the nodes k ([row i][k], or [l][k]).
+  Lane4 h_[3];     // h_k = H g_k
+  Lane4 mh_[3];    // scale (μ − a) h_k
+  Lane4 gg_[4];    // scale μ (g_k·g_l)
+  double c_ = 0.0;  // scale c
+  Mat3 fm_;         // step: F Ḟᵀ + c F Fᵀ; partials: F Ḟᵀ
+  Mat3 fm2_;        // partials: F Fᵀ
+  Lane4 f_[3];      // f_k = F g_k
+  Lane4 hdf_[3];    // step: (s/2)(d_k + c f_k); partials: (s/2) d_k (d_k = Ḟ g_k)
+  Lane4 hdf2_[3];   // partials: (s/2) f_k
+  Lane4 hgg_[4];    // (s/2)(g_k·g_l)
+  Lane4 geg_[4];    // geg_[l][k] = s (g_lᵀ Ė g_k) as computed at (l, k)
 };
 
 }  // namespace addsim

@@ -223,7 +223,7 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
     const double V = body_->rest_volume(e);
     // Inverted elements are reported by admissible(); skipping their elastic part keeps r
     // finite.
-    const bool elastic = neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh);
+    const bool elastic = neo_hookean_stress(F, lame.mu, lame.lambda, variant_, nh);
     if (!viscous) {
       if (!elastic) continue;
       const Vec12 r = V * element_forces(nh.P, grad);
@@ -259,18 +259,6 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
 }
 
 namespace {
-// values[column 3l + j of the 12 × 12 block of a point stencil] += col, with pm the stencil's
-// point map: node k's three rows start at pm[k + 4 (3l + j)].
-inline void scatter_column(const int* pm, int l, int j, const StressBlockColumns::Column& col, double* values) {
-  const int* p = pm + 4 * (3 * l + j);
-  for (int k = 0; k < 4; ++k) {
-    double* v = values + p[k];
-    v[0] += col[0][k];
-    v[1] += col[1][k];
-    v[2] += col[2][k];
-  }
-}
-
 inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::Column& col) {
   for (int k = 0; k < 4; ++k)
     for (int i = 0; i < 3; ++i) K(3 * k + i, 3 * l + j) = col[i][k];
@@ -282,10 +270,8 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
   const bool viscous = nu_visc != 0.0;
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
   const double c = out.weights().wv;  // wv / wq with wq = 1 (step mode)
-  const SparsePattern& pattern = out.pattern();
   // Step mode: one block into jac; partials: ∂r/∂q into kq and, with viscosity, ∂r/∂v into kv.
-  double* values_q = step ? out.jac.data() : out.kq.data();
-  double* values_v = step ? nullptr : out.kv.data();
+  VecX& values_q = step ? out.jac : out.kq;
   const bool pairs = !step && viscous;
   NeoHookeanResult nh;
   ViscousResult vr;
@@ -294,25 +280,28 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
     const Mat3 F = body_->element_positions(ctx.q, e) * grad;
     const double V = body_->rest_volume(e);
     // As in evaluate_items: inverted elements skip their elastic part.
-    const bool elastic = neo_hookean(F, lame.mu, lame.lambda, variant_, false, nh);
+    const bool elastic = neo_hookean_stress(F, lame.mu, lame.lambda, variant_, nh);
     if (!elastic && !viscous) continue;
     StressBlockColumns block;
     // The residuals as in evaluate_items (elastic and viscous added separately for r_abs).
-    if (elastic) {
-      out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
-      block.set_elastic(nh, grad, lame.mu, V);
-    }
+    if (elastic) block.set_elastic(nh, grad, lame.mu, V);
     if (viscous) {
       const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
       viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
-      out.add<12>(stencil_[e], Vec12(V * element_forces(vr.P, grad)), nullptr, nullptr, nullptr);
+      const Vec12 r_visc = V * element_forces(vr.P, grad);
+      if (elastic)
+        out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r_visc);
+      else
+        out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
       if (step)
         block.set_viscous_step(F, Fdot, grad, nu_visc, c, V);
       else
         block.set_viscous_partials(F, Fdot, grad, nu_visc, V);
+    } else {
+      out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
     }
-    const int* pm = pattern.point_map(stencil_[e]);
-    if (!pm) {
+    const Assembly::PointColumns<4> cols_q = out.point_columns<4>(stencil_[e], values_q);
+    if (!cols_q.valid()) {
       // Not a stencil of whole points (never for an FEM body's element DOFs): via Assembly.
       Mat12 Kq, Kv;
       if (pairs)
@@ -327,14 +316,9 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
       continue;
     }
     if (pairs)
-      block.for_each_column_pair(
-          [&](int l, int j, const StressBlockColumns::Column& cq, const StressBlockColumns::Column& cv) {
-            scatter_column(pm, l, j, cq, values_q);
-            scatter_column(pm, l, j, cv, values_v);
-          });
+      block.scatter_partials(cols_q, out.point_columns<4>(stencil_[e], out.kv));
     else
-      block.for_each_column(
-          [&](int l, int j, const StressBlockColumns::Column& col) { scatter_column(pm, l, j, col, values_q); });
+      block.scatter_step(cols_q);
   }
 }
 

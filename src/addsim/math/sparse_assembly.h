@@ -274,6 +274,54 @@ class Assembly {
     }
   }
 
+  /// Column-wise scatter for a stencil of M whole 3-DOF points (an FEM element's 4 nodes): a
+  /// term that forms its local 3M × 3M block one column at a time (fem/fem_kernels.h,
+  /// StressBlockColumns) adds each column straight into a value array — no N × N local, no
+  /// weighted copy. The caller picks the array (jac with the weights already applied, or
+  /// kq / kv / ka) and has checked wants_jacobians(). Same values and order per entry as
+  /// scatter() of the assembled block.
+  template <int M>
+  class PointColumns {
+   public:
+    PointColumns(const int* point_map, double* values) : pm_(point_map), values_(values) {}
+    /// False when the stencil is not made of whole points (use add() with a local block).
+    bool valid() const { return pm_ != nullptr; }
+    /// Column 3l + j += col, where col[i][k] is row 3k + i (i < 3, k < M).
+    template <class Column>
+    void add(int l, int j, const Column& col) const {
+      const int* p = pm_ + M * (3 * l + j);
+      for (int k = 0; k < M; ++k) {
+        double* v = values_ + p[k];
+        v[0] += col[0][k];
+        v[1] += col[1][k];
+        v[2] += col[2][k];
+      }
+    }
+
+   private:
+    const int* pm_;
+    double* values_;
+  };
+  /// PointColumns for stencil `id` into `values` (one of jac, kq, kv, ka).
+  template <int M>
+  PointColumns<M> point_columns(int id, VecX& values) const {
+    return PointColumns<M>(pattern_->point_map(id), values.data());
+  }
+
+  /// Adds two local residuals of one stencil, as add() twice with residual only: r gets
+  /// (r + a) + b and r_abs (r_abs + |a|) + |b| per entry (the same bits), in one pass over
+  /// the stencil's DOFs. For a term whose residual is a sum of two parts that r_abs should
+  /// count separately (FEM elastic and viscous stress).
+  template <int N>
+  void add_residual_pair(int id, const Eigen::Matrix<double, N, 1>& a, const Eigen::Matrix<double, N, 1>& b) {
+    const std::span<const DofIndex> dofs = stencils_->dofs(id);
+    for (int k = 0; k < N; ++k) {
+      const DofIndex d = dofs[k];
+      r[d] = (r[d] + a[k]) + b[k];
+      r_abs[d] = (r_abs[d] + std::abs(a[k])) + std::abs(b[k]);
+    }
+  }
+
   /// Dynamic-size variant for stencils whose size is only known at run time.
   void add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const MatX* dr_dv, const MatX* dr_da);
 
