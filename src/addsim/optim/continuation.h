@@ -48,7 +48,7 @@ struct StageSpec {
   /// short of its Φ/Φ₀ tolerance (see above). Not for the first stage.
   bool fallback = false;
   /// For a fallback stage: the stop reasons of the last stage run before it for which its
-  /// attempt runs; empty: any reason short of the Φ/Φ₀ tolerance.
+  /// attempt runs; empty: any reason short of the goal.
   std::vector<StopReason> fallback_after;
   /// For a fallback stage: start from the best point so far (the values carried by the stages
   /// before it) instead of the task's start. An attempt that continues where the one before
@@ -104,7 +104,8 @@ struct ContinuationResult {
 /// fails to simulate, and before a fallback stage when the stage before it reached its
 /// goal (reached_goal); skips a fallback attempt whose fallback_after does not list the last
 /// stop reason. Throws InputError for a fallback first stage. A resumed fallback stage
-/// that had not started yet (start.phi0 NaN) starts from the task's start.
+/// that had not started yet (start.phi0 NaN) starts from the task's start (with
+/// fallback_from_best: from start.carried).
 ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
                                     const ContinuationCallbacks& callbacks = {}, const ContinuationStart& start = {});
 
