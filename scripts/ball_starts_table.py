@@ -8,7 +8,7 @@ first stages optimise other (wider-blend) problems; w10 and gn are measured agai
 own first row. gn (tasks/ball_to_target_gn.json) counts as solved when it ends in a stage
 whose name starts with "w = 5 mm" (result.json); its simulations are split per stage run.
 lbfgsb (tasks/ball_to_target_lbfgsb.json, w = 20 -> 10 -> 5 mm) counts as solved in the same
-way (its last stage, w = 5 mm, ends within 1 mm); its Phi0 is the start's Phi on the w = 5 mm problem,
+way (its last stage, w = 5 mm, ends within 1 mm; the variant column names the task file of result.json); its Phi0 is the start's Phi on the w = 5 mm problem,
 the first row of the same start's gn run where one is in RUNS_DIR (else its own first row,
 on w = 20 mm).
 
@@ -90,7 +90,8 @@ def main(root, variants):
             if last_stage > 0:
                 counts = [sum(int(r["stage"]) == st for r in rows) for st in range(last_stage + 1)]
                 sims += " (" + " + ".join(str(c) for c in counts if c > 0) + ")"
-            print(f"| {k} | {v} | {w} | {LABELS.get(variant, variant)} | {sims} | {iters} | {dist * 1e3:.3g} mm "
+            label = os.path.basename(res["task_file"]) if res and res.get("task_file") else LABELS.get(variant, variant)
+            print(f"| {k} | {v} | {w} | {label} | {sims} | {iters} | {dist * 1e3:.3g} mm "
                   f"| {ratio} | {'yes' if ok else 'no'} | {first_mm or '—'} | {secs} | {cpu} | {stop} |")
     print()
     for variant, (ok, n, sims) in summary.items():

@@ -256,6 +256,9 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t["stages"] = {{{"optimize", {{"phi_ratio", 0}}}}, {{"fallback", true}}};
   cases.push_back({"fallback without tolerance", t, "stages.1.fallback"});
   t = base;
+  t["stages"] = {{{"optimize", {{"phi_below", -1e-6}}}}};
+  cases.push_back({"phi below", t, "stages.0.optimize.phi_below"});
+  t = base;
   t["optimize"]["stall_sims"] = -1;
   cases.push_back({"stall window", t, "optimize.stall_sims"});
   t = base;
@@ -281,6 +284,14 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t["optimize"]["phi_ratio"] = 1e-6;
   t["stages"] = {json::object(), {{"fallback_after", json::array({"stall"})}}};
   cases.push_back({"fallback after without fallback", t, "stages.1.fallback_after"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback_from", "best"}}};
+  cases.push_back({"fallback from without fallback", t, "stages.1.fallback_from"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback", true}, {"fallback_from", "here"}}};
+  cases.push_back({"fallback from", t, "stages.1.fallback_from"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

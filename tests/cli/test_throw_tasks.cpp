@@ -77,6 +77,11 @@ TEST(ThrowTasks, BallToTargetLbfgsbStartsAtTheSameThrow) {
   // problem and start as ball_to_target_gn.json outside its stages.
   const fs::path dir = fresh_temp_dir();
   EXPECT_EQ(phi_of(dir, "ball_to_target_lbfgsb.json", ""), phi_of(dir, "ball_to_target_gn.json", ""));
+  // The 1 mm tasks (phi_below, fallback_from; the six scalars named one by one) parse, and
+  // start from the same throw on the same problem.
+  const double lbfgsb = phi_of(dir, "ball_to_target_lbfgsb.json", "");
+  EXPECT_EQ(phi_of(dir, "ball_to_target_lbfgsb_1mm.json", ""), lbfgsb);
+  EXPECT_EQ(phi_of(dir, "ball_to_target_lbfgsb_1mm_plane.json", ""), lbfgsb);
 }
 
 }  // namespace

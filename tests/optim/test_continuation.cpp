@@ -195,5 +195,93 @@ TEST(Continuation, FallbackAfterSkipsAttemptsForOtherStopReasons) {
   EXPECT_EQ(none.simulations, 2);
 }
 
+TEST(Continuation, PhiBelowEndsAStageAsSolvedAndSkipsTheFallback) {
+  // optimize.phi_below: an absolute goal (Φ ≤ phi_below) ends the stage at the first iteration
+  // that reaches it, counts as solved (the fallback after it is skipped), and on its own
+  // (without a Φ/Φ₀ tolerance) makes a stage one a fallback may follow.
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<int> built;
+  const StageFactory factory = [&](int stage, const NamedValues& carried) {
+    built.push_back(stage);
+    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    return test::make_problem(t, p);
+  };
+  constexpr double kGoal = 1e-6;
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(2);
+  stages[0].options.max_simulations = 40;
+  stages[0].options.phi_ratio_tolerance = 0.0;
+  stages[0].options.phi_below = kGoal;
+  stages[1].fallback = true;
+  std::vector<double> phi_per_iteration;
+  ContinuationCallbacks cb;
+  cb.on_iteration = [&](int, const IterationRecord& it) {
+    if (phi_per_iteration.empty()) phi_per_iteration.push_back(it.phi0);
+    phi_per_iteration.push_back(it.phi);
+    return true;
+  };
+  const ContinuationResult r = run_continuation(stages, factory, cb);
+  EXPECT_EQ(built, (std::vector<int>{0}));
+  ASSERT_EQ(r.stages.size(), 1u);
+  EXPECT_EQ(r.reason, StopReason::kPhiBelow) << r.message;
+  EXPECT_TRUE(reached_goal(r.reason));
+  EXPECT_STREQ(to_string(r.reason), "phi_below");
+  ASSERT_GE(phi_per_iteration.size(), 2u);
+  EXPECT_LE(phi_per_iteration.back(), kGoal);
+  EXPECT_GT(phi_per_iteration[phi_per_iteration.size() - 2], kGoal);  // the first iteration below it ends the stage
+  EXPECT_LT(r.simulations, 40);
+  Vec3 v;
+  for (int k = 0; k < 3; ++k) v[k] = r.best[k].second;
+  EXPECT_LE(0.5 * (test::particle_throw_end(v) - target).squaredNorm(), kGoal * (1.0 + 1e-12));
+
+  // A goal below anything the first stage reaches in its budget: the fallback runs.
+  stages[0].options.max_simulations = 2;
+  built.clear();
+  const ContinuationResult short_of_it = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 1}));
+  ASSERT_EQ(short_of_it.stages.size(), 2u);
+  EXPECT_EQ(short_of_it.stages[0].result.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(short_of_it.reason, StopReason::kPhiRatio);
+}
+
+TEST(Continuation, FallbackFromBestGoesOnFromTheBestPointOnlyWhileShortOfTheGoal) {
+  // stages[k].fallback_from_best: the attempt runs only when the stage before stopped short
+  // of its goal, as any fallback, but starts from the best point so far, not the task's start.
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<VecX> starts;
+  const StageFactory factory = [&](int, const NamedValues& carried) {
+    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    starts.push_back(t->selection.gather(p));
+    return test::make_problem(t, p);
+  };
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
+  stages[1].fallback = stages[2].fallback = true;
+  stages[1].fallback_from_best = true;
+  const ContinuationResult r = run_continuation(stages, factory);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].result.reason, StopReason::kSimulationBudget);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NE(starts[1], Vec3::Zero());
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(starts[1][k], r.stages[0].best[k].second);
+  // Its Φ₀ is the first stage's best Φ (the same problem), and it solves the throw.
+  EXPECT_EQ(r.stages[1].result.phi0, r.stages[0].result.phi_best);
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio);
+  EXPECT_EQ(r.reason, StopReason::kPhiRatio);
+
+  // Resumed at a fallback-from-best stage that had not begun: the carried values are kept.
+  ContinuationStart start;
+  start.stage = 1;
+  start.simulations = 2;
+  start.carried = r.stages[0].best;
+  starts.clear();
+  const ContinuationResult resumed = run_continuation(stages, factory, {}, start);
+  ASSERT_EQ(starts.size(), 1u);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(starts[0][k], r.stages[0].best[k].second);
+  EXPECT_EQ(resumed.reason, StopReason::kPhiRatio);
+}
+
 }  // namespace
 }  // namespace addsim

@@ -537,6 +537,7 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
   }
   if (r.has("max_seconds")) o.max_seconds = r.number("max_seconds", std::nullopt, Bound::kPositive);
   if (r.has("phi_ratio")) o.phi_ratio_tolerance = r.number("phi_ratio", std::nullopt, Bound::kNonNegative);
+  if (r.has("phi_below")) o.phi_below = r.number("phi_below", std::nullopt, Bound::kNonNegative);
   if (r.has("gradient_norm")) o.gradient_tolerance = r.number("gradient_norm", std::nullopt, Bound::kNonNegative);
   if (r.has("phi_change")) o.phi_change_tolerance = r.number("phi_change", std::nullopt, Bound::kNonNegative);
   if (r.has("stall_sims")) {
@@ -667,8 +668,8 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
     }
     st.fallback = r.boolean("fallback", false);
     if (st.fallback && k == 0) r.fail("fallback", "the first stage cannot be a fallback (it runs when an earlier stage stops short)");
-    if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0))
-      r.fail("fallback", "the stage before it has no optimize.phi_ratio, so it never counts as solved");
+    if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0) && !(stages.back().options.phi_below > 0.0))
+      r.fail("fallback", "the stage before it has no optimize.phi_ratio or phi_below, so it never counts as solved");
     if (r.has("fallback_after")) {
       if (!st.fallback) r.fail("fallback_after", "needs \"fallback\": true (it says when a fallback attempt runs)");
       const json& list = r.raw("fallback_after");
@@ -686,6 +687,10 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
                       describe(list[i]));
         st.fallback_after.push_back(*it);
       }
+    }
+    if (r.has("fallback_from")) {
+      if (!st.fallback) r.fail("fallback_from", "needs \"fallback\": true (it says where a fallback attempt starts)");
+      st.fallback_from_best = r.choice("fallback_from", std::nullopt, {"start", "best"}) == "best";
     }
     r.finish();
     stages.push_back(std::move(st));

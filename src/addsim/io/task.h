@@ -31,6 +31,7 @@ struct TaskStage {
   std::vector<std::string> objective_overrides;
   bool fallback = false;  ///< begins another attempt from the start (optim/continuation.h)
   std::vector<StopReason> fallback_after;  ///< `fallback_after`: the stop reasons it answers (empty: any)
+  bool fallback_from_best = false;  ///< `fallback_from`: "best" (the best point so far) or "start" (default)
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

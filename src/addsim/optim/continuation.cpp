@@ -47,16 +47,17 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
   for (int s = start.stage; s < static_cast<int>(stages.size()); ++s) {
     if (stages[s].fallback) {
       if (s > start.stage) {
-        // The attempt before reached its tolerance: done. Otherwise restart from the task's start.
-        if (out.reason == StopReason::kPhiRatio) break;
+        // The attempt before reached its goal: done. Otherwise restart from the task's start (or go on
+        // from the best point so far).
+        if (reached_goal(out.reason)) break;
         const std::vector<StopReason>& after = stages[s].fallback_after;
         if (!after.empty() && std::find(after.begin(), after.end(), out.reason) == after.end()) {
           // Not this attempt's case: skip it up to the next fallback stage.
           while (s + 1 < static_cast<int>(stages.size()) && !stages[s + 1].fallback) ++s;
           continue;
         }
-        out.best.clear();
-      } else if (std::isnan(start.phi0)) {
+        if (!stages[s].fallback_from_best) out.best.clear();
+      } else if (std::isnan(start.phi0) && !stages[s].fallback_from_best) {
         out.best.clear();  // resumed before the fallback stage began
       }
     }

@@ -9,14 +9,15 @@
 ///
 /// Attempts: a stage marked `fallback` begins another attempt at the problem. It runs, with
 /// the stages after it up to the next fallback, only if the stage before it stopped short of
-/// its Φ/Φ₀ tolerance, and it starts from the task's own start (nothing carried), not from the
-/// best point so far: a restart on another model (e.g. a wider contact blend) for starts
-/// where the first attempt ends in another local minimum. Once a stage reaches its Φ/Φ₀
-/// tolerance, the fallback attempts after it are skipped. A fallback stage may name the stop
-/// reasons it answers (`fallback_after`): its attempt is skipped, as a whole, when the last
+/// its goal (Φ/Φ₀ tolerance or phi_below), and it starts from the task's own start (nothing
+/// carried), not from the best point so far: a restart on another model (e.g. a wider contact
+/// blend) for starts where the first attempt ends in another local minimum. Once a stage
+/// reaches its goal, the fallback attempts after it are skipped. A fallback stage may name the
+/// stop reasons it answers (`fallback_after`): its attempt is skipped, as a whole, when the last
 /// stage run stopped for another reason, and the next attempt is considered (a run that
 /// creeps to its budget in the right basin and one that stalls in another minimum want
-/// different restarts).
+/// different restarts). A fallback stage with `fallback_from_best` starts from the best point
+/// so far instead of the task's start: a stage that runs only while the goal is not reached.
 
 #include <functional>
 #include <memory>
@@ -47,8 +48,14 @@ struct StageSpec {
   /// short of its Φ/Φ₀ tolerance (see above). Not for the first stage.
   bool fallback = false;
   /// For a fallback stage: the stop reasons of the last stage run before it for which its
-  /// attempt runs; empty: any reason short of the Φ/Φ₀ tolerance.
+  /// attempt runs; empty: any reason short of the goal.
   std::vector<StopReason> fallback_after;
+  /// For a fallback stage: start from the best point so far (the values carried by the stages
+  /// before it) instead of the task's start. An attempt that continues where the one before
+  /// stopped short, on another model or with another method (a narrower run stuck in a ripple
+  /// minimum hops to a wider blend, whose minima lie elsewhere, and back), and is skipped once
+  /// a stage has reached its goal.
+  bool fallback_from_best = false;
 };
 
 /// Builds the problem of stage `stage` with the carried values applied to its start
@@ -95,9 +102,10 @@ struct ContinuationResult {
 /// Runs stages start.stage … end in order. Each stage's budget counts from the stage's own
 /// start; the counters are totals. Stops early when a stage is interrupted or its start
 /// fails to simulate, and before a fallback stage when the stage before it reached its
-/// Φ/Φ₀ tolerance; skips a fallback attempt whose fallback_after does not list the last
+/// goal (reached_goal); skips a fallback attempt whose fallback_after does not list the last
 /// stop reason. Throws InputError for a fallback first stage. A resumed fallback stage
-/// that had not started yet (start.phi0 NaN) starts from the task's start.
+/// that had not started yet (start.phi0 NaN) starts from the task's start (with
+/// fallback_from_best: from start.carried).
 ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
                                     const ContinuationCallbacks& callbacks = {}, const ContinuationStart& start = {});
 

@@ -48,9 +48,12 @@ const char* to_string(StopReason reason) {
     case StopReason::kInterrupted: return "interrupted";
     case StopReason::kPhiChange: return "phi_change";
     case StopReason::kStall: return "stall";
+    case StopReason::kPhiBelow: return "phi_below";
   }
   return "?";
 }
+
+bool reached_goal(StopReason reason) { return reason == StopReason::kPhiRatio || reason == StopReason::kPhiBelow; }
 
 namespace {
 
@@ -182,6 +185,8 @@ class Tracker {
   void check_tolerances() const {
     if (options_.phi_ratio_tolerance > 0.0 && phi_best_ <= options_.phi_ratio_tolerance * phi0_)
       throw Stop{StopReason::kPhiRatio, "reached the Phi/Phi0 tolerance"};
+    if (options_.phi_below > 0.0 && phi_best_ <= options_.phi_below)
+      throw Stop{StopReason::kPhiBelow, "reached Phi <= phi_below"};
     if (options_.gradient_tolerance > 0.0 && g_best_.size() > 0 &&
         projected_gradient_norm(x_best_, g_best_, problem_.lower(), problem_.upper()) <= options_.gradient_tolerance)
       throw Stop{StopReason::kGradient, "reached the gradient tolerance"};

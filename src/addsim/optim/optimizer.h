@@ -37,17 +37,27 @@ enum class StopReason {
   kInterrupted,       ///< the iteration callback asked to stop
   kPhiChange,         ///< an iteration lowered Φ by ≤ phi_change_tolerance · Φ (Gauss–Newton, L-BFGS-B)
   kStall,             ///< the last stall_simulations simulations lowered the best Φ by less than stall_factor
+  kPhiBelow,          ///< Φ ≤ phi_below (an absolute goal, e.g. a distance to a target)
 };
 
 /// "phi_ratio", "gradient", "simulation_budget", "time_budget", "line_search", "no_progress",
-/// "initial_failure", "interrupted", "phi_change", "stall".
+/// "initial_failure", "interrupted", "phi_change", "stall", "phi_below".
 const char* to_string(StopReason reason);
+
+/// True for the stop reasons that mean the run reached its goal: Φ/Φ₀ ≤ phi_ratio_tolerance
+/// or Φ ≤ phi_below.
+bool reached_goal(StopReason reason);
 
 struct OptimizerOptions {
   OptimizerMethod method = OptimizerMethod::kLbfgsb;
   long max_simulations = 100;  ///< budget of forward simulations (> 0)
   double max_seconds = std::numeric_limits<double>::infinity();  ///< wall-time budget (> 0)
   double phi_ratio_tolerance = 0.0;  ///< stop when Φ/Φ₀ ≤ this (0: never)
+  /// Stop (StopReason::kPhiBelow) when the best Φ ≤ this, whatever Φ₀ (0: never). An absolute
+  /// goal where the task states one: for Φ = ½‖c − c*‖², Φ ≤ 5e-7 is "within 1 mm of the
+  /// target"; a stage of a continuation started near its goal reaches it without the
+  /// iterations a relative tolerance would still ask for. Counts as solved, as Φ/Φ₀ does.
+  double phi_below = 0.0;
   double gradient_tolerance = 0.0;   ///< stop when ‖projected dΦ/dx‖₂ ≤ this (0: never)
   /// Gauss–Newton and L-BFGS-B: stop when an iteration lowers the best Φ by at most this
   /// fraction of Φ at its start (the relative-decrease test of MINPACK's ftol; 0: never).
