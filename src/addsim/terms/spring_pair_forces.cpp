@@ -18,7 +18,7 @@ namespace {
 // 0 and 1 as one SSE2 packet, accumulated (a₀b₀ + a₁b₁) + a₂b₂, and row 2 by the unrolled
 // reduction, which halves the sum: a₀b₀ + (a₁b₁ + a₂b₂); the identity is a matrix of 1.0 and 0.0.
 __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& in, Output& out, bool clamp,
-                                                                   bool partials) {
+                                                                   bool partials, const StepWeights& weights) {
   constexpr int L = kLanes;
   double u[3][L], uw[L], stretch[L];
   for (int i = 0; i < L; ++i) {
@@ -56,10 +56,27 @@ __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& 
     for (int b = 0; b < 3; ++b)
       for (int a = 0; a <= b; ++a) out.kv[upper_index(a, b)][i] = in.kd[i] * uu[a][b];
   }
+  if (!weights.active) return;
+  // Assembly::step_block_sum: wq kx, then + wv kv, skipping a zero weight.
+  const double wq = weights.wq, wv = weights.wv;
+  for (int b = 0; b < 3; ++b)
+    for (int a = 0; a < 3; ++a) {
+      const double* kx = out.kx[a + 3 * b];
+      const double* kv = out.kv[upper_index(a, b)];
+      double* s = out.step[a + 3 * b];
+      if (wq != 0.0 && wv != 0.0)
+        for (int i = 0; i < L; ++i) s[i] = wq * kx[i] + wv * kv[i];
+      else if (wq != 0.0)
+        for (int i = 0; i < L; ++i) s[i] = wq * kx[i];
+      else
+        for (int i = 0; i < L; ++i) s[i] = wv * kv[i];
+    }
 }
 
 }  // namespace
 
-void forces(const Input& in, Output& out, bool clamp, bool partials) { lane_forces(in, out, clamp, partials); }
+void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights) {
+  lane_forces(in, out, clamp, partials, weights);
+}
 
 }  // namespace addsim::spring_pairs

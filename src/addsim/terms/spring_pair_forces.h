@@ -26,11 +26,19 @@ struct Output {
   double r[3][kLanes];    ///< residual on end a, k (‖d‖ − l₀) u + k_d (u·w) u
   double kx[9][kLanes];   ///< ∂r_a/∂x_a, column-major (entry (i, j) at i + 3 j)
   double kv[6][kLanes];   ///< ∂r_a/∂ẋ_a = k_d uuᵀ, upper triangle (00, 01, 11, 02, 12, 22)
+  double step[9][kLanes]; ///< with step weights: wq kx + wv kv (column-major), as Assembly sums it
 };
 
-/// Fills `out` for all kLanes lanes; kx and kv only when `partials`. `clamp`: drop the
-/// transverse stiffness of compressed springs (Assembly::clamp_compressed_springs).
-void forces(const Input& in, Output& out, bool clamp, bool partials);
+/// Weights of a step block (Assembly::weights()); step blocks are formed when `active`.
+struct StepWeights {
+  bool active = false;
+  double wq = 0.0, wv = 0.0;
+};
+
+/// Fills `out` for all kLanes lanes; kx and kv only when `partials`, step only when
+/// `weights.active` (which needs `partials`; the weights must not both be zero). `clamp`: drop
+/// the transverse stiffness of compressed springs (Assembly::clamp_compressed_springs).
+void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights = {});
 
 /// Index of entry (i, j) of a symmetric 3 × 3 matrix in Output::kv.
 constexpr int upper_index(int i, int j) { return i <= j ? i + j * (j + 1) / 2 : j + i * (i + 1) / 2; }

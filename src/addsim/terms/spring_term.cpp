@@ -244,6 +244,11 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool partials = out.wants_jacobians();
   spring_pairs::Input lanes_in;
   spring_pairs::Output lanes;
+  // Step evaluations sum each pair's block in the kernel (Assembly::add_point_pair_step); both
+  // weights zero leaves jac alone, as Assembly::step_block_sum does.
+  const JacobianWeights& jw = out.weights();
+  const bool step_blocks = step && (jw.wq != 0.0 || jw.wv != 0.0);
+  const spring_pairs::StepWeights lane_weights{step_blocks, jw.wq, jw.wv};
   int batch_begin = 0, batch_end = 0;  // pairs_[batch_begin, batch_end) are in `lanes`
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
@@ -254,20 +259,31 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
         batch_begin = pi;
         batch_end = std::min(pi + spring_pairs::kLanes, static_cast<int>(pairs_.size()));
         load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
-        spring_pairs::forces(lanes_in, lanes, clamp, partials);
+        spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
       }
       // spring_force()'s slack and collapse tests on the lane's length.
       const int j = pi - batch_begin;
       const double len = lanes.len[j];
       if ((s.kind == SpringKind::kUnilateral && len <= s.rest_length) || len <= pairs_[pi].min_len) continue;
+      const Vec3 ra(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
+      if (!partials) {
+        out.add_point_pair_step(stencil_[k], ra, nullptr);
+        continue;
+      }
+      if (step && out.pattern().point_map(stencil_[k])) {
+        Mat3 sb;
+        for (int c = 0; c < 9; ++c) sb.data()[c] = lanes.step[c][j];
+        out.add_point_pair_step(stencil_[k], ra, step_blocks ? &sb : nullptr);
+        continue;
+      }
+      // The partials themselves (kResidualAndJacobians): the general scatter below.
       L.active = true;
-      for (int c = 0; c < 3; ++c) L.r[c] = lanes.r[c][j];
-      if (partials)
-        for (int b = 0; b < 3; ++b)
-          for (int a = 0; a < 3; ++a) {
-            L.kx(a, b) = lanes.kx[a + 3 * b][j];
-            L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
-          }
+      L.r = ra;
+      for (int b = 0; b < 3; ++b)
+        for (int a = 0; a < 3; ++a) {
+          L.kx(a, b) = lanes.kx[a + 3 * b][j];
+          L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
+        }
     } else if (particle_pair_[k]) {
       // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
       const int da = s.a.dof, db = s.b.dof;
