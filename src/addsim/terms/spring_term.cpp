@@ -250,10 +250,13 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool step_blocks = step && (jw.wq != 0.0 || jw.wv != 0.0);
   const spring_pairs::StepWeights lane_weights{step_blocks, jw.wq, jw.wv};
   int batch_begin = 0, batch_end = 0;  // pairs_[batch_begin, batch_end) are in `lanes`
+  // One force record for the loop (not zeroed per spring): every path that marks it active
+  // writes r, and kx and kv when partials are wanted.
+  SpringForce L;
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
     const Spring& s = springs_[k];
-    SpringForce L;
+    L.active = false;
     if (const int pi = batched_pairs_ ? pair_index_[k] : -1; pi >= 0) {
       if (pi >= batch_end) {
         batch_begin = pi;
