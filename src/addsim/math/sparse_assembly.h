@@ -247,6 +247,14 @@ class Assembly {
   /// kResidual and for kResidualAndStepJacobian on a stencil with a point map (use
   /// add_node_outer() or add() otherwise).
   void add_point_pair(int id, const Vec3& ra, const Mat3& kq, const Mat3& kv) {
+    Mat3 s;
+    const bool block = wants_jacobians() && step_block_sum(kq, kv, s);
+    add_point_pair_step(id, ra, block ? &s : nullptr);
+  }
+
+  /// add_point_pair() with its step block s = wq Kq + wv Kv already summed as step_block_sum()
+  /// sums it (null: kResidual, or both weights zero): r += (r_a, −r_a), jac += ±s.
+  void add_point_pair_step(int id, const Vec3& ra, const Mat3* s) {
     const std::span<const DofIndex> dofs = stencils_->dofs(id);
     for (int c = 0; c < 3; ++c) {
       const double rb = -ra[c];
@@ -258,18 +266,17 @@ class Assembly {
     if (!wants_jacobians()) return;
     const int* pm = pattern_->point_map(id);
     ADDSIM_CHECK(mode_ == EvalMode::kResidualAndStepJacobian && pm, "add_point_pair: step Jacobian on whole points only");
-    Mat3 s;
-    if (!step_block_sum(kq, kv, s)) return;
+    if (!s) return;
     for (int j = 0; j < 3; ++j) {
       double* aa = jac.data() + pm[j * 2];
       double* ba = jac.data() + pm[1 + j * 2];
       double* ab = jac.data() + pm[(3 + j) * 2];
       double* bb = jac.data() + pm[1 + (3 + j) * 2];
       for (int i = 0; i < 3; ++i) {
-        aa[i] += s(i, j);
-        ba[i] += -s(i, j);
-        ab[i] += -s(i, j);
-        bb[i] += s(i, j);
+        aa[i] += (*s)(i, j);
+        ba[i] += -(*s)(i, j);
+        ab[i] += -(*s)(i, j);
+        bb[i] += (*s)(i, j);
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "addsim/core/error.h"
+#include "addsim/terms/spring_pair_forces.h"
 
 namespace addsim {
 
@@ -174,6 +175,8 @@ void SpringTerm::declare(StencilSet& stencils) {
   stencil_.clear();
   node_weights_.clear();
   particle_pair_.clear();
+  pairs_.clear();
+  pair_index_.clear();
   for (const Spring& s : springs_) {
     // The nodes of a (weights +w_m), then those of b (−w_m); a node shared by both ends
     // appears twice, which the assembly sums.
@@ -192,6 +195,33 @@ void SpringTerm::declare(StencilSet& stencils) {
     node_weights_.push_back(nw);
     particle_pair_.push_back(s.a.kind == Anchor::Kind::kParticle && s.b.kind == Anchor::Kind::kParticle &&
                              s.a.dof != s.b.dof);
+    pair_index_.push_back(-1);
+    if (particle_pair_.back() && s.kind != SpringKind::kZeroLength) {
+      pair_index_.back() = static_cast<int>(pairs_.size());
+      pairs_.push_back({static_cast<int>(particle_pair_.size()) - 1, s.a.dof, s.b.dof,
+                        kMinRelativeLength * std::max(s.rest_length, 1.0)});
+    }
+  }
+}
+
+void SpringTerm::load_pair_lanes(const TermContext& ctx, int begin, int end, spring_pairs::Input& in) const {
+  for (int j = 0; j < spring_pairs::kLanes; ++j) {
+    if (begin + j >= end) {
+      // Padding: a unit spring at rest, never scattered.
+      for (int c = 0; c < 3; ++c) in.d[c][j] = in.w[c][j] = 0.0;
+      in.d[0][j] = 1.0;
+      in.k[j] = in.kd[j] = in.rest[j] = 0.0;
+      continue;
+    }
+    const PairSpring& ps = pairs_[begin + j];
+    const Spring& s = springs_[ps.spring];
+    for (int c = 0; c < 3; ++c) {
+      in.d[c][j] = ctx.q[ps.da + c] - ctx.q[ps.db + c];
+      in.w[c][j] = ctx.v[ps.da + c] - ctx.v[ps.db + c];
+    }
+    in.k[j] = ctx.p[s.stiffness_param];
+    in.kd[j] = s.damping_param >= 0 ? ctx.p[s.damping_param] : 0.0;
+    in.rest[j] = s.rest_length;
   }
 }
 
@@ -212,11 +242,52 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
   const bool clamp = out.clamp_compressed_springs && step;
   const bool partials = out.wants_jacobians();
+  spring_pairs::Input lanes_in;
+  spring_pairs::Output lanes;
+  // Step evaluations sum each pair's block in the kernel (Assembly::add_point_pair_step); both
+  // weights zero leaves jac alone, as Assembly::step_block_sum does.
+  const JacobianWeights& jw = out.weights();
+  const bool step_blocks = step && (jw.wq != 0.0 || jw.wv != 0.0);
+  const spring_pairs::StepWeights lane_weights{step_blocks, jw.wq, jw.wv};
+  int batch_begin = 0, batch_end = 0;  // pairs_[batch_begin, batch_end) are in `lanes`
+  // One force record for the loop (not zeroed per spring): every path that marks it active
+  // writes r, and kx and kv when partials are wanted.
+  SpringForce L;
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
     const Spring& s = springs_[k];
-    SpringForce L;
-    if (particle_pair_[k]) {
+    L.active = false;
+    if (const int pi = batched_pairs_ ? pair_index_[k] : -1; pi >= 0) {
+      if (pi >= batch_end) {
+        batch_begin = pi;
+        batch_end = std::min(pi + spring_pairs::kLanes, static_cast<int>(pairs_.size()));
+        load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
+        spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
+      }
+      // spring_force()'s slack and collapse tests on the lane's length.
+      const int j = pi - batch_begin;
+      const double len = lanes.len[j];
+      if ((s.kind == SpringKind::kUnilateral && len <= s.rest_length) || len <= pairs_[pi].min_len) continue;
+      const Vec3 ra(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
+      if (!partials) {
+        out.add_point_pair_step(stencil_[k], ra, nullptr);
+        continue;
+      }
+      if (step && out.pattern().point_map(stencil_[k])) {
+        Mat3 sb;
+        for (int c = 0; c < 9; ++c) sb.data()[c] = lanes.step[c][j];
+        out.add_point_pair_step(stencil_[k], ra, step_blocks ? &sb : nullptr);
+        continue;
+      }
+      // The partials themselves (kResidualAndJacobians): the general scatter below.
+      L.active = true;
+      L.r = ra;
+      for (int b = 0; b < 3; ++b)
+        for (int a = 0; a < 3; ++a) {
+          L.kx(a, b) = lanes.kx[a + 3 * b][j];
+          L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
+        }
+    } else if (particle_pair_[k]) {
       // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
       const int da = s.a.dof, db = s.b.dof;
       spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),

@@ -16,6 +16,7 @@
 #include "addsim/model/anchor.h"
 #include "addsim/model/model.h"
 #include "addsim/model/term.h"
+#include "addsim/terms/spring_pair_forces.h"
 
 namespace addsim {
 
@@ -46,6 +47,10 @@ class SpringTerm final : public Term {
 
   const std::vector<Spring>& springs() const { return springs_; }
   SpringRegime regime(const TermContext& ctx, int k) const;
+  /// Distance and unilateral springs between two particles are evaluated several at a time
+  /// (spring_pair_forces.h, the same numbers bit for bit); false sends them through the
+  /// one-spring path, for tests and measurements.
+  void set_batched_pairs(bool on) { batched_pairs_ = on; }
 
  private:
   struct Local;  // force on a and its partials at one state
@@ -66,6 +71,20 @@ class SpringTerm final : public Term {
   // without the general path's anchor dispatch, and evaluate() adds them by
   // Assembly::add_point_pair (the same numbers bit for bit).
   std::vector<char> particle_pair_;
+
+  // The particle-pair springs of the distance and unilateral kinds, in spring order: their forces
+  // and partials are computed spring_pairs::kLanes at a time ahead of their scatter, which keeps
+  // the spring order (and so the sums into r and the Jacobian).
+  struct PairSpring {
+    int spring;      // index in springs_
+    int da, db;      // first DOFs of ends a and b
+    double min_len;  // collapse bound kMinRelativeLength max(l₀, 1 m)
+  };
+  std::vector<PairSpring> pairs_;
+  std::vector<int> pair_index_;  // per spring: its index in pairs_, −1 if none
+  bool batched_pairs_ = true;
+  // Positions, velocities and parameters of pairs_[begin, end) into lanes 0 … end − begin − 1.
+  void load_pair_lanes(const TermContext& ctx, int begin, int end, spring_pairs::Input& in) const;
 
   const Model* model_;
   std::vector<Spring> springs_;
