@@ -356,6 +356,29 @@ TEST(FemKernels, ClosedFormStiffnessesMatchTangentSandwiches) {
   }
 }
 
+// A random, positively oriented tet for the bitwise kernel comparisons: its shape gradients
+// (rows 1–3 are Dm⁻¹'s rows, row 0 minus their sum), a deformation gradient near I and a rate.
+struct RandomTet {
+  Mat43 grad;
+  Mat3 F, Fdot;
+};
+RandomTet random_tet(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Mat3 Dm;
+  RandomTet t;
+  for (int i = 0; i < 9; ++i) {
+    Dm(i) = 0.1 * u(rng);
+    t.F(i) = 0.3 * u(rng);
+    t.Fdot(i) = 2.0 * u(rng);
+  }
+  Dm += 0.1 * Mat3::Identity();
+  t.F += Mat3::Identity();
+  if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
+  t.grad.bottomRows<3>() = Dm.inverse();
+  t.grad.row(0) = -t.grad.bottomRows<3>().colwise().sum();
+  return t;
+}
+
 // StressBlockColumns hands out, column by column, exactly (bit for bit) the 12 × 12 blocks
 // of the stiffness kernels: the step block of neo_hookean_stiffness() followed by
 // viscous_stiffness_combined_add(), and the partials of neo_hookean_stiffness() followed by
@@ -373,19 +396,9 @@ TEST(FemKernels, StressBlockColumnsEqualStiffnessKernelsBitwise) {
       ASSERT_EQ(K(i), reference(i)) << what << ", entry " << i << ", difference " << (K(i) - reference(i));
   };
   for (int trial = 0; trial < 200; ++trial) {
-    Mat3 Dm, F, Fdot;
-    for (int i = 0; i < 9; ++i) {
-      Dm(i) = 0.1 * u(rng);
-      F(i) = 0.3 * u(rng);
-      Fdot(i) = 2.0 * u(rng);
-    }
-    Dm += 0.1 * Mat3::Identity();
-    F += Mat3::Identity();
-    if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
-    // Shape gradients of the tet with edges Dm: rows 1–3 are Dm⁻¹'s rows, row 0 minus their sum.
-    Mat43 grad;
-    grad.bottomRows<3>() = Dm.inverse();
-    grad.row(0) = -grad.bottomRows<3>().colwise().sum();
+    const RandomTet tet = random_tet(rng);
+    const Mat3 &F = tet.F, &Fdot = tet.Fdot;
+    const Mat43& grad = tet.grad;
     const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
     const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
     const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));
@@ -442,18 +455,9 @@ TEST(FemKernels, StressBlockScatterClonesEqualStiffnessKernelsBitwise) {
   for (int c = 0; c < 12; ++c)
     for (int k = 0; k < 4; ++k) dense_map[k + 4 * c] = 12 * c + 3 * k;
   for (int trial = 0; trial < 100; ++trial) {
-    Mat3 Dm, F, Fdot;
-    for (int i = 0; i < 9; ++i) {
-      Dm(i) = 0.1 * u(rng);
-      F(i) = 0.3 * u(rng);
-      Fdot(i) = 2.0 * u(rng);
-    }
-    Dm += 0.1 * Mat3::Identity();
-    F += Mat3::Identity();
-    if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
-    Mat43 grad;
-    grad.bottomRows<3>() = Dm.inverse();
-    grad.row(0) = -grad.bottomRows<3>().colwise().sum();
+    const RandomTet tet = random_tet(rng);
+    const Mat3 &F = tet.F, &Fdot = tet.Fdot;
+    const Mat43& grad = tet.grad;
     const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
     const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
     const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));

@@ -26,6 +26,18 @@ std::vector<StageSpec> short_start_then_gauss_newton(int n) {
   return stages;
 }
 
+// Every stage the particle throw towards target with all of v as parameters, started from the
+// carried point; each stage's start (in optimiser space) is appended to starts.
+StageFactory particle_throw_stages(const Vec3& target, std::vector<VecX>& starts) {
+  return [&starts, target](int, const NamedValues& carried) {
+    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
+    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
+    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
+    starts.push_back(t->selection.gather(p));
+    return test::make_problem(t, p);
+  };
+}
+
 TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
   const Vec3 target(1.0, 0.5, 0.2);
   // Stage 0 optimises v_x only with 40 steps; stage 1 all of v with the scene's 50 steps.
@@ -91,13 +103,7 @@ TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
 TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStopsShort) {
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<VecX> starts;
-  const StageFactory factory = [&](int, const NamedValues& carried) {
-    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
-    starts.push_back(t->selection.gather(p));
-    return test::make_problem(t, p);
-  };
+  const StageFactory factory = particle_throw_stages(target, starts);
   // Attempt 1: L-BFGS-B with 2 simulations (short of 1e-20); attempt 2: Gauss–Newton, which
   // solves the affine throw; attempt 3 is then skipped.
   std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
@@ -250,13 +256,7 @@ TEST(Continuation, FallbackFromBestGoesOnFromTheBestPointOnlyWhileShortOfTheGoal
   // of its goal, as any fallback, but starts from the best point so far, not the task's start.
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<VecX> starts;
-  const StageFactory factory = [&](int, const NamedValues& carried) {
-    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
-    starts.push_back(t->selection.gather(p));
-    return test::make_problem(t, p);
-  };
+  const StageFactory factory = particle_throw_stages(target, starts);
   std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
   stages[1].fallback = stages[2].fallback = true;
   stages[1].fallback_from_best = true;
