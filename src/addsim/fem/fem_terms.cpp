@@ -236,15 +236,19 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
       continue;
     }
     // The two residuals are added separately so that r_abs sums |r_elastic| + |r_viscous|
-    // per entry, as for two terms; the summed local Jacobians ride on the second call.
-    if (elastic) out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
+    // per entry, as for two terms (residual only: in one pass, add_residual_pair, the same
+    // bits); with tangents the summed local Jacobians ride on the second call.
     const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
     viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
     const Vec12 r = V * element_forces(vr.P, grad);
     if (!tangent) {
-      out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
+      if (elastic)
+        out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r);
+      else
+        out.add<12>(stencil_[e], r, nullptr, nullptr, nullptr);
       continue;
     }
+    if (elastic) out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
     Mat12 Kq = elastic ? neo_hookean_stiffness(nh, grad, lame.mu, V) : Mat12(Mat12::Zero());
     if (step_block) {
       viscous_stiffness_combined_add(F, Fdot, grad, nu_visc, viscosity_, w.wv / w.wq, Kq, V);
