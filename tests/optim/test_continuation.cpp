@@ -27,13 +27,15 @@ std::vector<StageSpec> short_start_then_gauss_newton(int n) {
 }
 
 // Every stage the particle throw towards target with all of v as parameters, started from the
-// carried point; each stage's start (in optimiser space) is appended to starts.
-StageFactory particle_throw_stages(const Vec3& target, std::vector<VecX>& starts) {
-  return [&starts, target](int, const NamedValues& carried) {
+// carried point; each stage's start (in optimiser space) is appended to *starts and its index
+// to *built (either may be null).
+StageFactory particle_throw_stages(const Vec3& target, std::vector<VecX>* starts, std::vector<int>* built = nullptr) {
+  return [starts, built, target](int stage, const NamedValues& carried) {
+    if (built) built->push_back(stage);
     auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
     t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
     const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
-    starts.push_back(t->selection.gather(p));
+    if (starts) starts->push_back(t->selection.gather(p));
     return test::make_problem(t, p);
   };
 }
@@ -103,7 +105,7 @@ TEST(Continuation, TwoStagesCarryTheBestPointAndCounters) {
 TEST(Continuation, FallbackStagesRestartFromTheStartOnlyWhenTheAttemptBeforeStopsShort) {
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<VecX> starts;
-  const StageFactory factory = particle_throw_stages(target, starts);
+  const StageFactory factory = particle_throw_stages(target, &starts);
   // Attempt 1: L-BFGS-B with 2 simulations (short of 1e-20); attempt 2: Gauss–Newton, which
   // solves the affine throw; attempt 3 is then skipped.
   std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
@@ -163,13 +165,7 @@ TEST(Continuation, FallbackAfterSkipsAttemptsForOtherStopReasons) {
   // next attempt is considered.
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<int> built;
-  const StageFactory factory = [&](int stage, const NamedValues& carried) {
-    built.push_back(stage);
-    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
-    return test::make_problem(t, p);
-  };
+  const StageFactory factory = particle_throw_stages(target, nullptr, &built);
   // 0: L-BFGS-B, 2 simulations (stops on its budget); attempt 1 (stages 1, 2) only after a
   // stall; attempt 2 (stage 3) after the budget: Gauss–Newton, solved.
   std::vector<StageSpec> stages = short_start_then_gauss_newton(4);
@@ -207,13 +203,7 @@ TEST(Continuation, PhiBelowEndsAStageAsSolvedAndSkipsTheFallback) {
   // (without a Φ/Φ₀ tolerance) makes a stage one a fallback may follow.
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<int> built;
-  const StageFactory factory = [&](int stage, const NamedValues& carried) {
-    built.push_back(stage);
-    auto t = test::scene_task(test::kParticleThrow, {{"bodies.0.velocities"}});
-    t->objective.add(1.0, std::make_unique<CenterOfMassTarget>(0, target));
-    const VecX p = apply_named_values(t->scene.model->params(), t->scene.model->params().defaults(), carried);
-    return test::make_problem(t, p);
-  };
+  const StageFactory factory = particle_throw_stages(target, nullptr, &built);
   constexpr double kGoal = 1e-6;
   std::vector<StageSpec> stages = short_start_then_gauss_newton(2);
   stages[0].options.max_simulations = 40;
@@ -256,7 +246,7 @@ TEST(Continuation, FallbackFromBestGoesOnFromTheBestPointOnlyWhileShortOfTheGoal
   // of its goal, as any fallback, but starts from the best point so far, not the task's start.
   const Vec3 target(1.0, 0.5, 0.2);
   std::vector<VecX> starts;
-  const StageFactory factory = particle_throw_stages(target, starts);
+  const StageFactory factory = particle_throw_stages(target, &starts);
   std::vector<StageSpec> stages = short_start_then_gauss_newton(3);
   stages[1].fallback = stages[2].fallback = true;
   stages[1].fallback_from_best = true;
