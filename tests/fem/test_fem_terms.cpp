@@ -357,10 +357,12 @@ TEST(FemKernels, ClosedFormStiffnessesMatchTangentSandwiches) {
 }
 
 // A random, positively oriented tet for the bitwise kernel comparisons: its shape gradients
-// (rows 1–3 are Dm⁻¹'s rows, row 0 minus their sum), a deformation gradient near I and a rate.
+// (rows 1–3 are Dm⁻¹'s rows, row 0 minus their sum), a deformation gradient near I, a rate,
+// and random material constants.
 struct RandomTet {
   Mat43 grad;
   Mat3 F, Fdot;
+  double mu, lambda, V, visc, c;  // Lamé parameters, rest volume, viscosity, viscous c
 };
 RandomTet random_tet(std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -376,6 +378,11 @@ RandomTet random_tet(std::mt19937& rng) {
   if (Dm.determinant() <= 0.0) Dm.col(0) *= -1.0;
   t.grad.bottomRows<3>() = Dm.inverse();
   t.grad.row(0) = -t.grad.bottomRows<3>().colwise().sum();
+  t.mu = 7.0e3 * (1.0 + 0.5 * u(rng));
+  t.lambda = 1.1e4;
+  t.V = 1e-4 * (1.5 + u(rng));
+  t.visc = 0.0125 * (1.5 + u(rng));
+  t.c = 150.0 * (1.5 + u(rng));
   return t;
 }
 
@@ -400,8 +407,7 @@ TEST(FemKernels, StressBlockColumnsEqualStiffnessKernelsBitwise) {
     const Mat3 &F = tet.F, &Fdot = tet.Fdot;
     const Mat43& grad = tet.grad;
     const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
-    const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
-    const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));
+    const double mu = tet.mu, lambda = tet.lambda, V = tet.V, visc = tet.visc, c = tet.c;
     NeoHookeanResult nh;
     ASSERT_TRUE(neo_hookean(F, mu, lambda, variant, false, nh));
     for (int parts = 0; parts < 3; ++parts) {
@@ -459,8 +465,7 @@ TEST(FemKernels, StressBlockScatterClonesEqualStiffnessKernelsBitwise) {
     const Mat3 &F = tet.F, &Fdot = tet.Fdot;
     const Mat43& grad = tet.grad;
     const NeoHookeanVariant variant = trial % 2 ? NeoHookeanVariant::kAdd : NeoHookeanVariant::kStandard;
-    const double mu = 7.0e3 * (1.0 + 0.5 * u(rng)), lambda = 1.1e4, V = 1e-4 * (1.5 + u(rng));
-    const double visc = 0.0125 * (1.5 + u(rng)), c = 150.0 * (1.5 + u(rng));
+    const double mu = tet.mu, lambda = tet.lambda, V = tet.V, visc = tet.visc, c = tet.c;
     NeoHookeanResult nh;
     ASSERT_TRUE(neo_hookean_stress(F, mu, lambda, variant, nh));
     // Start values as a second element would find them.

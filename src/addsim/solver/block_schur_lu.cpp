@@ -150,37 +150,6 @@ void solve_transposed_columns(const double* f, const int* swaps, double* x, int 
   for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
 }
 
-// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) and
-// subtracted where the map says, vectorised over a. S > 0 fixes s at compile time (the 3-
-// and 6-DOF blocks). Compiled for AVX2 and the baseline, chosen at load time; both clones
-// do the same element-wise operations in the same order (GCC's avx2 target has no FMA to
-// contract them), so they give the same numbers to the bit.
-template <int S>
-inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t) {
-  const int s = S > 0 ? S : s_dynamic;
-  for (int b = 0; b < t; ++b) {
-    const double* wb = w + b * s;
-    const int* mb = map + b * t;
-    for (int a = 0; a < t; ++a) {
-      double u = c[a] * wb[0];
-      for (int r = 1; r < s; ++r) u += c[a + r * t] * wb[r];
-      data[mb[a]] -= u;
-    }
-  }
-}
-
-__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t) {
-  if (s == 3) {
-    schur_update_impl<3>(data, c, w, map, s, t);
-  } else if (s == 6) {
-    schur_update_impl<6>(data, c, w, map, s, t);
-  } else {
-    schur_update_impl<0>(data, c, w, map, s, t);
-  }
-}
-
 // y[front[a]] −= (C v)_a for the t × s column panel C (column-major) and the s entries v:
 // each entry summed over r in order, vectorised over a (the forward substitution's push of
 // block k into its front).
@@ -191,6 +160,31 @@ inline void push_front_impl(double* y, const int* front, const double* c, const 
     double u = c[a] * v[0];
     for (int r = 1; r < s; ++r) u += c[a + r * t] * v[r];
     y[front[a]] -= u;
+  }
+}
+
+// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
+// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) and
+// subtracted where the map says, vectorised over a. S > 0 fixes s at compile time (the 3-
+// and 6-DOF blocks). Compiled for AVX2 and the baseline, chosen at load time; both clones
+// do the same element-wise operations in the same order (GCC's avx2 target has no FMA to
+// contract them), so they give the same numbers to the bit.
+template <int S>
+inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t) {
+  // Column b of the update, C w_b, subtracted through the map's column b: push_front_impl's
+  // sums (the same operations in the same order).
+  const int s = S > 0 ? S : s_dynamic;
+  for (int b = 0; b < t; ++b) push_front_impl<S>(data, map + b * t, c, w + b * s, s_dynamic, t);
+}
+
+__attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
+                                                                   const int* map, int s, int t) {
+  if (s == 3) {
+    schur_update_impl<3>(data, c, w, map, s, t);
+  } else if (s == 6) {
+    schur_update_impl<6>(data, c, w, map, s, t);
+  } else {
+    schur_update_impl<0>(data, c, w, map, s, t);
   }
 }
 
