@@ -22,6 +22,7 @@
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/io/scene.h"
 #include "addsim/mesh/gmsh_generators.h"
+#include "addsim/solver/block_schur_lu.h"
 #include "addsim/solver/simulator.h"
 
 namespace {
@@ -89,6 +90,19 @@ const Problem& problem(int which = 0) {
     return p;
   }();
   if (which == 0) return cube;
+  if (which == 3) {
+    // Step 40 of the soft-ball throw (tasks/ball_to_target_lbfgsb_1mm.json's scene, tanh
+    // contact): the 451-tet ball rolling on the floor after its bounce.
+    static Problem ball = [] {
+      Problem p;
+      p.model = load_scene_file(std::string(ADDSIM_SOURCE_DIR) + "/scenes/soft_ball_throw.json",
+                                {"steps=40", "contact.model=\"tanh\"", "contact.smoothing=0.005"})
+                    .model;
+      take_jacobian(p);
+      return p;
+    }();
+    return ball;
+  }
   if (which == 2) {
     // Step 30 of the soft-feet walk: all four feet on the floor, the trot under way.
     static Problem feet = [] {
@@ -116,7 +130,10 @@ const Problem* get_problem(benchmark::State& state) {
     state.SkipWithError("the tori-drop and soft-feet Jacobians need gmsh");
     return nullptr;
   }
-  state.SetLabel(which == 0 ? "cube, 8,232 DOF" : which == 1 ? "tori drop, 2,184 DOF" : "soft-feet quadruped, 402 DOF");
+  state.SetLabel(which == 0   ? "cube, 8,232 DOF"
+                 : which == 1 ? "tori drop, 2,184 DOF"
+                 : which == 2 ? "soft-feet quadruped, 402 DOF"
+                              : "soft ball, 451 tets");
   return &problem(which);
 }
 
@@ -221,7 +238,7 @@ void BM_DenseLu(benchmark::State& state) {
   lu->solve(p.rhs, x);
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
 }
-BENCHMARK(BM_DenseLu)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_DenseLu)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // KLU's refactorisation with the pivot order of an earlier factorisation of the same
 // matrix (klu_refactor), and one solve with it.
@@ -247,7 +264,7 @@ void BM_KluRefactor(benchmark::State& state) {
   klu_free_numeric(&num, &common);
   klu_free_symbolic(&sym, &common);
 }
-BENCHMARK(BM_KluRefactor)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_KluRefactor)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_KluSolve(benchmark::State& state) {
   const Problem* pp = get_problem(state);
@@ -270,7 +287,7 @@ void BM_KluSolve(benchmark::State& state) {
   klu_free_numeric(&num, &common);
   klu_free_symbolic(&sym, &common);
 }
-BENCHMARK(BM_KluSolve)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_KluSolve)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // The block LU over the model's bodies (solver/block_schur_lu.h, linear_solver = "schur"):
 // one factorisation, and one substitution (precondition: no refinement, as KLU's solve above).
@@ -284,8 +301,21 @@ void BM_BlockSchur(benchmark::State& state) {
   lu->solve(p.rhs, x);
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
   state.counters["flops"] = lu->factor_flops();
+  const BlockSchurLu schur(&p.model->pattern());
+  int largest = 0, widest = 0;
+  double stored = 0.0;
+  for (int k = 0; k < schur.blocks(); ++k) {
+    const double s = schur.dofs(k).size(), t = schur.front(k).size();
+    largest = std::max(largest, static_cast<int>(s));
+    widest = std::max(widest, static_cast<int>(t));
+    stored += s * s + 2.0 * s * t;
+  }
+  state.counters["blocks"] = schur.blocks();
+  state.counters["largest_block"] = largest;
+  state.counters["widest_front"] = widest;
+  state.counters["stored"] = stored;
 }
-BENCHMARK(BM_BlockSchur)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_BlockSchur)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_BlockSchurSolve(benchmark::State& state) {
   const Problem* pp = get_problem(state);
@@ -298,7 +328,7 @@ void BM_BlockSchurSolve(benchmark::State& state) {
   state.counters["rel_residual"] = relative_residual(p.J, x, p.rhs);
   state.counters["flops"] = lu->solve_flops();
 }
-BENCHMARK(BM_BlockSchurSolve)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+BENCHMARK(BM_BlockSchurSolve)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 // CHOLMOD on the symmetric part S = (J + Jᵀ)/2 (lower triangle), supernodal.
 struct Cholmod {

@@ -150,41 +150,58 @@ void solve_transposed_columns(const double* f, const int* swaps, double* x, int 
   for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
 }
 
-// y[front[a]] −= (C v)_a for the t × s column panel C (column-major) and the s entries v:
-// each entry summed over r in order, vectorised over a (the forward substitution's push of
-// block k into its front).
+// column[a] = (C v)_a for the t × s column panel C (column-major) and the s entries v:
+// each entry summed over r in order (c_a0 v_0 + c_a1 v_1 + …) into the contiguous work
+// column, so that the products vectorise over a (no scattered stores in the loop).
+// S > 0 fixes s at compile time (one pass over a, r unrolled); otherwise one pass per r.
 template <int S>
-inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t) {
-  const int s = S > 0 ? S : s_dynamic;
-  for (int a = 0; a < t; ++a) {
-    double u = c[a] * v[0];
-    for (int r = 1; r < s; ++r) u += c[a + r * t] * v[r];
-    y[front[a]] -= u;
+inline void panel_times_impl(double* column, const double* c, const double* v, int s_dynamic, int t) {
+  if constexpr (S > 0) {
+    for (int a = 0; a < t; ++a) {
+      double u = c[a] * v[0];
+      for (int r = 1; r < S; ++r) u += c[a + r * t] * v[r];
+      column[a] = u;
+    }
+  } else {
+    for (int a = 0; a < t; ++a) column[a] = c[a] * v[0];
+    for (int r = 1; r < s_dynamic; ++r) {
+      const double* cr = c + r * t;
+      const double vr = v[r];
+      for (int a = 0; a < t; ++a) column[a] += cr[a] * vr;
+    }
   }
 }
 
-// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) and
-// subtracted where the map says, vectorised over a. S > 0 fixes s at compile time (the 3-
-// and 6-DOF blocks). Compiled for AVX2 and the baseline, chosen at load time; both clones
-// do the same element-wise operations in the same order (GCC's avx2 target has no FMA to
-// contract them), so they give the same numbers to the bit.
+// y[front[a]] −= (C v)_a (the forward substitution's push of block k into its front): the
+// products into the work column, then subtracted where the front says.
 template <int S>
-inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t) {
-  // Column b of the update, C w_b, subtracted through the map's column b: push_front_impl's
-  // sums (the same operations in the same order).
+inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t,
+                            double* column) {
+  panel_times_impl<S>(column, c, v, s_dynamic, t);
+  for (int a = 0; a < t; ++a) y[front[a]] -= column[a];
+}
+
+// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
+// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …)
+// into the work column (vectorised over a) and then subtracted where the map says. S > 0
+// fixes s at compile time (the 3- and 6-DOF blocks). Compiled for AVX2 and the baseline,
+// chosen at load time; both clones do the same element-wise operations in the same order
+// (GCC's avx2 target has no FMA to contract them), so they give the same numbers to the bit.
+template <int S>
+inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t,
+                              double* column) {
   const int s = S > 0 ? S : s_dynamic;
-  for (int b = 0; b < t; ++b) push_front_impl<S>(data, map + b * t, c, w + b * s, s_dynamic, t);
+  for (int b = 0; b < t; ++b) push_front_impl<S>(data, map + b * t, c, w + b * s, s_dynamic, t, column);
 }
 
 __attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t) {
+                                                                   const int* map, int s, int t, double* column) {
   if (s == 3) {
-    schur_update_impl<3>(data, c, w, map, s, t);
+    schur_update_impl<3>(data, c, w, map, s, t, column);
   } else if (s == 6) {
-    schur_update_impl<6>(data, c, w, map, s, t);
+    schur_update_impl<6>(data, c, w, map, s, t, column);
   } else {
-    schur_update_impl<0>(data, c, w, map, s, t);
+    schur_update_impl<0>(data, c, w, map, s, t, column);
   }
 }
 
@@ -211,13 +228,13 @@ inline void pull_front_impl(double* v, const int* front, const double* w, const 
 }
 
 __attribute__((target_clones("avx2", "default"))) void push_front(double* y, const int* front, const double* c,
-                                                                 const double* v, int s, int t) {
+                                                                 const double* v, int s, int t, double* column) {
   if (s == 3) {
-    push_front_impl<3>(y, front, c, v, s, t);
+    push_front_impl<3>(y, front, c, v, s, t, column);
   } else if (s == 6) {
-    push_front_impl<6>(y, front, c, v, s, t);
+    push_front_impl<6>(y, front, c, v, s, t, column);
   } else {
-    push_front_impl<0>(y, front, c, v, s, t);
+    push_front_impl<0>(y, front, c, v, s, t, column);
   }
 }
 
@@ -392,7 +409,8 @@ bool BlockSchurLu::factorize(const VecX& values) {
     // W_k = D_k⁻¹ A_k,N(k) in place of the row panel; then A_N(k),N(k) −= C_k W_k.
     double* w = data_.data() + row_base_[k];
     solve_columns(d, swaps, w, s, t);
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t);
+    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
+                 pushed_.data());
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
   }
@@ -424,7 +442,7 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
       solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
       if (width(k) == 0) continue;
       push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),
-                 width(k));
+                 width(k), pushed_.data());
     }
     for (int k = m - 1; k >= 0; --k) {
       if (width(k) == 0) continue;

@@ -83,7 +83,8 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
-  VecX values_, permuted_, pushed_;
+  VecX values_, permuted_;
+  VecX pushed_;  ///< work column (widest front): the panels' products before they are scattered
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   int fill_pairs_ = 0;
