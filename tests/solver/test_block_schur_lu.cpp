@@ -189,6 +189,34 @@ TEST(BlockSchurLu, PivotsInsideBlocksOfEverySize) {
   }
 }
 
+// Diagonal blocks of 48 DOFs or more are factorised by LAPACK's dgetrf (the soft ball's root
+// block), smaller ones by the loops: both sides of the threshold, alone and with fronts,
+// pivoting (no mass on the diagonal); an exactly singular or non-finite large block fails.
+TEST(BlockSchurLu, FactorisesLargeBlocksLikeADenseLu) {
+  std::mt19937 rng(48);
+  for (int size : {47, 48, 64, 141}) {
+    SCOPED_TRACE(size);
+    const BlockSystem alone = make_block_system({size}, {}, 0, rng);
+    BlockSchurLu single(&alone.pattern);
+    EXPECT_EQ(single.blocks(), 1);
+    expect_solves_like_dense_lu(alone.pattern, block_values(alone, 0.0, 1.0, rng), single, rng, 1e-12);
+    const BlockSystem chain = make_block_system({3, size, 6, size}, {{0, 1}, {1, 2}, {2, 3}}, 2, rng);
+    BlockSchurLu lu(&chain.pattern);
+    expect_solves_like_dense_lu(chain.pattern, block_values(chain, 0.0, 1.0, rng), lu, rng, 1e-12);
+    const auto [factor, solve] = expected_flops(lu);
+    EXPECT_NEAR(lu.factor_flops(), factor, 1e-6 * factor);
+    EXPECT_NEAR(lu.solve_flops(), solve, 1e-6 * solve);
+    VecX singular = block_values(alone, 5.0, 1.0, rng);
+    const int c = size / 2;
+    for (int e = alone.pattern.outer()[c]; e < alone.pattern.outer()[c + 1]; ++e) singular[e] = 0.0;
+    EXPECT_FALSE(single.factorize(singular));
+    VecX broken = block_values(alone, 5.0, 1.0, rng);
+    broken[alone.pattern.diagonal_index(size - 1)] = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_FALSE(single.factorize(broken));
+    expect_solves_like_dense_lu(alone.pattern, block_values(alone, 5.0, 1.0, rng), single, rng);
+  }
+}
+
 TEST(BlockSchurLu, NonFiniteDiagonalBlockFails) {
   std::mt19937 rng(12);
   const BlockSystem s = make_robot(rng);
