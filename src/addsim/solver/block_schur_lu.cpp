@@ -23,12 +23,18 @@ namespace {
 std::vector<int> eliminate(std::vector<char>& adj, const std::vector<int>& sizes, std::vector<std::vector<int>>& later) {
   const int m = static_cast<int>(sizes.size());
   const auto at = [&](int i, int j) -> char& { return adj[static_cast<size_t>(i) * m + j]; };
+  // Neighbour lists alongside the matrix (fill appended), so that a degree is counted over
+  // a block's neighbours, not over all m blocks.
+  std::vector<std::vector<int>> neighbours(m);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < m; ++j)
+      if (at(i, j)) neighbours[i].push_back(j);
   std::vector<char> done(m, 0);
   std::vector<long> degree(m, 0);
   const auto count_degree = [&](int k) {
     long d = 0;
-    for (int j = 0; j < m; ++j)
-      if (!done[j] && at(k, j)) d += sizes[j];
+    for (int j : neighbours[k])
+      if (!done[j]) d += sizes[j];
     degree[k] = d;
   };
   std::vector<int> order;
@@ -45,7 +51,10 @@ std::vector<int> eliminate(std::vector<char>& adj, const std::vector<int>& sizes
       if (!done[j] && at(best, j)) later[best].push_back(j);
     for (int i : later[best])
       for (int j : later[best])
-        if (i != j) at(i, j) = 1;
+        if (i != j && !at(i, j)) {
+          at(i, j) = 1;
+          neighbours[i].push_back(j);
+        }
     for (int i : later[best]) count_degree(i);
   }
   std::vector<int> position(m);
@@ -374,11 +383,18 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
     total += t * size(k);
   }
   data_.assign(total, 0.0);
-  const auto front_position = [&](int k, int dof) {
+  // Each front's DOFs sorted, with their places in the front, for a binary search.
+  std::vector<std::vector<std::pair<int, int>>> sorted_front(m);
+  for (int k = 0; k < m; ++k) {
     const auto& f = later_dofs_[k];
-    const auto it = std::find(f.begin(), f.end(), dof);
-    ADDSIM_CHECK(it != f.end(), "BlockSchurLu: entry outside the fill");
-    return static_cast<int>(it - f.begin());
+    for (int a = 0; a < static_cast<int>(f.size()); ++a) sorted_front[k].emplace_back(f[a], a);
+    std::sort(sorted_front[k].begin(), sorted_front[k].end());
+  }
+  const auto front_position = [&](int k, int dof) {
+    const auto& f = sorted_front[k];
+    const auto it = std::lower_bound(f.begin(), f.end(), std::make_pair(dof, -1));
+    ADDSIM_CHECK(it != f.end() && it->first == dof, "BlockSchurLu: entry outside the fill");
+    return it->second;
   };
   // Index in data_ of entry (r, c) (DOFs): in D of their block if they share one, else in
   // the row panel of r's block if it goes first (c is in its front), else in the column
