@@ -17,11 +17,12 @@
 /// The numeric factorisation is a right-looking block LU in that order, A = L U with L_kk =
 /// D_k (block k's diagonal after the updates of the blocks before it), L_N(k),k = C_k =
 /// A_N(k),k, U_kk = I and U_k,N(k) = W_k = D_k⁻¹ A_k,N(k): per block a dense LU of D_k with
-/// partial pivoting in place (plain loops, the operations of Eigen's unblocked LU), its
-/// substitutions on the row panel (column-oriented loops), and the Schur update
-/// A_N(k),N(k) −= C_k W_k column by
-/// column, subtracted where a precomputed map puts each entry (a diagonal block or another
-/// block's panel). No pivoting crosses blocks, so the diagonal blocks must stay non-singular
+/// partial pivoting in place (plain loops, the operations of Eigen's unblocked LU; blocks of
+/// 48 DOFs or more — the soft ball's root block — by LAPACK's blocked dgetrf when the build
+/// has LAPACK), its substitutions on the row panel (column-oriented loops), and the Schur
+/// update A_N(k),N(k) −= C_k W_k column by column: each column of C_k W_k into a contiguous
+/// work column (vectorised), then subtracted where a precomputed map puts each entry (a
+/// diagonal block or another block's panel). No pivoting crosses blocks, so the diagonal blocks must stay non-singular
 /// (true for the step Jacobians of bodies with mass: inertia on the diagonal); solve() refines
 /// iteratively, as KLU's does, while the residual halves. Flops are counted exactly per
 /// factorisation (2s³/3 per diagonal block of size s, 2 s² t for its panel of width t, 2 s t²
