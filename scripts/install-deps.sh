@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libeigen3-dev
-  libsuitesparse-dev libmetis-dev libopenblas0-pthread
+  libsuitesparse-dev libmetis-dev libopenblas0-pthread liblapack-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgmsh-dev gmsh
   libmujoco-dev
@@ -21,6 +21,7 @@ packages=(
   clang-14 libfuzzer-14-dev
 )
 # node and npm fetch the bunny and the viewer's three.js; Debian's when the machine has none.
+# liblapack-dev: the block LU factorises its large diagonal blocks with dgetrf (docs/solver.md).
 # chromium renders the viewer in tests (tests/viewer) and the demo's PNG still.
 # clang-14 and libfuzzer-14-dev build the libFuzzer harnesses (fuzz/, scripts/run-fuzzers.sh).
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
