@@ -146,6 +146,15 @@ BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern
       const int i = ordering_.position[inner[k]], j = ordering_.position[c];
       slot_[k] = kv_ + i - j + ldab_ * j;
     }
+  // Runs of pattern entries that land on consecutive band slots (a column's rows of one point
+  // block or more in the sheet's own order): factorize() copies them whole.
+  runs_.clear();
+  for (int k = 0; k < static_cast<int>(slot_.size()); ++k) {
+    if (!runs_.empty() && runs_.back().src + runs_.back().len == k && runs_.back().dst + runs_.back().len == slot_[k])
+      ++runs_.back().len;
+    else
+      runs_.push_back({slot_[k], k, 1});
+  }
 }
 
 namespace {
@@ -358,7 +367,7 @@ __attribute__((target_clones("avx2", "default"))) void band_solve(const double* 
 
 bool BandedLu::factorize(const VecX& values) {
   std::fill(ab_.begin(), ab_.end(), 0.0);
-  for (int k = 0; k < static_cast<int>(slot_.size()); ++k) ab_[slot_[k]] = values[k];
+  for (const SlotRun& run : runs_) std::copy_n(values.data() + run.src, run.len, ab_.data() + run.dst);
   const int kl = ordering_.lower, ku = ordering_.upper;
   int widest = 0;
   double flops = 0.0;

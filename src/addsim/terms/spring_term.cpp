@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "addsim/core/error.h"
 #include "addsim/terms/spring_pair_forces.h"
@@ -201,7 +202,9 @@ void SpringTerm::declare(StencilSet& stencils) {
       const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
       pairs_.push_back({static_cast<int>(particle_pair_.size()) - 1, s.a.dof, s.b.dof, min_len,
                         s.kind == SpringKind::kUnilateral ? std::max(s.rest_length, min_len) : min_len,
-                        s.stiffness_param, s.damping_param, s.rest_length});
+                        s.stiffness_param, s.damping_param, s.rest_length, min_len * min_len,
+                        s.kind == SpringKind::kUnilateral ? s.rest_length * s.rest_length
+                                                          : -std::numeric_limits<double>::infinity()});
     }
   }
 }
@@ -364,6 +367,16 @@ double SpringTerm::energy(const TermContext& ctx) const {
 
 bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    if (const int pi = pair_index_[k]; pi >= 0) {
+      // A particle pair: the tests below with its squared bounds kept per pair.
+      const PairSpring& ps = pairs_[pi];
+      const double len2 = (ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db)).squaredNorm();
+      if (len2 <= ps.min_len2 && !(len2 <= ps.slack_len2)) {
+        if (why) *why = "spring " + springs_[k].label + " has collapsed to zero length (direction undefined)";
+        return false;
+      }
+      continue;
+    }
     const Spring& s = springs_[k];
     if (s.kind == SpringKind::kZeroLength) continue;
     // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).

@@ -85,6 +85,9 @@ class SpringTerm final : public Term {
     // The spring's constants, read per evaluation without the Spring record.
     int stiffness_param, damping_param;
     double rest_length;
+    // admissible(): collapsed at ‖d‖² ≤ min_len2 = min_len², unless slack at ‖d‖² ≤ slack_len2
+    // (l₀² for a unilateral spring, −∞ otherwise), as its tests of the other springs.
+    double min_len2, slack_len2;
   };
   std::vector<PairSpring> pairs_;
   std::vector<int> pair_index_;  // per spring: its index in pairs_, −1 if none
