@@ -210,22 +210,29 @@ void SpringTerm::declare(StencilSet& stencils) {
 }
 
 void SpringTerm::load_pair_lanes(const TermContext& ctx, int begin, int end, spring_pairs::Input& in) const {
-  for (int j = 0; j < spring_pairs::kLanes; ++j) {
-    if (begin + j >= end) {
-      // Padding: a unit spring at rest, never scattered.
-      for (int c = 0; c < 3; ++c) in.d[c][j] = in.w[c][j] = 0.0;
-      in.d[0][j] = 1.0;
-      in.k[j] = in.kd[j] = in.rest[j] = 0.0;
-      continue;
-    }
+  const double* q = ctx.q.data();
+  const double* v = ctx.v.data();
+  const double* p = ctx.p.data();
+  const int used = end - begin;
+  for (int j = 0; j < used; ++j) {
     const PairSpring& ps = pairs_[begin + j];
+    const double* qa = q + ps.da;
+    const double* qb = q + ps.db;
+    const double* va = v + ps.da;
+    const double* vb = v + ps.db;
     for (int c = 0; c < 3; ++c) {
-      in.d[c][j] = ctx.q[ps.da + c] - ctx.q[ps.db + c];
-      in.w[c][j] = ctx.v[ps.da + c] - ctx.v[ps.db + c];
+      in.d[c][j] = qa[c] - qb[c];
+      in.w[c][j] = va[c] - vb[c];
     }
-    in.k[j] = ctx.p[ps.stiffness_param];
-    in.kd[j] = ps.damping_param >= 0 ? ctx.p[ps.damping_param] : 0.0;
+    in.k[j] = p[ps.stiffness_param];
+    in.kd[j] = ps.damping_param >= 0 ? p[ps.damping_param] : 0.0;
     in.rest[j] = ps.rest_length;
+  }
+  for (int j = used; j < spring_pairs::kLanes; ++j) {
+    // Padding: a unit spring at rest, never scattered.
+    for (int c = 0; c < 3; ++c) in.d[c][j] = in.w[c][j] = 0.0;
+    in.d[0][j] = 1.0;
+    in.k[j] = in.kd[j] = in.rest[j] = 0.0;
   }
 }
 
