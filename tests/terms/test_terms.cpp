@@ -582,6 +582,82 @@ TEST(ParticleTerms, InertiaAndGravity) {
   expect_term_ok(*f.model, *f.model->terms()[1], {q, v, a}, gravity);
 }
 
+namespace inertia_block_test {
+// ParticleInertiaTerm::evaluate as it was before it added m I by its diagonal: the full 3 × 3
+// block through Assembly::add<3>.
+class FullBlockInertia final : public Term {
+ public:
+  explicit FullBlockInertia(const ParticleBody* body) : body_(body) {}
+  std::string_view name() const override { return "full_block_inertia"; }
+  void declare(StencilSet& stencils) override {
+    for (int k = 0; k < body_->count(); ++k) {
+      const int d = body_->dof(k);
+      stencil_.push_back(stencils.add({d, d + 1, d + 2}));
+    }
+  }
+  void evaluate(const TermContext& ctx, Assembly& out) const override {
+    for (int k = 0; k < body_->count(); ++k) {
+      const double m = ctx.p[body_->mass_param() + k];
+      const Vec3 r = m * ctx.a.segment<3>(body_->dof(k));
+      const Mat3 dr_da = m * Mat3::Identity();
+      out.add<3>(stencil_[k], r, nullptr, nullptr, &dr_da);
+    }
+  }
+  void param_derivatives(const TermContext&, ParamSink&) const override {}
+
+ private:
+  const ParticleBody* body_;
+  std::vector<int> stencil_;
+};
+}  // namespace inertia_block_test
+
+// ParticleInertiaTerm adds ∂r/∂a = m I as its diagonal only (Assembly::add_isotropic_a): r,
+// r_abs, ka and the step Jacobian must be those of scattering the full block m I, bit for bit
+// (its off-diagonal entries are +0), on particles coupled by springs.
+TEST(ParticleTerms, InertiaDiagonalMatchesTheFullBlockBitForBit) {
+  const std::vector<Vec3> x = {Vec3(0, 0, 1), Vec3(1, 0, 1), Vec3(0.3, 0.7, 1.2)};
+  ParticleFixture f(Integrator::kBdf2, 0.01, 10);
+  f.particles(x, std::vector<Vec3>(3, Vec3::Zero()), {0.5, 1.5, 0.37});
+  f.model->add_term(std::make_unique<ParticleInertiaTerm>(f.body));
+  const Spring s01 = f.spring(SpringKind::kDistance, f.point(0), f.point(1), 50.0, 0.1, 0.9);
+  const Spring s12 = f.spring(SpringKind::kDistance, f.point(1), f.point(2), 60.0, 0.2, 0.8);
+  f.model->add_term(std::make_unique<SpringTerm>(f.model.get(), std::vector<Spring>{s01, s12}));
+  f.model->add_term(std::make_unique<inertia_block_test::FullBlockInertia>(f.body));
+  f.model->finalize();
+  const Model& m = *f.model;
+  const int n = m.num_dofs();
+  VecX q(n), v(n), a(n);
+  q << 0, 0, 1, 1, 0, 1, 0.3, 0.7, 1.2;
+  v << 1, 2, 3, 4, 5, 6, 7, 8, 9;
+  a << -1.1, 2.3, -3.7, 4.1, -5.3, 6.7, 0.1, -0.2, 1e-3;
+  const VecX p = m.params().defaults();
+  const TermContext ctx{q, v, a, p, 3, m.scheme()};
+  auto same_bits = [](const VecX& x1, const VecX& x2) {
+    return x1.size() == x2.size() &&
+           (x1.size() == 0 || std::memcmp(x1.data(), x2.data(), sizeof(double) * x1.size()) == 0);
+  };
+  for (const auto& [mode, w] : {std::pair{EvalMode::kResidual, JacobianWeights{1.0, 0.0, 0.0}},
+                                std::pair{EvalMode::kResidualAndJacobians, JacobianWeights{1.0, 0.0, 0.0}},
+                                std::pair{EvalMode::kResidualAndStepJacobian, JacobianWeights{1.0, 150.0, 22500.0}},
+                                std::pair{EvalMode::kResidualAndStepJacobian, JacobianWeights{1.0, 150.0, 0.0}}}) {
+    // Each inertia after the springs' blocks, so that its diagonal lands on nonzero entries.
+    Assembly diag(&m.pattern(), &m.stencils()), block(&m.pattern(), &m.stencils());
+    diag.reset(mode, w);
+    block.reset(mode, w);
+    m.terms()[1]->evaluate(ctx, diag);
+    m.terms()[1]->evaluate(ctx, block);
+    m.terms()[0]->evaluate(ctx, diag);
+    m.terms()[2]->evaluate(ctx, block);
+    const std::string what = "mode " + std::to_string(static_cast<int>(mode)) + ", wa " + std::to_string(w.wa);
+    EXPECT_GT(diag.r.norm(), 1.0) << what;
+    EXPECT_TRUE(same_bits(diag.r, block.r)) << what;
+    EXPECT_TRUE(same_bits(diag.r_abs, block.r_abs)) << what;
+    EXPECT_TRUE(same_bits(diag.jac, block.jac)) << what;
+    EXPECT_TRUE(same_bits(diag.kq, block.kq)) << what;
+    EXPECT_TRUE(same_bits(diag.ka, block.ka)) << what;
+  }
+}
+
 TEST(DerivativeHarness, DetectsAWrongDerivative) {
   // A term whose declared ∂r/∂q is off by 1 % must fail: the harness is not vacuous.
   class Wrong final : public Term {

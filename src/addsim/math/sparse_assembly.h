@@ -281,6 +281,43 @@ class Assembly {
     }
   }
 
+  /// add_point_pair_step() with r_a and the step block read from structure-of-arrays lanes
+  /// (terms/spring_pair_forces.h: r_a[c] at ra[c * stride], s(i, j) at s[(i + 3 j) * stride];
+  /// s null: kResidual, or both weights zero) and the stencil's first DOFs of a and b given by
+  /// the caller (`da`, `db`, as declared): the same sums in the same order, without the local
+  /// copies and the stencil's DOF lookup. Returns false, adding nothing, in
+  /// kResidualAndJacobians or when the stencil has no point map (use add_point_pair() or add()).
+  bool add_point_pair_lane(int id, int da, int db, const double* ra, const double* s, int stride) {
+    const int* pm = nullptr;
+    if (wants_jacobians()) {
+      pm = pattern_->point_map(id);
+      if (mode_ != EvalMode::kResidualAndStepJacobian || !pm) return false;
+    }
+    for (int c = 0; c < 3; ++c) {
+      const double a = ra[c * stride];
+      const double b = -a;
+      r[da + c] += a;
+      r_abs[da + c] += std::abs(a);
+      r[db + c] += b;
+      r_abs[db + c] += std::abs(b);
+    }
+    if (!pm || !s) return true;
+    for (int j = 0; j < 3; ++j) {
+      double* aa = jac.data() + pm[j * 2];
+      double* ba = jac.data() + pm[1 + j * 2];
+      double* ab = jac.data() + pm[(3 + j) * 2];
+      double* bb = jac.data() + pm[1 + (3 + j) * 2];
+      for (int i = 0; i < 3; ++i) {
+        const double v = s[(i + 3 * j) * stride];
+        aa[i] += v;
+        ba[i] += -v;
+        ab[i] += -v;
+        bb[i] += v;
+      }
+    }
+    return true;
+  }
+
   /// Column-wise scatter for a stencil of M whole 3-DOF points (an FEM element's 4 nodes): a
   /// term that forms its local 3M × 3M block one column at a time (fem/fem_kernels.h,
   /// StressBlockColumns) adds each column straight into a value array — no N × N local, no

@@ -55,6 +55,11 @@ class BandedLu final : public LinearSolver {
   int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)
   std::vector<double> ab_;         ///< band storage, column-major ldab × n (LAPACK's AB)
   std::vector<int> slot_;          ///< per pattern entry: its index in ab_
+  /// Pattern entries src … src + len − 1 go to ab_[dst … dst + len − 1] (slot_ in runs).
+  struct SlotRun {
+    int dst, src, len;
+  };
+  std::vector<SlotRun> runs_;
   std::vector<int> pivot_;         ///< row exchanged with row j at step j
   std::vector<double> work_;       ///< the permuted right-hand side
   double factor_flops_ = 0.0, solve_flops_ = 0.0;

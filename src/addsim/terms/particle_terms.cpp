@@ -11,11 +11,14 @@ void ParticleInertiaTerm::declare(StencilSet& stencils) {
 }
 
 void ParticleInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  // ∂r/∂a = m I added as its diagonal only (Assembly::add_isotropic_a): the same values as
+  // scattering the 3 × 3 block, whose off-diagonal entries are +0.
+  Eigen::Matrix<double, 1, 1> mass;
   for (int k = 0; k < body_->count(); ++k) {
     const double m = ctx.p[body_->mass_param() + k];
     const Vec3 r = m * ctx.a.segment<3>(body_->dof(k));
-    const Mat3 dr_da = m * Mat3::Identity();
-    out.add<3>(stencil_[k], r, nullptr, nullptr, &dr_da);
+    mass(0, 0) = m;
+    out.add_isotropic_a<1>(stencil_[k], r, mass);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "addsim/core/error.h"
 #include "addsim/terms/spring_pair_forces.h"
@@ -198,30 +199,40 @@ void SpringTerm::declare(StencilSet& stencils) {
     pair_index_.push_back(-1);
     if (particle_pair_.back() && s.kind != SpringKind::kZeroLength) {
       pair_index_.back() = static_cast<int>(pairs_.size());
-      pairs_.push_back({static_cast<int>(particle_pair_.size()) - 1, s.a.dof, s.b.dof,
-                        kMinRelativeLength * std::max(s.rest_length, 1.0)});
+      const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
+      pairs_.push_back({static_cast<int>(particle_pair_.size()) - 1, s.a.dof, s.b.dof, min_len,
+                        s.kind == SpringKind::kUnilateral ? std::max(s.rest_length, min_len) : min_len,
+                        s.stiffness_param, s.damping_param, s.rest_length, min_len * min_len,
+                        s.kind == SpringKind::kUnilateral ? s.rest_length * s.rest_length
+                                                          : -std::numeric_limits<double>::infinity()});
     }
   }
 }
 
 void SpringTerm::load_pair_lanes(const TermContext& ctx, int begin, int end, spring_pairs::Input& in) const {
-  for (int j = 0; j < spring_pairs::kLanes; ++j) {
-    if (begin + j >= end) {
-      // Padding: a unit spring at rest, never scattered.
-      for (int c = 0; c < 3; ++c) in.d[c][j] = in.w[c][j] = 0.0;
-      in.d[0][j] = 1.0;
-      in.k[j] = in.kd[j] = in.rest[j] = 0.0;
-      continue;
-    }
+  const double* q = ctx.q.data();
+  const double* v = ctx.v.data();
+  const double* p = ctx.p.data();
+  const int used = end - begin;
+  for (int j = 0; j < used; ++j) {
     const PairSpring& ps = pairs_[begin + j];
-    const Spring& s = springs_[ps.spring];
+    const double* qa = q + ps.da;
+    const double* qb = q + ps.db;
+    const double* va = v + ps.da;
+    const double* vb = v + ps.db;
     for (int c = 0; c < 3; ++c) {
-      in.d[c][j] = ctx.q[ps.da + c] - ctx.q[ps.db + c];
-      in.w[c][j] = ctx.v[ps.da + c] - ctx.v[ps.db + c];
+      in.d[c][j] = qa[c] - qb[c];
+      in.w[c][j] = va[c] - vb[c];
     }
-    in.k[j] = ctx.p[s.stiffness_param];
-    in.kd[j] = s.damping_param >= 0 ? ctx.p[s.damping_param] : 0.0;
-    in.rest[j] = s.rest_length;
+    in.k[j] = p[ps.stiffness_param];
+    in.kd[j] = ps.damping_param >= 0 ? p[ps.damping_param] : 0.0;
+    in.rest[j] = ps.rest_length;
+  }
+  for (int j = used; j < spring_pairs::kLanes; ++j) {
+    // Padding: a unit spring at rest, never scattered.
+    for (int c = 0; c < 3; ++c) in.d[c][j] = in.w[c][j] = 0.0;
+    in.d[0][j] = 1.0;
+    in.k[j] = in.kd[j] = in.rest[j] = 0.0;
   }
 }
 
@@ -255,7 +266,6 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   SpringForce L;
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
     if (stencil_[k] < 0) continue;
-    const Spring& s = springs_[k];
     L.active = false;
     if (const int pi = batched_pairs_ ? pair_index_[k] : -1; pi >= 0) {
       if (pi >= batch_end) {
@@ -264,24 +274,17 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
         load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
         spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
       }
-      // spring_force()'s slack and collapse tests on the lane's length.
+      // spring_force()'s slack and collapse tests on the lane's length (one bound, see PairSpring).
       const int j = pi - batch_begin;
-      const double len = lanes.len[j];
-      if ((s.kind == SpringKind::kUnilateral && len <= s.rest_length) || len <= pairs_[pi].min_len) continue;
-      const Vec3 ra(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
-      if (!partials) {
-        out.add_point_pair_step(stencil_[k], ra, nullptr);
+      const PairSpring& ps = pairs_[pi];
+      if (lanes.len[j] <= ps.skip_len) continue;
+      // Residual-only and step evaluations: r_a and the step block straight from the lanes.
+      if (out.add_point_pair_lane(stencil_[k], ps.da, ps.db, &lanes.r[0][j], step_blocks ? &lanes.step[0][j] : nullptr,
+                                  spring_pairs::kLanes))
         continue;
-      }
-      if (step && out.pattern().point_map(stencil_[k])) {
-        Mat3 sb;
-        for (int c = 0; c < 9; ++c) sb.data()[c] = lanes.step[c][j];
-        out.add_point_pair_step(stencil_[k], ra, step_blocks ? &sb : nullptr);
-        continue;
-      }
       // The partials themselves (kResidualAndJacobians): the general scatter below.
       L.active = true;
-      L.r = ra;
+      L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
       for (int b = 0; b < 3; ++b)
         for (int a = 0; a < 3; ++a) {
           L.kx(a, b) = lanes.kx[a + 3 * b][j];
@@ -289,10 +292,12 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
         }
     } else if (particle_pair_[k]) {
       // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
+      const Spring& s = springs_[k];
       const int da = s.a.dof, db = s.b.dof;
       spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),
                    ctx, clamp, partials, L);
     } else {
+      const Spring& s = springs_[k];
       Vec3 xa, va, xb, vb;
       anchor_motion(*model_, s.a, ctx, xa, va);
       anchor_motion(*model_, s.b, ctx, xb, vb);
@@ -369,6 +374,16 @@ double SpringTerm::energy(const TermContext& ctx) const {
 
 bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
   for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    if (const int pi = pair_index_[k]; pi >= 0) {
+      // A particle pair: the tests below with its squared bounds kept per pair.
+      const PairSpring& ps = pairs_[pi];
+      const double len2 = (ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db)).squaredNorm();
+      if (len2 <= ps.min_len2 && !(len2 <= ps.slack_len2)) {
+        if (why) *why = "spring " + springs_[k].label + " has collapsed to zero length (direction undefined)";
+        return false;
+      }
+      continue;
+    }
     const Spring& s = springs_[k];
     if (s.kind == SpringKind::kZeroLength) continue;
     // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).

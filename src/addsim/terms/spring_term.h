@@ -79,6 +79,15 @@ class SpringTerm final : public Term {
     int spring;      // index in springs_
     int da, db;      // first DOFs of ends a and b
     double min_len;  // collapse bound kMinRelativeLength max(l₀, 1 m)
+    // No force at ‖d‖ ≤ skip_len: min_len, or for a unilateral spring max(l₀, min_len) (slack or
+    // collapsed; the same decisions as spring_force()'s two tests, comparisons do not round).
+    double skip_len;
+    // The spring's constants, read per evaluation without the Spring record.
+    int stiffness_param, damping_param;
+    double rest_length;
+    // admissible(): collapsed at ‖d‖² ≤ min_len2 = min_len², unless slack at ‖d‖² ≤ slack_len2
+    // (l₀² for a unilateral spring, −∞ otherwise), as its tests of the other springs.
+    double min_len2, slack_len2;
   };
   std::vector<PairSpring> pairs_;
   std::vector<int> pair_index_;  // per spring: its index in pairs_, −1 if none
