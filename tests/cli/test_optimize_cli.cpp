@@ -222,6 +222,62 @@ TEST(OptimizeCli, StageObjectiveOverridesApplyToThatStageOnly) {
   expect_one_line_error(bad2, "stages.1.objective_set");
 }
 
+TEST(OptimizeCli, AStageOnItsOwnSceneCarriesItsBestPointByNameToTheNext) {
+  // stages[k].scene: the stage runs the task on another scene file (relative to the task file; the
+  // task's set and the command line's scene overrides still apply), here the particle under a
+  // weaker gravity as a surrogate; the next stage starts the task's own scene from its optimum.
+  const fs::path dir = fresh_temp_dir();
+  write_particle_scene(dir);
+  json surrogate = read_json(dir / "particle.json");
+  surrogate["gravity"] = {0, 0, -5};
+  write_json(dir / "weak_gravity.json", surrogate);
+  fs::create_directories(dir / "tasks");
+  json task = throw_task("../particle.json");
+  task["optimize"]["method"] = "gauss_newton";
+  task["stages"] = {{{"name", "surrogate"}, {"scene", "../weak_gravity.json"}, {"optimize", {{"max_sims", 10}}}},
+                    {{"name", "real"}, {"optimize", {{"max_sims", 10}}}}};
+  write_json(dir / "tasks" / "two_scenes.json", task);
+  // Φ at the start on each scene, and Φ of the real scene at the surrogate's optimum.
+  json on_surrogate = throw_task("../weak_gravity.json");
+  write_json(dir / "tasks" / "surrogate.json", on_surrogate);
+  const CliRun gs = run("gradient tasks/surrogate.json --set 'scene.bodies.0.velocities=[[0.5,0,1]]'", dir);
+  ASSERT_EQ(gs.code, 0) << gs.err;
+  const CliRun r = run("optimize tasks/two_scenes.json --out run --quiet --set 'scene.bodies.0.velocities=[[0.5,0,1]]'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  ASSERT_EQ(res["stages"].size(), 2u);
+  // The surrogate stage ran on its scene from the command line's start.
+  EXPECT_NEAR(res["stages"][0]["phi0"].get<double>(), json::parse(gs.out)["phi"].get<double>(), 1e-14);
+  EXPECT_EQ(res["stages"][0]["stop_reason"], "phi_ratio");
+  // Its optimum misses the target under the real gravity, and the real stage solves it from there.
+  const std::vector<std::string> rows = csv_rows(dir / "run" / "iterations.csv");
+  std::string first_real;
+  for (const std::string& row : rows)
+    if (row.rfind("1,", 0) == 0 && first_real.empty()) first_real = row;
+  ASSERT_FALSE(first_real.empty());
+  json at_optimum = throw_task("../particle.json");
+  write_json(dir / "tasks" / "real.json", at_optimum);
+  std::vector<double> v;
+  {
+    std::istringstream cells(first_real);
+    std::string cell;
+    for (int k = 0; std::getline(cells, cell, ','); ++k)
+      if (k >= 8) v.push_back(std::stod(cell));
+  }
+  ASSERT_EQ(v.size(), 3u);
+  const CliRun gr = run("gradient tasks/real.json --set 'scene.bodies.0.velocities=[[" + json(v[0]).dump() + "," +
+                            json(v[1]).dump() + "," + json(v[2]).dump() + "]]'",
+                        dir);
+  ASSERT_EQ(gr.code, 0) << gr.err;
+  const double phi_real_start = json::parse(gr.out)["phi"].get<double>();
+  EXPECT_NEAR(res["stages"][1]["phi0"].get<double>(), phi_real_start, 1e-12 * phi_real_start);
+  EXPECT_GT(phi_real_start, 1e-3);
+  EXPECT_EQ(res["stages"][1]["stop_reason"], "phi_ratio");
+  // The optimised scene is the last stage's: the task's own.
+  const json optimized = read_json(dir / "run" / "optimized_scene.json");
+  EXPECT_TRUE(!optimized.contains("gravity") || optimized["gravity"] != json({0, 0, -5})) << optimized.dump();
+}
+
 TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   const fs::path dir = fresh_temp_dir();
   const json base = throw_task(write_particle_scene(dir));
@@ -292,6 +348,21 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t["optimize"]["phi_ratio"] = 1e-6;
   t["stages"] = {json::object(), {{"fallback", true}, {"fallback_from", "here"}}};
   cases.push_back({"fallback from", t, "stages.1.fallback_from"});
+  t = base;
+  t["stages"] = {{{"scene", "missing.json"}}};
+  cases.push_back({"stage scene file", t, "stages.0.scene"});
+  // A stage scene without the task's parameters (a rigid body has no bodies.0.velocities).
+  write_json(dir / "rigid.json", {{"dt", 0.01}, {"steps", 5}, {"bodies", {{{"type", "rigid"}, {"shape", {{"type", "sphere"}, {"radius", 0.1}}}, {"mass", 1.0}}}}});
+  t = base;
+  t["stages"] = {{{"scene", "rigid.json"}}};
+  cases.push_back({"stage scene parameters", t, "stages.0.scene \"rigid.json\""});
+  t = base;
+  t["stages"] = {{{"join", true}}};
+  cases.push_back({"first join", t, "stages.0.join"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback", true}, {"join", true}}};
+  cases.push_back({"join fallback", t, "stages.1.join"});
   for (const Case& c : cases) {
     write_json(dir / (c.name + ".json"), c.task);
     const CliRun r = run("optimize '" + c.name + ".json' --out 'out " + c.name + "'", dir);

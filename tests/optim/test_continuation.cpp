@@ -273,5 +273,61 @@ TEST(Continuation, FallbackFromBestGoesOnFromTheBestPointOnlyWhileShortOfTheGoal
   EXPECT_EQ(resumed.reason, StopReason::kPhiRatio);
 }
 
+TEST(Continuation, JoinRunsAfterWhicheverAttemptRanLastFromItsBestPoint) {
+  // stages[k].join: ends the attempts before it. It runs whether the last attempt reached its
+  // goal or not, from that attempt's best point; a goal reached skips the attempts left before it,
+  // not the join.
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<VecX> starts;
+  std::vector<int> built;
+  const StageFactory factory = particle_throw_stages(target, &starts, &built);
+  // 0: L-BFGS-B, 2 simulations (short of its goal); 1: fallback, Gauss–Newton (solves); 2: fallback
+  // (skipped); 3: join, Gauss–Newton.
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(4);
+  stages[1].fallback = stages[2].fallback = true;
+  stages[3].join = true;
+  const ContinuationResult r = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 1, 3}));
+  ASSERT_EQ(r.stages.size(), 3u);
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio);
+  // The join started from the fallback attempt's best point (which started from v = 0).
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[1], Vec3::Zero());
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(starts[2][k], r.stages[1].best[k].second);
+  EXPECT_EQ(r.stages[2].result.phi0, r.stages[1].result.phi_best);
+
+  // A first attempt that reaches its goal skips both fallbacks before the join, not the join.
+  stages[0] = short_start_then_gauss_newton(1)[0];
+  stages[0].options.method = OptimizerMethod::kGaussNewton;
+  stages[0].options.max_simulations = 20;
+  built.clear();
+  starts.clear();
+  const ContinuationResult solved = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 3}));
+  ASSERT_EQ(starts.size(), 2u);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(starts[1][k], solved.stages[0].best[k].second);
+
+  // Every attempt short of its goal: the join still runs, from the last attempt's best point.
+  stages = short_start_then_gauss_newton(3);
+  stages[1].fallback = true;
+  stages[1].options = stages[0].options;
+  stages[2].join = true;
+  built.clear();
+  starts.clear();
+  const ContinuationResult short_of_it = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[1], Vec3::Zero());
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(starts[2][k], short_of_it.stages[1].best[k].second);
+  EXPECT_EQ(short_of_it.reason, StopReason::kPhiRatio);
+
+  // Not for the first stage, and not on a fallback.
+  stages[0].join = true;
+  EXPECT_THROW(run_continuation(stages, factory), InputError);
+  stages[0].join = false;
+  stages[1].join = true;
+  EXPECT_THROW(run_continuation(stages, factory), InputError);
+}
+
 }  // namespace
 }  // namespace addsim

@@ -264,15 +264,57 @@ int run_optimize(const Options& opt) {
 
   // Stages: the task's list, or the task itself as the one stage.
   std::vector<TaskStage> task_stages = first->stages;
-  if (task_stages.empty()) task_stages.push_back({"main", first->specs, {}, first->optimize, {}, false, {}});
+  if (task_stages.empty()) {
+    TaskStage main;
+    main.name = "main";
+    main.specs = first->specs;
+    main.options = first->optimize;
+    task_stages.push_back(main);
+  }
   std::vector<StageSpec> stages;
   for (TaskStage& s : task_stages) {
     if (!method.empty()) s.options.method = parse_optimizer_method(method, "--method");
     if (max_sims > 0) s.options.max_simulations = max_sims;
-    stages.push_back({s.name, s.options, s.fallback, s.fallback_after, s.fallback_from_best});
+    stages.push_back({s.name, s.options, s.fallback, s.fallback_after, s.fallback_from_best, s.join});
   }
   const std::vector<std::string> columns = first->selection.names();
   const int num_stages = static_cast<int>(stages.size());
+
+  // The task as stage `stage` runs it: its `scene` (stages[k].scene, a task-key override applied before
+  // the others), then the command line's overrides, the stage's scene overrides and objective overrides.
+  auto load_stage_task = [&](int stage) {
+    const TaskStage& ts = task_stages[stage];
+    if (stage == 0 && ts.scene.empty() && ts.scene_overrides.empty() && ts.objective_overrides.empty()) return first;
+    std::vector<std::string> stage_sets;
+    if (!ts.scene.empty()) stage_sets.push_back("scene=" + json(ts.scene).dump());
+    stage_sets.insert(stage_sets.end(), sets.begin(), sets.end());
+    for (const std::string& o : ts.scene_overrides) stage_sets.push_back("scene." + o);
+    for (const std::string& o : ts.objective_overrides) stage_sets.push_back(o);
+    auto task = std::make_shared<Task>(load_task_file(task_file, stage_sets));
+    print_notices(task->scene);
+    return task;
+  };
+  auto stage_selection = [&](int stage, const Task& task) {
+    try {
+      return ParameterSelection(task.scene.model->params(), task_stages[stage].specs);
+    } catch (const InputError& e) {
+      throw InputError(task_file.string() + ": stages." + std::to_string(stage) + ".parameters: " + e.what());
+    }
+  };
+  // A stage on its own scene is loaded (and its parameters resolved) before anything runs, so that a
+  // scene that does not load or lacks a parameter stops the run with nothing written; the factory
+  // then uses the loaded task.
+  std::map<int, std::shared_ptr<Task>> stage_tasks;
+  for (int k = 0; k < num_stages; ++k) {
+    if (task_stages[k].scene.empty()) continue;
+    try {
+      stage_tasks[k] = load_stage_task(k);
+    } catch (const InputError& e) {
+      throw InputError(task_file.string() + ": stages." + std::to_string(k) + ".scene \"" + task_stages[k].scene +
+                       "\": " + e.what());
+    }
+    stage_selection(k, *stage_tasks[k]);
+  }
 
   // iterations.csv: a fresh file, or on resume the rows up to the checkpoint.
   ContinuationStart start;
@@ -333,22 +375,15 @@ int run_optimize(const Options& opt) {
   };
 
   const StageFactory factory = [&](int stage, const NamedValues& carried) {
-    std::vector<std::string> stage_sets = sets;
-    for (const std::string& o : task_stages[stage].scene_overrides) stage_sets.push_back("scene." + o);
-    for (const std::string& o : task_stages[stage].objective_overrides) stage_sets.push_back(o);
-    if (stage == 0 && task_stages[stage].scene_overrides.empty() && task_stages[stage].objective_overrides.empty()) {
-      st.task = first;
+    auto pre = stage_tasks.find(stage);
+    if (pre != stage_tasks.end()) {
+      st.task = pre->second;  // loaded when the stage's scene was checked
+      stage_tasks.erase(pre);
     } else {
-      st.task = std::make_shared<Task>(load_task_file(task_file, stage_sets));
-      print_notices(st.task->scene);
+      st.task = load_stage_task(stage);
     }
     const Model& model = *st.task->scene.model;
-    ParameterSelection selection;
-    try {
-      selection = ParameterSelection(model.params(), task_stages[stage].specs);
-    } catch (const InputError& e) {
-      throw InputError(task_file.string() + ": stages." + std::to_string(stage) + ".parameters: " + e.what());
-    }
+    const ParameterSelection selection = stage_selection(stage, *st.task);
     VecX p = apply_named_values(model.params(), model.params().defaults(), carried);
     // Carried values are clamped into this stage's bounds (a stage may bound tighter).
     for (int k = 0; k < selection.size(); ++k) {

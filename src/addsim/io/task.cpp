@@ -608,8 +608,10 @@ void parse_optimize(ObjectReader& r, OptimizerOptions& o) {
 }
 
 // `stages[k]`: name, parameters (paths of the task's parameters, optionally with their own
-// bounds/log/scale), set (scene overrides), steps, optimize (changes to the task's section).
-std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std::vector<ParameterSpec>& task_specs) {
+// bounds/log/scale), set (scene overrides), steps, scene (another scene file, relative to `dir`, the
+// task file's folder; it must exist), optimize (changes to the task's section).
+std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std::vector<ParameterSpec>& task_specs,
+                                     const fs::path& dir) {
   const json& list = top.list("stages");
   if (top.has("stages") && list.empty()) top.fail("stages", "needs at least one stage (or leave it out)");
   std::vector<TaskStage> stages;
@@ -656,6 +658,13 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
       for (const auto& [p, value] : set.items()) st.scene_overrides.push_back(p + "=" + value.dump());
     }
     if (r.has("steps")) st.scene_overrides.push_back("steps=" + std::to_string(r.integer("steps", std::nullopt, 1)));
+    if (r.has("scene")) {
+      st.scene = r.string("scene", std::nullopt);
+      if (st.scene.empty()) r.fail("scene", "must name a scene file (relative to the task file)");
+      const fs::path f = dir / st.scene;
+      std::error_code ec;
+      if (!fs::is_regular_file(f, ec)) r.fail("scene", "no scene file " + f.string());
+    }
     if (r.has("objective_set")) {
       const json& set = r.raw("objective_set");
       if (!set.is_object())
@@ -688,6 +697,9 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
         st.fallback_after.push_back(*it);
       }
     }
+    st.join = r.boolean("join", false);
+    if (st.join && k == 0) r.fail("join", "the first stage cannot be a join (it ends the attempts before it)");
+    if (st.join && st.fallback) r.fail("join", "a stage is either a fallback (begins an attempt) or a join (ends them)");
     if (r.has("fallback_from")) {
       if (!st.fallback) r.fail("fallback_from", "needs \"fallback\": true (it says where a fallback attempt starts)");
       st.fallback_from_best = r.choice("fallback_from", std::nullopt, {"start", "best"}) == "best";
@@ -837,7 +849,7 @@ Task load_task_text(const std::string& text, const fs::path& file, const std::ve
     ObjectReader o(top.raw("optimize"), "optimize", source);
     parse_optimize(o, t.optimize);
   }
-  t.stages = parse_stages(top, t, t.specs);
+  t.stages = parse_stages(top, t, t.specs, file.parent_path());
   top.finish();
   return t;
 }

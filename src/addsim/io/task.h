@@ -32,6 +32,13 @@ struct TaskStage {
   bool fallback = false;  ///< begins another attempt from the start (optim/continuation.h)
   std::vector<StopReason> fallback_after;  ///< `fallback_after`: the stop reasons it answers (empty: any)
   bool fallback_from_best = false;  ///< `fallback_from`: "best" (the best point so far) or "start" (default)
+  /// `scene`: another scene file for this stage (as written, relative to the task file; empty: the task's
+  /// scene), e.g. a cheap surrogate of the same throw for the first stages of a multi-fidelity
+  /// continuation. The stage runs the task with its `scene` key replaced (the task's `set`, the command
+  /// line's `scene.` overrides and the stage's `set` apply on top), so every task parameter and
+  /// objective term must resolve in it; values carry over by name.
+  std::string scene;
+  bool join = false;  ///< `join`: ends the attempts before it (optim/continuation.h)
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

@@ -39,21 +39,35 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
   if (start.stage < 0 || start.stage >= static_cast<int>(stages.size()))
     throw InputError("continuation: start stage " + std::to_string(start.stage) + " does not exist");
   if (stages.front().fallback) throw InputError("continuation: the first stage cannot be a fallback");
+  if (stages.front().join) throw InputError("continuation: the first stage cannot be a join");
+  for (const StageSpec& st : stages)
+    if (st.fallback && st.join) throw InputError("continuation: stage \"" + st.name + "\" is both a fallback and a join");
+  const int n = static_cast<int>(stages.size());
+  // The first join stage after s, or n.
+  auto next_join = [&](int s) {
+    while (s < n && !stages[s].join) ++s;
+    return s;
+  };
   ContinuationResult out;
   out.best = start.carried;
   out.simulations = start.simulations;
   out.seconds = start.seconds;
   out.iterations = start.iteration;
-  for (int s = start.stage; s < static_cast<int>(stages.size()); ++s) {
+  for (int s = start.stage; s < n; ++s) {
     if (stages[s].fallback) {
       if (s > start.stage) {
-        // The attempt before reached its goal: done. Otherwise restart from the task's start (or go on
-        // from the best point so far).
-        if (reached_goal(out.reason)) break;
+        // The attempt before reached its goal: done, or on at the next join. Otherwise restart from the
+        // task's start (or go on from the best point so far).
+        if (reached_goal(out.reason)) {
+          const int j = next_join(s + 1);
+          if (j == n) break;
+          s = j - 1;
+          continue;
+        }
         const std::vector<StopReason>& after = stages[s].fallback_after;
         if (!after.empty() && std::find(after.begin(), after.end(), out.reason) == after.end()) {
-          // Not this attempt's case: skip it up to the next fallback stage.
-          while (s + 1 < static_cast<int>(stages.size()) && !stages[s + 1].fallback) ++s;
+          // Not this attempt's case: skip it up to the next fallback or join stage.
+          while (s + 1 < n && !stages[s + 1].fallback && !stages[s + 1].join) ++s;
           continue;
         }
         if (!stages[s].fallback_from_best) out.best.clear();

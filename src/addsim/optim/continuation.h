@@ -18,6 +18,13 @@
 /// creeps to its budget in the right basin and one that stalls in another minimum want
 /// different restarts). A fallback stage with `fallback_from_best` starts from the best point
 /// so far instead of the task's start: a stage that runs only while the goal is not reached.
+///
+/// Joins: a stage marked `join` ends the attempts before it. It runs after whichever attempt
+/// ran last, whether that attempt reached its goal or not, from that attempt's best point (a
+/// goal reached before it skips the remaining attempts up to the join, not the join and the
+/// stages after it). Multi-fidelity continuation: attempts at a cheap surrogate of the problem
+/// (another scene per stage), each tried only if the one before missed its goal, then the
+/// stages of the real problem from the surrogate's optimum.
 
 #include <functional>
 #include <memory>
@@ -56,6 +63,9 @@ struct StageSpec {
   /// minimum hops to a wider blend, whose minima lie elsewhere, and back), and is skipped once
   /// a stage has reached its goal.
   bool fallback_from_best = false;
+  /// Ends the attempts before it: runs after the last attempt that ran, from its best point,
+  /// whether or not it reached its goal (see above). Not for the first stage or a fallback.
+  bool join = false;
 };
 
 /// Builds the problem of stage `stage` with the carried values applied to its start
@@ -102,8 +112,9 @@ struct ContinuationResult {
 /// Runs stages start.stage … end in order. Each stage's budget counts from the stage's own
 /// start; the counters are totals. Stops early when a stage is interrupted or its start
 /// fails to simulate, and before a fallback stage when the stage before it reached its
-/// goal (reached_goal); skips a fallback attempt whose fallback_after does not list the last
-/// stop reason. Throws InputError for a fallback first stage. A resumed fallback stage
+/// goal (reached_goal) — or goes on at the next join stage, where there is one; skips a
+/// fallback attempt whose fallback_after does not list the last stop reason. Throws
+/// InputError for a fallback or join first stage and a stage that is both. A resumed fallback stage
 /// that had not started yet (start.phi0 NaN) starts from the task's start (with
 /// fallback_from_best: from start.carried).
 ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const StageFactory& factory,
