@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "addsim/core/error.h"
 #include "addsim/model/handle.h"
@@ -182,34 +183,63 @@ void add_gram(double k, const Eigen::Matrix<double, 3, N>& Jd, const Mat3& H, Ei
 // others in the same order.
 enum class GramBlock { kZero, kDiagonal, kDense };
 
-template <int N>
-void add_block_gram(double k, const Eigen::Matrix<double, 3, N>& Jd, const std::array<GramBlock, N / 3>& kinds,
-                    Eigen::Matrix<double, N, N>& dq) {
-  for (int cb = 0; cb < N / 3; ++cb)
-    for (int rb = 0; rb < N / 3; ++rb) {
-      if (kinds[rb] == GramBlock::kZero || kinds[cb] == GramBlock::kZero) continue;
-      const int r0 = 3 * rb, c0 = 3 * cb;
-      for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 3; ++i) {
-          double acc;
-          if (kinds[rb] == GramBlock::kDiagonal)
-            acc = (k * Jd(i, r0 + i)) * Jd(i, c0 + j);
-          else if (kinds[cb] == GramBlock::kDiagonal)
-            acc = (k * Jd(j, r0 + i)) * Jd(j, c0 + j);
-          else
-            acc = (k * Jd(0, r0 + i)) * Jd(0, c0 + j) + (k * Jd(1, r0 + i)) * Jd(1, c0 + j) +
-                  (k * Jd(2, r0 + i)) * Jd(2, c0 + j);
-          dq(r0 + i, c0 + j) += acc;
-        }
-    }
+// One 3 × 3 block (rows r0.., columns c0..) of add_block_gram's sum, its kinds known at
+// compile time (so the block loops unroll without branches).
+template <GramBlock R, GramBlock C, int N>
+inline void add_gram_block(double k, const Eigen::Matrix<double, 3, N>& Jd, int r0, int c0,
+                           Eigen::Matrix<double, N, N>& dq) {
+  if constexpr (R != GramBlock::kZero && C != GramBlock::kZero) {
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 3; ++i) {
+        double acc;
+        if constexpr (R == GramBlock::kDiagonal)
+          acc = (k * Jd(i, r0 + i)) * Jd(i, c0 + j);
+        else if constexpr (C == GramBlock::kDiagonal)
+          acc = (k * Jd(j, r0 + i)) * Jd(j, c0 + j);
+        else
+          acc = (k * Jd(0, r0 + i)) * Jd(0, c0 + j) + (k * Jd(1, r0 + i)) * Jd(1, c0 + j) +
+                (k * Jd(2, r0 + i)) * Jd(2, c0 + j);
+        dq(r0 + i, c0 + j) += acc;
+      }
+  }
+}
+
+// Block column C (all block rows Rs) of add_block_gram.
+template <std::size_t C, GramBlock... Kinds, std::size_t... Rs>
+inline void add_gram_block_column(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                                  Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq,
+                                  std::index_sequence<Rs...>) {
+  constexpr GramBlock kinds[] = {Kinds...};
+  (add_gram_block<kinds[Rs], kinds[C], 3 * sizeof...(Kinds)>(k, Jd, 3 * static_cast<int>(Rs), 3 * static_cast<int>(C), dq),
+   ...);
+}
+
+template <GramBlock... Kinds, std::size_t... Cs>
+inline void add_gram_block_columns(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                                   Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq,
+                                   std::index_sequence<Cs...>) {
+  (add_gram_block_column<Cs, Kinds...>(k, Jd, dq, std::make_index_sequence<sizeof...(Kinds)>{}), ...);
+}
+
+// The blocks' kinds as template arguments, one per 3 columns of Jd.
+template <GramBlock... Kinds>
+void add_block_gram(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                    Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq) {
+  add_gram_block_columns<Kinds...>(k, Jd, dq, std::make_index_sequence<sizeof...(Kinds)>{});
 }
 
 // Between two rigid bodies: Jd = [P_a, Θ_a, P_b, Θ_b], P = ±I for a point, 0 for a direction.
 void add_pair_gram(double k, const Eigen::Matrix<double, 3, 12>& Jd, bool point_a, bool point_b,
                    Eigen::Matrix<double, 12, 12>& dq) {
   using B = GramBlock;
-  add_block_gram<12>(k, Jd, {point_a ? B::kDiagonal : B::kZero, B::kDense, point_b ? B::kDiagonal : B::kZero, B::kDense},
-                     dq);
+  if (point_a && point_b)
+    add_block_gram<B::kDiagonal, B::kDense, B::kDiagonal, B::kDense>(k, Jd, dq);
+  else if (point_a)
+    add_block_gram<B::kDiagonal, B::kDense, B::kZero, B::kDense>(k, Jd, dq);
+  else if (point_b)
+    add_block_gram<B::kZero, B::kDense, B::kDiagonal, B::kDense>(k, Jd, dq);
+  else
+    add_block_gram<B::kZero, B::kDense, B::kZero, B::kDense>(k, Jd, dq);
 }
 
 // dv += k Dᵀ D (N × N), as Eigen's general product evaluates it: k (Σ_r D(r, i) D(r, j)).
@@ -283,8 +313,10 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
     // A rigid body and one node (a particle or an FEM node, e.g. the ball joints tying the
     // soft feet to the shins): Jd = [P_a, Θ_a, −w I].
     using B = GramBlock;
-    if (se.unit_hessian)
-      add_block_gram<9>(k, Jd, {wa.point ? B::kDiagonal : B::kZero, B::kDense, B::kDiagonal}, L.dq);
+    if (se.unit_hessian && wa.point)
+      add_block_gram<B::kDiagonal, B::kDense, B::kDiagonal>(k, Jd, L.dq);
+    else if (se.unit_hessian)
+      add_block_gram<B::kZero, B::kDense, B::kDiagonal>(k, Jd, L.dq);
     else
       add_gram<N>(k, Jd, se.H, L.dq);
   } else {
