@@ -687,6 +687,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // step is accepted: back on the exact one too early, the iterates return to the fold
     // (docs/solver.md, "Compressed springs").
     const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
+    bool trial_in_assembly = true;  // assembly_ holds the evaluation at the accepted trial
     NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, floor_for(norm),
                                       linear_tol, opt.max_halvings, trial_eval, newton_, rep);
     if (clamped) {
@@ -712,6 +713,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       } else if (exact.accepted) {
         it = exact;
         it.halvings = std::max(it.halvings, 1);  // its partials at q are not in assembly_: re-evaluate
+        trial_in_assembly = false;
         newton_.q_trial.swap(clamped_q_);
       } else {
         it = exact;
@@ -737,11 +739,12 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       rep.converged = true;
       break;
     }
-    // At the round-off floor (a trial evaluated without partials): accepted without them, on
-    // the floor of this state's Σ|contributions| and the last Jacobian's |J||q| (q moved by
-    // one Newton step since; the chord iterates' floor, chord_floor, is formed alike). Else
-    // the partials at q are evaluated and the test at the top of the loop decides.
-    if (!(it.halvings == 0 && eager)) {
+    // At the round-off floor (a trial evaluated without partials, whose evaluation assembly_
+    // still holds): accepted without them, on the floor of this state's Σ|contributions| and
+    // the last Jacobian's |J||q| (q moved by one Newton step since; the chord iterates' floor,
+    // chord_floor, is formed alike). Else the partials at q are evaluated and the test at the
+    // top of the loop decides.
+    if (trial_in_assembly && !(it.halvings == 0 && eager)) {
       const double last_r_abs = floor_r_abs;
       floor_r_abs = assembly_.r_abs.norm();
       if (it.trial <= floor_for(it.trial)) {
