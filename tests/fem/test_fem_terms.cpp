@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "addsim/check/derivative_check.h"
 #include "addsim/fem/rotation_vector.h"
@@ -448,6 +449,47 @@ TEST(FemKernels, StressBlockColumnsEqualStiffnessKernelsBitwise) {
       expect_bitwise(Kq, Kq_ref, what + ", dr/dq");
       expect_bitwise(Kv, Kv_ref, what + ", dr/dv");
     }
+  }
+}
+
+// FemBody::shape_gram(e) is G Gᵀ formed as `grad * grad.transpose()`, and the viscous block
+// setters that take it hand out the same columns, bit for bit, as those that form it
+// (FemStressTerm passes the body's stored G Gᵀ instead of forming it per element and call).
+TEST(FemKernels, ShapeGramSettersEqualFormingSettersBitwise) {
+  const TetMesh mesh = make_box_mesh(Vec3(0.3, 0.2, 0.25), Eigen::Vector3i(2, 2, 2), BoxSplit::kSix);
+  const FemBody body("foot", "bodies.0", 0, mesh, FemParamIndices{});
+  std::mt19937 rng(20261207);
+  const auto same_columns = [](const StressBlockColumns& a, const StressBlockColumns& b, bool pairs,
+                               const std::string& what) {
+    std::vector<double> va, vb;
+    const auto push = [](std::vector<double>& v, const StressBlockColumns::Column& col) {
+      for (int i = 0; i < 3; ++i)
+        for (int k = 0; k < 4; ++k) v.push_back(col[i][k]);
+    };
+    if (pairs) {
+      a.for_each_column_pair([&](int, int, const auto& cq, const auto& cv) { push(va, cq), push(va, cv); });
+      b.for_each_column_pair([&](int, int, const auto& cq, const auto& cv) { push(vb, cq), push(vb, cv); });
+    } else {
+      a.for_each_column([&](int, int, const auto& col) { push(va, col); });
+      b.for_each_column([&](int, int, const auto& col) { push(vb, col); });
+    }
+    ASSERT_EQ(va.size(), vb.size());
+    for (size_t i = 0; i < va.size(); ++i) ASSERT_EQ(va[i], vb[i]) << what << ", value " << i;
+  };
+  for (int e = 0; e < body.num_tets(); ++e) {
+    const Mat43& grad = body.shape_gradients(e);
+    const Eigen::Matrix4d gg = grad * grad.transpose();
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(body.shape_gram(e)(i), gg(i)) << "tet " << e << ", entry " << i;
+    const RandomTet tet = random_tet(rng);
+    const std::string what = "tet " + std::to_string(e);
+    StressBlockColumns forming, given;
+    forming.set_viscous_step(tet.F, tet.Fdot, grad, tet.visc, tet.c, tet.V);
+    given.set_viscous_step(tet.F, tet.Fdot, grad, body.shape_gram(e), tet.visc, tet.c, tet.V);
+    same_columns(forming, given, false, what + ", step block");
+    StressBlockColumns forming_p, given_p;
+    forming_p.set_viscous_partials(tet.F, tet.Fdot, grad, tet.visc, tet.V);
+    given_p.set_viscous_partials(tet.F, tet.Fdot, grad, body.shape_gram(e), tet.visc, tet.V);
+    same_columns(forming_p, given_p, true, what + ", partials");
   }
 }
 

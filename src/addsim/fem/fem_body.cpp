@@ -28,6 +28,7 @@ FemBody::FemBody(std::string name, std::string label, int dof_offset, const TetM
   volume_.resize(m);
   dm_inv_.resize(m);
   grad_.resize(m);
+  gram_.resize(m);
   // Rest quantities per tet: D_m, V = det(D_m)/6, D_m⁻¹ and g_k.
   for (int e = 0; e < m; ++e) {
     const auto& t = mesh_.tets[e];
@@ -53,6 +54,7 @@ FemBody::FemBody(std::string name, std::string label, int dof_offset, const TetM
     dm_inv_[e] = Dm.inverse();
     grad_[e].bottomRows<3>() = dm_inv_[e];
     grad_[e].row(0) = -dm_inv_[e].colwise().sum();
+    gram_[e] = grad_[e] * grad_[e].transpose();
     total_volume_ += volume_[e];
   }
   rest_center_ = mesh_centroid(mesh_);

@@ -73,6 +73,10 @@ class FemBody final : public Body {
   const Mat3& dm_inv(int e) const { return dm_inv_[e]; }
   /// Rest shape-function gradients g_k (rows, 4 × 3, 1/m) of tet e: F = Σ_k x_k g_kᵀ.
   const Mat43& shape_gradients(int e) const { return grad_[e]; }
+  /// G Gᵀ (4 × 4, 1/m²: g_k·g_l) of tet e, formed once from shape_gradients(e) as
+  /// `grad * grad.transpose()` (the viscous stiffness kernels take it instead of forming it
+  /// per evaluation: the same numbers).
+  const Eigen::Matrix4d& shape_gram(int e) const { return gram_[e]; }
   /// Node positions of tet e at q (3 × 4, m).
   Eigen::Matrix<double, 3, 4> element_positions(const VecX& q, int e) const;
   /// Deformation gradient F (3 × 3) of tet e at q.
@@ -104,6 +108,7 @@ class FemBody final : public Body {
   std::vector<double> volume_;
   std::vector<Mat3> dm_inv_;
   std::vector<Mat43> grad_;
+  std::vector<Eigen::Matrix4d> gram_;
   Vec3 rest_center_ = Vec3::Zero();
   double total_volume_ = 0.0;
   std::vector<std::array<int, 3>> surface_faces_;

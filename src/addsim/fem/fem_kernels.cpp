@@ -290,8 +290,13 @@ void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& gr
 
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
                                           double c, double scale) {
-  // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
   const Eigen::Matrix4d gg = grad * grad.transpose();
+  set_viscous_step(F, Fdot, grad, gg, viscosity, c, scale);
+}
+
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                          const Eigen::Matrix4d& gg, double viscosity, double c, double scale) {
+  // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
   const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
   const Eigen::Matrix<double, 3, 4>& f = v.f;
   const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
@@ -309,8 +314,13 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
 
 void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
                                               double scale) {
-  // The factors of viscous_stiffness() (rotation-invariant), constructed as there.
   const Eigen::Matrix4d gg = grad * grad.transpose();
+  set_viscous_partials(F, Fdot, grad, gg, viscosity, scale);
+}
+
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                              const Eigen::Matrix4d& gg, double viscosity, double scale) {
+  // The factors of viscous_stiffness() (rotation-invariant), constructed as there.
   const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
   const Eigen::Matrix<double, 3, 4>& f = v.f;
   const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;

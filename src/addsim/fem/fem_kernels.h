@@ -154,6 +154,12 @@ class StressBlockColumns {
                         double scale);
   /// Viscous parts (s = 64 ν) as separate partials Kq (added to the elastic block) and Kv.
   void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity, double scale);
+  /// The same with G Gᵀ given (`gg` = grad * grad.transpose(), e.g. FemBody::shape_gram):
+  /// the same numbers without forming it per call.
+  void set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
+                        double viscosity, double c, double scale);
+  void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
+                            double viscosity, double scale);
 
   /// Entries of one column 3l + j: col[i][k] (a lane over the four nodes k) is row 3k + i.
   using Column = std::array<Lane4, 3>;

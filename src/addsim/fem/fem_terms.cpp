@@ -298,9 +298,9 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
       else
         out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
       if (step)
-        block.set_viscous_step(F, Fdot, grad, nu_visc, c, V);
+        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), nu_visc, c, V);
       else
-        block.set_viscous_partials(F, Fdot, grad, nu_visc, V);
+        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), nu_visc, V);
     } else {
       out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
     }

@@ -1,7 +1,9 @@
 #include "addsim/rigid/rigid_joints.h"
 
+#include <array>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "addsim/core/error.h"
 #include "addsim/model/handle.h"
@@ -171,34 +173,73 @@ void add_gram(double k, const Eigen::Matrix<double, 3, N>& Jd, const Mat3& H, Ei
     }
 }
 
-// dq += k Jdᵀ Jd for a potential between two rigid bodies with ∂²E/∂d² = I (the zero-length
-// point, axis and motor potentials), the same numbers as add_gram<12>(k, Jd, I, dq) with
-// fewer products. Jd = [P_a, Θ_a, P_b, Θ_b] in 3 × 3 blocks: Θ = ∂y/∂θ is dense, P is ±I
-// for an anchor point and 0 for a direction. In add_gram's sums Σ_r (k Jd(r, i)) Jd(r, j)
-// (r = 0, 1, 2) a zero block adds exact zeros only, and a ±I block leaves one non-zero
-// product (r = i in its rows, r = j in its columns), so those sums are formed here
-// directly and the others in the same order.
+// dq += k Jdᵀ Jd for a potential with ∂²E/∂d² = I (zero length), the same numbers as
+// add_gram<N>(k, Jd, I, dq) with fewer products. Jd is made of 3 × 3 blocks of the kinds
+// given: zero (the position DOFs of a direction), diagonal (±I for a rigid anchor point,
+// −w I for a node of the other side) or dense (Θ = ∂y/∂θ). In add_gram's sums
+// Σ_r (k Jd(r, i)) Jd(r, j) (r = 0, 1, 2; T = (k Jdᵀ) I has exactly the entries k Jd(r, i))
+// a zero block adds exact zeros only, and a diagonal block leaves one non-zero product
+// (r = i in its rows, r = j in its columns), so those sums are formed here directly and the
+// others in the same order.
+enum class GramBlock { kZero, kDiagonal, kDense };
+
+// One 3 × 3 block (rows r0.., columns c0..) of add_block_gram's sum, its kinds known at
+// compile time (so the block loops unroll without branches).
+template <GramBlock R, GramBlock C, int N>
+inline void add_gram_block(double k, const Eigen::Matrix<double, 3, N>& Jd, int r0, int c0,
+                           Eigen::Matrix<double, N, N>& dq) {
+  if constexpr (R != GramBlock::kZero && C != GramBlock::kZero) {
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 3; ++i) {
+        double acc;
+        if constexpr (R == GramBlock::kDiagonal)
+          acc = (k * Jd(i, r0 + i)) * Jd(i, c0 + j);
+        else if constexpr (C == GramBlock::kDiagonal)
+          acc = (k * Jd(j, r0 + i)) * Jd(j, c0 + j);
+        else
+          acc = (k * Jd(0, r0 + i)) * Jd(0, c0 + j) + (k * Jd(1, r0 + i)) * Jd(1, c0 + j) +
+                (k * Jd(2, r0 + i)) * Jd(2, c0 + j);
+        dq(r0 + i, c0 + j) += acc;
+      }
+  }
+}
+
+// Block column C (all block rows Rs) of add_block_gram.
+template <std::size_t C, GramBlock... Kinds, std::size_t... Rs>
+inline void add_gram_block_column(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                                  Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq,
+                                  std::index_sequence<Rs...>) {
+  constexpr GramBlock kinds[] = {Kinds...};
+  (add_gram_block<kinds[Rs], kinds[C], 3 * sizeof...(Kinds)>(k, Jd, 3 * static_cast<int>(Rs), 3 * static_cast<int>(C), dq),
+   ...);
+}
+
+template <GramBlock... Kinds, std::size_t... Cs>
+inline void add_gram_block_columns(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                                   Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq,
+                                   std::index_sequence<Cs...>) {
+  (add_gram_block_column<Cs, Kinds...>(k, Jd, dq, std::make_index_sequence<sizeof...(Kinds)>{}), ...);
+}
+
+// The blocks' kinds as template arguments, one per 3 columns of Jd.
+template <GramBlock... Kinds>
+void add_block_gram(double k, const Eigen::Matrix<double, 3, 3 * sizeof...(Kinds)>& Jd,
+                    Eigen::Matrix<double, 3 * sizeof...(Kinds), 3 * sizeof...(Kinds)>& dq) {
+  add_gram_block_columns<Kinds...>(k, Jd, dq, std::make_index_sequence<sizeof...(Kinds)>{});
+}
+
+// Between two rigid bodies: Jd = [P_a, Θ_a, P_b, Θ_b], P = ±I for a point, 0 for a direction.
 void add_pair_gram(double k, const Eigen::Matrix<double, 3, 12>& Jd, bool point_a, bool point_b,
                    Eigen::Matrix<double, 12, 12>& dq) {
-  enum Block { kZero, kUnit, kDense };
-  const Block kinds[4] = {point_a ? kUnit : kZero, kDense, point_b ? kUnit : kZero, kDense};
-  for (int cb = 0; cb < 4; ++cb)
-    for (int rb = 0; rb < 4; ++rb) {
-      if (kinds[rb] == kZero || kinds[cb] == kZero) continue;
-      const int r0 = 3 * rb, c0 = 3 * cb;
-      for (int j = 0; j < 3; ++j)
-        for (int i = 0; i < 3; ++i) {
-          double acc;
-          if (kinds[rb] == kUnit)
-            acc = (k * Jd(i, r0 + i)) * Jd(i, c0 + j);
-          else if (kinds[cb] == kUnit)
-            acc = (k * Jd(j, r0 + i)) * Jd(j, c0 + j);
-          else
-            acc = (k * Jd(0, r0 + i)) * Jd(0, c0 + j) + (k * Jd(1, r0 + i)) * Jd(1, c0 + j) +
-                  (k * Jd(2, r0 + i)) * Jd(2, c0 + j);
-          dq(r0 + i, c0 + j) += acc;
-        }
-    }
+  using B = GramBlock;
+  if (point_a && point_b)
+    add_block_gram<B::kDiagonal, B::kDense, B::kDiagonal, B::kDense>(k, Jd, dq);
+  else if (point_a)
+    add_block_gram<B::kDiagonal, B::kDense, B::kZero, B::kDense>(k, Jd, dq);
+  else if (point_b)
+    add_block_gram<B::kZero, B::kDense, B::kDiagonal, B::kDense>(k, Jd, dq);
+  else
+    add_block_gram<B::kZero, B::kDense, B::kZero, B::kDense>(k, Jd, dq);
 }
 
 // dv += k Dᵀ D (N × N), as Eigen's general product evaluates it: k (Σ_r D(r, i) D(r, j)).
@@ -266,6 +307,16 @@ Eigen::Matrix<double, 3, N> add_potential(double k, const SeparationEnergy& se, 
   if constexpr (N == 12) {
     if (se.unit_hessian)
       add_pair_gram(k, Jd, wa.point, wb->point, L.dq);
+    else
+      add_gram<N>(k, Jd, se.H, L.dq);
+  } else if constexpr (N == 9) {
+    // A rigid body and one node (a particle or an FEM node, e.g. the ball joints tying the
+    // soft feet to the shins): Jd = [P_a, Θ_a, −w I].
+    using B = GramBlock;
+    if (se.unit_hessian && wa.point)
+      add_block_gram<B::kDiagonal, B::kDense, B::kDiagonal>(k, Jd, L.dq);
+    else if (se.unit_hessian)
+      add_block_gram<B::kZero, B::kDense, B::kDiagonal>(k, Jd, L.dq);
     else
       add_gram<N>(k, Jd, se.H, L.dq);
   } else {

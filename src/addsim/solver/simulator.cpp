@@ -670,7 +670,15 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // the next direction will reuse this LU and the trial's partials would not be used.
     const bool chord_ahead = chord > 0.0 && !converges && newton_constant_ > 0.0 && newton_constant_ * norm < chord;
     expect_more = (rep.iterations > 1 || last_step_iterations_ > 1) && !converges && !chord_ahead;
-    eager = expect_more && full_last_step;
+    // Floor ahead: the quadratic model puts the next ‖r‖ below the round-off floor by a wide
+    // margin (stiff steps end there, far above the tolerance: the soft-feet quadruped ends every
+    // step at ‖r‖ ≈ 2e-10 N below a floor of ≈ 9e-8 N). Its trial is then evaluated without
+    // partials and accepted at the floor below; the partials at the accepted state, if another
+    // iteration follows after all, are the same numbers either way.
+    const double predicted = newton_constant_ * norm * norm;
+    const bool floor_ahead =
+        newton_constant_ > 0.0 && predicted < kSureConvergence * floor_for(predicted / kSureConvergence);
+    eager = expect_more && full_last_step && !floor_ahead;
     const int damped_before = rep.damped_iterations;
     // With two threads the helper factorises this Jacobian while Newton goes on with the
     // older LU; the new one preconditions from a later step on (install above).
@@ -679,6 +687,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // step is accepted: back on the exact one too early, the iterates return to the fold
     // (docs/solver.md, "Compressed springs").
     const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
+    bool trial_in_assembly = true;  // assembly_ holds the evaluation at the accepted trial
     NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, floor_for(norm),
                                       linear_tol, opt.max_halvings, trial_eval, newton_, rep);
     if (clamped) {
@@ -704,6 +713,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       } else if (exact.accepted) {
         it = exact;
         it.halvings = std::max(it.halvings, 1);  // its partials at q are not in assembly_: re-evaluate
+        trial_in_assembly = false;
         newton_.q_trial.swap(clamped_q_);
       } else {
         it = exact;
@@ -728,6 +738,22 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       norm = it.trial;
       rep.converged = true;
       break;
+    }
+    // At the round-off floor (a trial evaluated without partials, whose evaluation assembly_
+    // still holds): accepted without them, on the floor of this state's Σ|contributions| and
+    // the last Jacobian's |J||q| (q moved by one Newton step since; the chord iterates' floor,
+    // chord_floor, is formed alike). Else the partials at q are evaluated and the test at the
+    // top of the loop decides.
+    if (trial_in_assembly && !(it.halvings == 0 && eager)) {
+      const double last_r_abs = floor_r_abs;
+      floor_r_abs = assembly_.r_abs.norm();
+      if (it.trial <= floor_for(it.trial)) {
+        norm = it.trial;
+        rep.converged = true;
+        rep.acceptance = StepAcceptance::kRoundoffFloor;
+        break;
+      }
+      floor_r_abs = last_r_abs;
     }
     // A full, undamped step on the exact Jacobian that shrank ‖r‖ by ρ: its LU takes the next step.
     if (chord_ahead && it.halvings == 0 && !clamped && !clamped_step && rep.damped_iterations == damped_before &&
