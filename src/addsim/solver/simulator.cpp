@@ -734,7 +734,11 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     q = newton_.q_trial;
     full_last_step = it.halvings == 0;
     rep.residual_history.push_back(it.trial);
-    if (it.trial < tol && resolved()) {  // converged: the partials at q are not needed
+    // converged: the partials at q are not needed. resolved() reads assembly_, so the test is
+    // made here only when assembly_ holds the accepted trial; after the clamped retry fell back
+    // to the exact direction it holds the clamped trial's, and the test at the top of the loop
+    // decides on the re-evaluation at q.
+    if (it.trial < tol && trial_in_assembly && resolved()) {
       norm = it.trial;
       rep.converged = true;
       break;
