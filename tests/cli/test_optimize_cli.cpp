@@ -341,6 +341,16 @@ TEST(OptimizeCli, BadInputNamesTheKeyPathAndWritesNoResult) {
   t["stages"] = {json::object(), {{"fallback_after", json::array({"stall"})}}};
   cases.push_back({"fallback after without fallback", t, "stages.1.fallback_after"});
   t = base;
+  t["stages"] = {json::object(), {{"run_after", json::array({"phi_ratio", "solved"})}}};
+  cases.push_back({"run after", t, "stages.1.run_after.1"});
+  t = base;
+  t["stages"] = {{{"run_after", json::array({"phi_ratio"})}}};
+  cases.push_back({"run after on the first stage", t, "stages.0.run_after"});
+  t = base;
+  t["optimize"]["phi_ratio"] = 1e-6;
+  t["stages"] = {json::object(), {{"fallback", true}, {"run_after", json::array({"stall"})}}};
+  cases.push_back({"run after on a fallback", t, "stages.1.run_after"});
+  t = base;
   t["optimize"]["phi_ratio"] = 1e-6;
   t["stages"] = {json::object(), {{"fallback_from", "best"}}};
   cases.push_back({"fallback from without fallback", t, "stages.1.fallback_from"});

@@ -197,6 +197,59 @@ TEST(Continuation, FallbackAfterSkipsAttemptsForOtherStopReasons) {
   EXPECT_EQ(none.simulations, 2);
 }
 
+TEST(Continuation, RunAfterEndsTheAttemptWhenTheStageBeforeMissedItsGoal) {
+  // stages[k].run_after: a non-fallback stage runs only after the listed stop reasons of the
+  // stage before; otherwise its attempt ends there (it and the stages after it up to the next
+  // fallback are skipped) and the next fallback runs on the stage before's reason.
+  const Vec3 target(1.0, 0.5, 0.2);
+  std::vector<int> built;
+  const StageFactory factory = particle_throw_stages(target, nullptr, &built);
+  // 0: L-BFGS-B, 2 simulations (ends on its budget); 1: runs only after a reached goal;
+  // 2: the attempt's next stage; 3: a fallback from the start after a budget stop
+  // (Gauss–Newton, solved).
+  std::vector<StageSpec> stages = short_start_then_gauss_newton(4);
+  stages[1].run_after = {StopReason::kPhiRatio};
+  stages[3].fallback = true;
+  stages[3].fallback_after = {StopReason::kSimulationBudget};
+  const ContinuationResult r = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0, 3}));
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].result.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(r.stages[1].result.reason, StopReason::kPhiRatio);
+
+  // The budget listed: the attempt goes on (stage 1 solves it, stage 2 follows; whether the
+  // fallback runs after stage 2 is fallback_after's business).
+  stages[1].run_after = {StopReason::kPhiRatio, StopReason::kSimulationBudget};
+  built.clear();
+  const ContinuationResult on = run_continuation(stages, factory);
+  ASSERT_GE(built.size(), 3u);
+  EXPECT_EQ(std::vector<int>(built.begin(), built.begin() + 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(on.stages[1].result.reason, StopReason::kPhiRatio);
+
+  // Stage 2 after stage 1's goal: runs.
+  stages[1].run_after.clear();
+  stages[2].run_after = {StopReason::kPhiRatio};
+  built.clear();
+  run_continuation(stages, factory);
+  ASSERT_GE(built.size(), 3u);
+  EXPECT_EQ(std::vector<int>(built.begin(), built.begin() + 3), (std::vector<int>{0, 1, 2}));
+
+  // Skipped with no fallback after it: the result is the stage before's.
+  stages.pop_back();
+  stages[2].run_after.clear();
+  stages[1].run_after = {StopReason::kStall};
+  built.clear();
+  const ContinuationResult none = run_continuation(stages, factory);
+  EXPECT_EQ(built, (std::vector<int>{0}));
+  EXPECT_EQ(none.reason, StopReason::kSimulationBudget);
+  EXPECT_EQ(none.simulations, 2);
+
+  // A fallback takes fallback_after, not run_after.
+  stages[2].fallback = true;
+  stages[2].run_after = {StopReason::kStall};
+  EXPECT_THROW(run_continuation(stages, factory), InputError);
+}
+
 TEST(Continuation, PhiBelowEndsAStageAsSolvedAndSkipsTheFallback) {
   // optimize.phi_below: an absolute goal (Φ ≤ phi_below) ends the stage at the first iteration
   // that reaches it, counts as solved (the fallback after it is skipped), and on its own

@@ -275,7 +275,7 @@ int run_optimize(const Options& opt) {
   for (TaskStage& s : task_stages) {
     if (!method.empty()) s.options.method = parse_optimizer_method(method, "--method");
     if (max_sims > 0) s.options.max_simulations = max_sims;
-    stages.push_back({s.name, s.options, s.fallback, s.fallback_after, s.fallback_from_best, s.join});
+    stages.push_back({s.name, s.options, s.fallback, s.fallback_after, s.fallback_from_best, s.join, s.run_after});
   }
   const std::vector<std::string> columns = first->selection.names();
   const int num_stages = static_cast<int>(stages.size());

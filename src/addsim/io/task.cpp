@@ -679,23 +679,38 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
     if (st.fallback && k == 0) r.fail("fallback", "the first stage cannot be a fallback (it runs when an earlier stage stops short)");
     if (st.fallback && !(stages.back().options.phi_ratio_tolerance > 0.0) && !(stages.back().options.phi_below > 0.0))
       r.fail("fallback", "the stage before it has no optimize.phi_ratio or phi_below, so it never counts as solved");
+    // A list of stop reasons at `key` (`fallback_after`, `run_after`), each one of `allowed`.
+    auto reasons_at = [&](const std::string& key, const std::vector<StopReason>& allowed) {
+      const json& list = r.raw(key);
+      if (!list.is_array() || list.empty()) r.fail(key, "must be a non-empty list of stop reasons, got " + describe(list));
+      std::string names;
+      for (StopReason reason : allowed) names += std::string(names.empty() ? "" : ", ") + to_string(reason);
+      std::vector<StopReason> out;
+      for (size_t i = 0; i < list.size(); ++i) {
+        auto it = std::find_if(allowed.begin(), allowed.end(), [&](StopReason reason) {
+          return list[i].is_string() && list[i].get<std::string>() == to_string(reason);
+        });
+        if (it == allowed.end())
+          fail_at(top.source(), join_path(path, key + "." + std::to_string(i)),
+                  "must be one of " + names + ", got " + describe(list[i]));
+        out.push_back(*it);
+      }
+      return out;
+    };
+    const std::vector<StopReason> short_of_goal{StopReason::kSimulationBudget, StopReason::kTimeBudget,
+                                                StopReason::kStall,            StopReason::kNoProgress,
+                                                StopReason::kLineSearch,       StopReason::kPhiChange,
+                                                StopReason::kGradient};
     if (r.has("fallback_after")) {
       if (!st.fallback) r.fail("fallback_after", "needs \"fallback\": true (it says when a fallback attempt runs)");
-      const json& list = r.raw("fallback_after");
-      if (!list.is_array() || list.empty())
-        r.fail("fallback_after", "must be a non-empty list of stop reasons, got " + describe(list));
-      const std::vector<StopReason> reasons{StopReason::kSimulationBudget, StopReason::kTimeBudget, StopReason::kStall,
-                                            StopReason::kNoProgress,       StopReason::kLineSearch, StopReason::kPhiChange,
-                                            StopReason::kGradient};
-      for (size_t i = 0; i < list.size(); ++i) {
-        auto it = std::find_if(reasons.begin(), reasons.end(),
-                               [&](StopReason reason) { return list[i].is_string() && list[i].get<std::string>() == to_string(reason); });
-        if (it == reasons.end())
-          fail_at(top.source(), join_path(path, "fallback_after." + std::to_string(i)),
-                  "must be one of simulation_budget, time_budget, stall, no_progress, line_search, phi_change, gradient, got " +
-                      describe(list[i]));
-        st.fallback_after.push_back(*it);
-      }
+      st.fallback_after = reasons_at("fallback_after", short_of_goal);
+    }
+    if (r.has("run_after")) {
+      if (k == 0) r.fail("run_after", "the first stage has no stage before it");
+      if (st.fallback) r.fail("run_after", "a fallback stage says when it runs with fallback_after");
+      std::vector<StopReason> any = short_of_goal;
+      any.insert(any.begin(), {StopReason::kPhiRatio, StopReason::kPhiBelow});
+      st.run_after = reasons_at("run_after", any);
     }
     st.join = r.boolean("join", false);
     if (st.join && k == 0) r.fail("join", "the first stage cannot be a join (it ends the attempts before it)");

@@ -39,6 +39,7 @@ struct TaskStage {
   /// objective term must resolve in it; values carry over by name.
   std::string scene;
   bool join = false;  ///< `join`: ends the attempts before it (optim/continuation.h)
+  std::vector<StopReason> run_after;  ///< `run_after`: the stop reasons of the stage before after which it runs
 };
 
 /// A loaded task: the scene's model, the selected parameters and the objective.

@@ -40,8 +40,11 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
     throw InputError("continuation: start stage " + std::to_string(start.stage) + " does not exist");
   if (stages.front().fallback) throw InputError("continuation: the first stage cannot be a fallback");
   if (stages.front().join) throw InputError("continuation: the first stage cannot be a join");
-  for (const StageSpec& st : stages)
+  for (const StageSpec& st : stages) {
     if (st.fallback && st.join) throw InputError("continuation: stage \"" + st.name + "\" is both a fallback and a join");
+    if (st.fallback && !st.run_after.empty())
+      throw InputError("continuation: stage \"" + st.name + "\" is a fallback; it takes fallback_after, not run_after");
+  }
   const int n = static_cast<int>(stages.size());
   // The first join stage after s, or n.
   auto next_join = [&](int s) {
@@ -73,6 +76,13 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
         if (!stages[s].fallback_from_best) out.best.clear();
       } else if (std::isnan(start.phi0) && !stages[s].fallback_from_best) {
         out.best.clear();  // resumed before the fallback stage began
+      }
+    } else if (s > start.stage && !stages[s].run_after.empty()) {
+      const std::vector<StopReason>& after = stages[s].run_after;
+      if (std::find(after.begin(), after.end(), out.reason) == after.end()) {
+        // The stage before stopped for another reason: this attempt ends here.
+        while (s + 1 < n && !stages[s + 1].fallback && !stages[s + 1].join) ++s;
+        continue;
       }
     }
     std::unique_ptr<SimulationProblem> problem = factory(s, out.best);

@@ -66,6 +66,11 @@ struct StageSpec {
   /// Ends the attempts before it: runs after the last attempt that ran, from its best point,
   /// whether or not it reached its goal (see above). Not for the first stage or a fallback.
   bool join = false;
+  /// For a stage that is not a fallback: the stop reasons of the stage before it (e.g. its goal,
+  /// `kPhiRatio`) after which it runs (empty: any). For another reason its attempt ends there:
+  /// this stage and the non-fallback, non-join stages after it are skipped, and the run goes on
+  /// at the next fallback or join stage, judged on that stop reason.
+  std::vector<StopReason> run_after;
 };
 
 /// Builds the problem of stage `stage` with the carried values applied to its start
@@ -113,7 +118,8 @@ struct ContinuationResult {
 /// start; the counters are totals. Stops early when a stage is interrupted or its start
 /// fails to simulate, and before a fallback stage when the stage before it reached its
 /// goal (reached_goal) — or goes on at the next join stage, where there is one; skips a
-/// fallback attempt whose fallback_after does not list the last stop reason. Throws
+/// fallback attempt whose fallback_after does not list the last stop reason, and the rest of
+/// an attempt at a stage whose run_after does not list it. Throws
 /// InputError for a fallback or join first stage and a stage that is both. A resumed fallback stage
 /// that had not started yet (start.phi0 NaN) starts from the task's start (with
 /// fallback_from_best: from start.carried).
