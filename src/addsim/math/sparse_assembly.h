@@ -267,18 +267,7 @@ class Assembly {
     const int* pm = pattern_->point_map(id);
     ADDSIM_CHECK(mode_ == EvalMode::kResidualAndStepJacobian && pm, "add_point_pair: step Jacobian on whole points only");
     if (!s) return;
-    for (int j = 0; j < 3; ++j) {
-      double* aa = jac.data() + pm[j * 2];
-      double* ba = jac.data() + pm[1 + j * 2];
-      double* ab = jac.data() + pm[(3 + j) * 2];
-      double* bb = jac.data() + pm[1 + (3 + j) * 2];
-      for (int i = 0; i < 3; ++i) {
-        aa[i] += (*s)(i, j);
-        ba[i] += -(*s)(i, j);
-        ab[i] += -(*s)(i, j);
-        bb[i] += (*s)(i, j);
-      }
-    }
+    add_pair_step_block(pm, [s](int i, int j) { return (*s)(i, j); });
   }
 
   /// add_point_pair_step() with r_a and the step block read from structure-of-arrays lanes
@@ -302,20 +291,28 @@ class Assembly {
       r_abs[db + c] += std::abs(b);
     }
     if (!pm || !s) return true;
+    add_pair_step_block(pm, [s, stride](int i, int j) { return s[(i + 3 * j) * stride]; });
+    return true;
+  }
+
+  /// The pair step block's scatter of add_point_pair() / add_point_pair_lane(): ±s(i, j) into
+  /// the four 3 × 3 blocks (a, a), (b, a), (a, b), (b, b) through the stencil's point map `pm`,
+  /// column by column.
+  template <class Block>
+  void add_pair_step_block(const int* pm, const Block& s) {
     for (int j = 0; j < 3; ++j) {
       double* aa = jac.data() + pm[j * 2];
       double* ba = jac.data() + pm[1 + j * 2];
       double* ab = jac.data() + pm[(3 + j) * 2];
       double* bb = jac.data() + pm[1 + (3 + j) * 2];
       for (int i = 0; i < 3; ++i) {
-        const double v = s[(i + 3 * j) * stride];
+        const double v = s(i, j);
         aa[i] += v;
         ba[i] += -v;
         ab[i] += -v;
         bb[i] += v;
       }
     }
-    return true;
   }
 
   /// Column-wise scatter for a stencil of M whole 3-DOF points (an FEM element's 4 nodes): a
