@@ -418,6 +418,21 @@ TEST(SpringTerm, ParticlePairStepJacobianMatchesPartialsAndDifferences) {
   }
 }
 
+// Every array of two assemblies (r, r_abs, jac, kq, kv, ka) equal to the bit.
+void expect_same_assembly_bits(const Assembly& x, const Assembly& y, const std::string& what) {
+  const auto same_bits = [](const VecX& x1, const VecX& x2) {
+    // (memcmp of an empty vector's null data would be undefined even for zero bytes.)
+    return x1.size() == x2.size() &&
+           (x1.size() == 0 || std::memcmp(x1.data(), x2.data(), sizeof(double) * x1.size()) == 0);
+  };
+  EXPECT_TRUE(same_bits(x.r, y.r)) << what << ": r";
+  EXPECT_TRUE(same_bits(x.r_abs, y.r_abs)) << what << ": r_abs";
+  EXPECT_TRUE(same_bits(x.jac, y.jac)) << what << ": jac";
+  EXPECT_TRUE(same_bits(x.kq, y.kq)) << what << ": kq";
+  EXPECT_TRUE(same_bits(x.kv, y.kv)) << what << ": kv";
+  EXPECT_TRUE(same_bits(x.ka, y.ka)) << what << ": ka";
+}
+
 // Particle-pair springs of the distance and unilateral kinds go through the lane kernel
 // (terms/spring_pair_forces.h) several at a time. 13 of them between 7 particles (two batches,
 // the second padded), interleaved with a zero-length pair, a world-anchored spring and a spring
@@ -466,11 +481,6 @@ TEST(SpringTerm, PairKernelMatchesOneSpringPathBitForBit) {
     spring_term->set_batched_pairs(true);
     return out;
   };
-  auto same_bits = [](const VecX& x1, const VecX& x2) {
-    // (memcmp of an empty vector's null data would be undefined even for zero bytes.)
-    return x1.size() == x2.size() &&
-           (x1.size() == 0 || std::memcmp(x1.data(), x2.data(), sizeof(double) * x1.size()) == 0);
-  };
   struct ModeCase {
     EvalMode mode;
     JacobianWeights w;
@@ -489,11 +499,7 @@ TEST(SpringTerm, PairKernelMatchesOneSpringPathBitForBit) {
                                std::to_string(c.w.wq) + ", wv " + std::to_string(c.w.wv) + ", clamp " +
                                std::to_string(c.clamp);
       EXPECT_GT(lanes.r.norm(), 1.0) << what;
-      EXPECT_TRUE(same_bits(lanes.r, one.r)) << what;
-      EXPECT_TRUE(same_bits(lanes.r_abs, one.r_abs)) << what;
-      EXPECT_TRUE(same_bits(lanes.jac, one.jac)) << what;
-      EXPECT_TRUE(same_bits(lanes.kq, one.kq)) << what;
-      EXPECT_TRUE(same_bits(lanes.kv, one.kv)) << what;
+      expect_same_assembly_bits(lanes, one, what);
     }
   };
   compare_modes("moving");
@@ -632,10 +638,6 @@ TEST(ParticleTerms, InertiaDiagonalMatchesTheFullBlockBitForBit) {
   a << -1.1, 2.3, -3.7, 4.1, -5.3, 6.7, 0.1, -0.2, 1e-3;
   const VecX p = m.params().defaults();
   const TermContext ctx{q, v, a, p, 3, m.scheme()};
-  auto same_bits = [](const VecX& x1, const VecX& x2) {
-    return x1.size() == x2.size() &&
-           (x1.size() == 0 || std::memcmp(x1.data(), x2.data(), sizeof(double) * x1.size()) == 0);
-  };
   for (const auto& [mode, w] : {std::pair{EvalMode::kResidual, JacobianWeights{1.0, 0.0, 0.0}},
                                 std::pair{EvalMode::kResidualAndJacobians, JacobianWeights{1.0, 0.0, 0.0}},
                                 std::pair{EvalMode::kResidualAndStepJacobian, JacobianWeights{1.0, 150.0, 22500.0}},
@@ -650,11 +652,7 @@ TEST(ParticleTerms, InertiaDiagonalMatchesTheFullBlockBitForBit) {
     m.terms()[2]->evaluate(ctx, block);
     const std::string what = "mode " + std::to_string(static_cast<int>(mode)) + ", wa " + std::to_string(w.wa);
     EXPECT_GT(diag.r.norm(), 1.0) << what;
-    EXPECT_TRUE(same_bits(diag.r, block.r)) << what;
-    EXPECT_TRUE(same_bits(diag.r_abs, block.r_abs)) << what;
-    EXPECT_TRUE(same_bits(diag.jac, block.jac)) << what;
-    EXPECT_TRUE(same_bits(diag.kq, block.kq)) << what;
-    EXPECT_TRUE(same_bits(diag.ka, block.ka)) << what;
+    expect_same_assembly_bits(diag, block, what);
   }
 }
 

@@ -51,11 +51,21 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
     while (s < n && !stages[s].join) ++s;
     return s;
   };
+  // The last stage of the attempt that stage s is in (before the next fallback or join stage).
+  auto attempt_end = [&](int s) {
+    while (s + 1 < n && !stages[s + 1].fallback && !stages[s + 1].join) ++s;
+    return s;
+  };
   ContinuationResult out;
   out.best = start.carried;
   out.simulations = start.simulations;
   out.seconds = start.seconds;
   out.iterations = start.iteration;
+  // Whether `reasons` (a fallback_after or run_after list; empty: any) lets a stage run after
+  // the last stop reason.
+  auto runs_after = [&](const std::vector<StopReason>& reasons) {
+    return reasons.empty() || std::find(reasons.begin(), reasons.end(), out.reason) != reasons.end();
+  };
   for (int s = start.stage; s < n; ++s) {
     if (stages[s].fallback) {
       if (s > start.stage) {
@@ -67,23 +77,17 @@ ContinuationResult run_continuation(const std::vector<StageSpec>& stages, const 
           s = j - 1;
           continue;
         }
-        const std::vector<StopReason>& after = stages[s].fallback_after;
-        if (!after.empty() && std::find(after.begin(), after.end(), out.reason) == after.end()) {
-          // Not this attempt's case: skip it up to the next fallback or join stage.
-          while (s + 1 < n && !stages[s + 1].fallback && !stages[s + 1].join) ++s;
+        if (!runs_after(stages[s].fallback_after)) {
+          s = attempt_end(s);  // not this attempt's case: skip it up to the next fallback or join stage
           continue;
         }
         if (!stages[s].fallback_from_best) out.best.clear();
       } else if (std::isnan(start.phi0) && !stages[s].fallback_from_best) {
         out.best.clear();  // resumed before the fallback stage began
       }
-    } else if (s > start.stage && !stages[s].run_after.empty()) {
-      const std::vector<StopReason>& after = stages[s].run_after;
-      if (std::find(after.begin(), after.end(), out.reason) == after.end()) {
-        // The stage before stopped for another reason: this attempt ends here.
-        while (s + 1 < n && !stages[s + 1].fallback && !stages[s + 1].join) ++s;
-        continue;
-      }
+    } else if (s > start.stage && !runs_after(stages[s].run_after)) {
+      s = attempt_end(s);  // the stage before stopped for another reason: this attempt ends here
+      continue;
     }
     std::unique_ptr<SimulationProblem> problem = factory(s, out.best);
     // The stage's budget counts from its own start; the tracker counts totals.
