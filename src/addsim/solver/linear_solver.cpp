@@ -268,12 +268,25 @@ namespace {
 // cylinder-drop Jacobian: 116 ms with the default threads vs 6.8 ms with one, on 2 cores)
 // and competes with parallel rollouts. Unless the user set OPENBLAS_NUM_THREADS, BLAS is
 // limited to one thread, found at run time so that any BLAS implementation links.
+//
+// Limiting the count does not stop the pool OpenBLAS (pthreads build) starts when the library
+// loads: each worker polls its queue with sched_yield for 2^28 TSC ticks (≈ 0.1 s) after its
+// last job before it sleeps, so every process spent ≈ 0.1 s of CPU on one core per extra
+// worker at start-up (`addsim simulate` of the soft-feet quadruped: user + sys 0.34 s → 0.24 s,
+// sys 0.10 → 0.02 s, same bits; docs/solver.md). With one thread no job is ever queued, so the
+// pool is shut down (`blas_thread_shutdown_`, exported by OpenBLAS for its fork handlers); a
+// caller that raises the count again later gets it back, as OpenBLAS restarts a stopped pool
+// lazily at its next threaded call.
 void limit_blas_threads() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
     using SetThreads = void (*)(int);
-    if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+    auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    if (set == nullptr) return;
+    set(1);
+    using Shutdown = int (*)();
+    if (auto shutdown = reinterpret_cast<Shutdown>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) shutdown();
   });
 }
 
