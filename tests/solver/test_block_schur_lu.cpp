@@ -3,11 +3,17 @@
 // a ring of blocks whose elimination fills) it solves A x = b and Aᵀ x = b like a dense LU,
 // splits bodies into runs of identical columns, counts its flops, reports a singular diagonal
 // block; and on the soft-feet quadruped's real step Jacobian (needs gmsh) it finds one block
-// per rigid body and FEM node and solves to round-off.
+// per rigid body and FEM node and solves to round-off. Making a solver leaves no OpenBLAS worker
+// threads running.
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -232,6 +238,27 @@ TEST(BlockSchurLu, IsTheSolverOfItsKind) {
   std::mt19937 rng(1);
   const BlockSystem s = make_robot(rng);
   EXPECT_STREQ(make_linear_solver(LinearSolverKind::kSchur, &s.pattern)->name(), "block_schur_lu");
+}
+
+// Making a solver limits OpenBLAS to one thread and stops its worker pool, whose idle workers
+// would otherwise poll for ≈ 0.1 s of CPU each (linear_solver.cpp, limit_blas_threads). Each
+// test runs in its own process (gtest_discover_tests), so the pool is the one started at load.
+TEST(BlockSchurLu, MakingASolverStopsOpenBlasWorkers) {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set by the user";
+  if (dlsym(RTLD_DEFAULT, "blas_thread_shutdown_") == nullptr) GTEST_SKIP() << "this BLAS is not OpenBLAS (pthreads)";
+  const auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+  };
+  std::mt19937 rng(2);
+  const BlockSystem s = make_robot(rng);
+  const auto solver = make_linear_solver(LinearSolverKind::kSchur, &s.pattern);
+  EXPECT_EQ(threads(), 1);
+  // A large block still goes through LAPACK's dgetrf, on the calling thread.
+  std::mt19937 rng_large(48);
+  const BlockSystem large = make_block_system({48}, {}, 0, rng_large);
+  BlockSchurLu lu(&large.pattern);
+  expect_solves_like_dense_lu(large.pattern, block_values(large, 0.0, 1.0, rng_large), lu, rng_large, 1e-12);
+  EXPECT_EQ(threads(), 1);
 }
 
 // The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one column
