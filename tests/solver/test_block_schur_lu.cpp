@@ -243,22 +243,43 @@ TEST(BlockSchurLu, IsTheSolverOfItsKind) {
 // Making a solver limits OpenBLAS to one thread and stops its worker pool, whose idle workers
 // would otherwise poll for ≈ 0.1 s of CPU each (linear_solver.cpp, limit_blas_threads). Each
 // test runs in its own process (gtest_discover_tests), so the pool is the one started at load.
+// Empty when the check applies, else why it is skipped.
+std::string openblas_pool_skip_reason() {
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return "OPENBLAS_NUM_THREADS is set by the user";
+  if (dlsym(RTLD_DEFAULT, "blas_thread_shutdown_") == nullptr) return "this BLAS is not OpenBLAS (pthreads)";
+  return {};
+}
+
+long threads_of_this_process() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+}
+
+// A 48-DOF block goes through LAPACK's dgetrf, on the calling thread.
+void expect_dgetrf_block_solves_on_one_thread() {
+  std::mt19937 rng(48);
+  const BlockSystem large = make_block_system({48}, {}, 0, rng);
+  BlockSchurLu lu(&large.pattern);
+  expect_solves_like_dense_lu(large.pattern, block_values(large, 0.0, 1.0, rng), lu, rng, 1e-12);
+  EXPECT_EQ(threads_of_this_process(), 1);
+}
+
 TEST(BlockSchurLu, MakingASolverStopsOpenBlasWorkers) {
-  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) GTEST_SKIP() << "OPENBLAS_NUM_THREADS is set by the user";
-  if (dlsym(RTLD_DEFAULT, "blas_thread_shutdown_") == nullptr) GTEST_SKIP() << "this BLAS is not OpenBLAS (pthreads)";
-  const auto threads = [] {
-    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
-  };
+  if (const std::string why = openblas_pool_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   std::mt19937 rng(2);
   const BlockSystem s = make_robot(rng);
   const auto solver = make_linear_solver(LinearSolverKind::kSchur, &s.pattern);
-  EXPECT_EQ(threads(), 1);
-  // A large block still goes through LAPACK's dgetrf, on the calling thread.
-  std::mt19937 rng_large(48);
-  const BlockSystem large = make_block_system({48}, {}, 0, rng_large);
-  BlockSchurLu lu(&large.pattern);
-  expect_solves_like_dense_lu(large.pattern, block_values(large, 0.0, 1.0, rng_large), lu, rng_large, 1e-12);
-  EXPECT_EQ(threads(), 1);
+  EXPECT_EQ(threads_of_this_process(), 1);
+  expect_dgetrf_block_solves_on_one_thread();
+}
+
+// The same for a block LU constructed directly (benchmarks, tests), without make_linear_solver.
+TEST(BlockSchurLu, ConstructingOneStopsOpenBlasWorkers) {
+  if (const std::string why = openblas_pool_skip_reason(); !why.empty()) GTEST_SKIP() << why;
+  std::mt19937 rng(3);
+  const BlockSystem s = make_robot(rng);
+  const BlockSchurLu lu(&s.pattern);
+  EXPECT_EQ(threads_of_this_process(), 1);
+  expect_dgetrf_block_solves_on_one_thread();
 }
 
 // The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one column

@@ -291,6 +291,8 @@ void pull_front(double* v, const int* front, const double* w, const double* y, i
 }  // namespace
 
 BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
+  // Large diagonal blocks go through LAPACK (dgetrf): one BLAS thread, no idle pool.
+  limit_blas_threads();
   const int n = pattern->size();
   const auto& outer = pattern->outer();
   const auto& inner = pattern->inner();

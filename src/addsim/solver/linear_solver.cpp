@@ -262,7 +262,6 @@ bool have_klu() {
 #endif
 }
 
-namespace {
 // UMFPACK and CHOLMOD call BLAS on dense frontal blocks of a few hundred rows at most.
 // OpenBLAS's thread pool then costs far more than it saves (UMFPACK refactorisation of the
 // cylinder-drop Jacobian: 116 ms with the default threads vs 6.8 ms with one, on 2 cores)
@@ -272,8 +271,8 @@ namespace {
 // Limiting the count does not stop the pool OpenBLAS (pthreads build) starts when the library
 // loads: each worker polls its queue with sched_yield for 2^28 TSC ticks (≈ 0.1 s) after its
 // last job before it sleeps, so every process spent ≈ 0.1 s of CPU on one core per extra
-// worker at start-up (`addsim simulate` of the soft-feet quadruped: user + sys 0.34 s → 0.24 s,
-// sys 0.10 → 0.02 s, same bits; docs/solver.md). With one thread no job is ever queued, so the
+// worker at start-up (`addsim simulate` of the soft-feet quadruped: user + sys 0.32 s → 0.24 s,
+// sys 0.10 → 0.03 s, same bits; docs/solver.md). With one thread no job is ever queued, so the
 // pool is shut down (`blas_thread_shutdown_`, exported by OpenBLAS for its fork handlers); a
 // caller that raises the count again later gets it back, as OpenBLAS restarts a stopped pool
 // lazily at its next threaded call.
@@ -289,8 +288,6 @@ void limit_blas_threads() {
     if (auto shutdown = reinterpret_cast<Shutdown>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) shutdown();
   });
 }
-
-}  // namespace
 
 // Every numeric factorisation allocates UMFPACK's (or CHOLMOD's) work and factor memory —
 // several MB for a few thousand DOFs — and frees the previous one. glibc serves such blocks

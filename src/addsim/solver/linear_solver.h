@@ -65,6 +65,11 @@ void refine_direct_solve(const SparsePattern& pattern, const VecX& values, const
 /// requested but not available.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern);
 
+/// Limits BLAS to one thread and stops OpenBLAS's worker pool, unless OPENBLAS_NUM_THREADS is
+/// set (found at run time: a no-op with other BLAS libraries). Every solver that calls BLAS or
+/// LAPACK calls it first (make_linear_solver, BlockSchurLu's constructor); idempotent.
+void limit_blas_threads();
+
 /// True if this build links UMFPACK.
 bool have_umfpack();
 /// True if this build links KLU.
