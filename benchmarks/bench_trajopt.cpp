@@ -9,14 +9,15 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
 // --optimize also runs `addsim optimize`'s method with the task's options (iterations,
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
 // |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
-// only the simulation and the sweep (for a profiler); --dense-dofs N moves the sweep's switch
+// only the simulation and the sweep (for a profiler); --sim-only only the simulation (median,
+// minimum and maximum CPU time in ms; for a profiler or alternating comparisons); --dense-dofs N moves the sweep's switch
 // from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
@@ -62,6 +63,7 @@ struct Options {
   bool optimize = false;
   bool per_parameter = false;
   bool sweep_only = false;
+  bool sim_only = false;
   int dense_dofs = kDenseSensitivityDofs;
   std::vector<std::string> tasks;
 };
@@ -101,6 +103,7 @@ void run_task(const std::string& name, const Options& o) {
       std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
       return;
     }
+    if (o.sim_only) continue;
     if (!o.sweep_only) {
       t0 = Clock::now();
       gradient_adjoint(model, traj, task.objective);
@@ -137,6 +140,12 @@ void run_task(const std::string& name, const Options& o) {
       const double dev = (reverse_jacobian - jacobian).cwiseAbs().maxCoeff() / jacobian.cwiseAbs().maxCoeff();
       std::printf("%-16s reverse vs direct dρ/dp: max deviation %.2e of the largest entry\n", name.c_str(), dev);
     }
+  }
+  if (o.sim_only) {
+    std::printf("%-16s sim CPU time: median %7.3f ms, min %7.3f ms, max %7.3f ms (%d runs)\n", name.c_str(),
+                1e3 * median(c_sim), 1e3 * *std::min_element(c_sim.begin(), c_sim.end()),
+                1e3 * *std::max_element(c_sim.begin(), c_sim.end()), o.repeat);
+    return;
   }
   if (o.sweep_only) {
     std::printf("%-16s sim %9.4f s | sweep %9.4f s (%5.2fx, %ld LU) | CPU time: sim %9.4f s | sweep %9.4f s (%5.2fx)\n",
@@ -221,10 +230,12 @@ int main(int argc, char** argv) {
       o.per_parameter = true;
     } else if (a == "--sweep-only") {
       o.sweep_only = true;
+    } else if (a == "--sim-only") {
+      o.sim_only = true;
     } else if (a == "--dense-dofs" && k + 1 < argc) {
       o.dense_dofs = std::atoi(argv[++k]);
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--dense-dofs N] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

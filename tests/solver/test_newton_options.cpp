@@ -1,6 +1,6 @@
 // Opt-in options of the plain Newton step solver that change the iteration path, not the
 // root (docs/solver.md, "Newton iterations per step on the Table 2 scenes", "Stick
-// predictor", "Chord tail"): the converged
+// predictor", "Chord tail", "Sheet flip, sixth round"): the converged
 // trajectory agrees with the default one to within what the Newton tolerance allows, and
 // the scene keys are validated.
 
@@ -141,6 +141,41 @@ TEST(NewtonOptions, ChordContractionIsValidated) {
       FAIL() << bad << " was accepted as solver.chord_contraction";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("solver.chord_contraction"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(NewtonOptions, ChordAccelerationConvergesToTheSameStates) {
+  const Trajectory newton = sheet_flip(40, {"solver.chord_contraction=0"});
+  const Trajectory plain = sheet_flip(40, {"solver.chord_contraction=0.1", "solver.chord_acceleration=0"});
+  const Trajectory mixed = sheet_flip(40, {"solver.chord_contraction=0.1", "solver.chord_acceleration=2"});
+  ASSERT_TRUE(plain.completed()) << plain.failure;
+  ASSERT_TRUE(mixed.completed()) << mixed.failure;
+  // The option is active: Anderson mixing takes the chord tails in fewer steps.
+  EXPECT_LT(total_iterations(mixed), total_iterations(plain));
+  // The same roots as plain Newton and the plain chord tail.
+  ASSERT_EQ(newton.q.size(), mixed.q.size());
+  EXPECT_LT(largest_state_difference(newton, mixed), 1e-9);
+  EXPECT_LT(largest_state_difference(plain, mixed), 1e-9);
+  for (const StepReport& r : mixed.reports) EXPECT_FALSE(r.accepted_at_floor()) << "step " << r.step;
+}
+
+TEST(NewtonOptions, ChordAccelerationWithoutChordStepsChangesNothing) {
+  const Trajectory off = sheet_flip(10, {"solver.chord_contraction=0", "solver.chord_acceleration=0"});
+  const Trajectory on = sheet_flip(10, {"solver.chord_contraction=0", "solver.chord_acceleration=2"});
+  ASSERT_TRUE(off.completed()) << off.failure;
+  ASSERT_TRUE(on.completed()) << on.failure;
+  ASSERT_EQ(off.q.size(), on.q.size());
+  for (size_t i = 0; i < off.q.size(); ++i) EXPECT_TRUE(off.q[i] == on.q[i]) << "state " << i;
+}
+
+TEST(NewtonOptions, ChordAccelerationIsValidated) {
+  for (const char* bad : {"-1", "9", "1.5", "true"}) {
+    try {
+      sheet_flip(2, {std::string("solver.chord_acceleration=") + bad});
+      FAIL() << bad << " was accepted as solver.chord_acceleration";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("solver.chord_acceleration"), std::string::npos) << e.what();
     }
   }
 }

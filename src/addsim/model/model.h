@@ -19,6 +19,9 @@ namespace addsim {
 /// Step-Jacobian solver: kAuto picks the fastest available (docs/solver.md).
 enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDense, kKlu, kBanded, kSchur };
 
+/// Largest solver.chord_acceleration (Anderson depth of the chord tail).
+inline constexpr int kMaxChordAcceleration = 8;
+
 struct SolverSettings {
   double tolerance = 1e-10;      ///< converged when ‖r‖ < tolerance (N, consistent units) …
   /// … and every body's ‖r_b‖ ≤ relative_tolerance · ‖Σ|contributions|_b‖ (docs/solver.md)
@@ -51,6 +54,12 @@ struct SolverSettings {
   /// directions reuse that step's LU (chord steps, no new partials or factorisation) for as
   /// long as each shrinks ‖r‖ by ρ (docs/solver.md "Chord tail"). Same roots, another path.
   double chord_contraction = 0.0;
+  /// Chord tail with Anderson mixing (solver.chord_acceleration m; 0: off): from the second
+  /// chord step of a sequence on, each chord step J₀⁻¹(−r) is combined with the last m
+  /// differences of the sequence's iterates and chord steps, as GMRES would on
+  /// J₀⁻¹ J Δq = −J₀⁻¹ r (docs/solver.md "Sheet flip, sixth round"). No effect without
+  /// chord_contraction. Same roots, another path.
+  int chord_acceleration = 0;
 };
 
 class Model {

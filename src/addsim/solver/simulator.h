@@ -198,6 +198,11 @@ class Simulator {
   // left out (Assembly::clamp_compressed_springs); false if it equals jac_ (no spring is
   // compressed) or q is inadmissible. Overwrites assembly_.
   bool retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep);
+  // Anderson mixing of a chord step (solver.chord_acceleration m ≥ 1): x = q with its chord
+  // step f = dq; replaces dq by f − (ΔX + ΔF) γ, γ minimising ‖f − ΔF γ‖ over the last m
+  // differences of the chord sequence's iterates (ΔX) and steps (ΔF). The first call of a
+  // sequence (chord_history_ < 0) only records x and f.
+  void chord_accelerate(const VecX& q, VecX& dq, int depth);
   // Turns the uniform record of `traj` into a grid record (before its first sub-step).
   void start_grid(Trajectory& traj);
 
@@ -218,6 +223,11 @@ class Simulator {
   VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)
   VecX clamped_q_;    ///< the exact direction's trial state while the clamped one is tried
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
+  // Anderson mixing of chord steps (solver.chord_acceleration; chord_accelerate): the
+  // differences of the chord sequence's iterates and of their chord steps, newest first.
+  MatX chord_dx_, chord_df_, chord_qr_;
+  VecX chord_x_prev_, chord_f_prev_;
+  int chord_history_ = 0;  ///< columns of chord_dx_ / chord_df_ in use; −1: a new sequence
   // Declared after lu_, so destroyed before it: the helper's thread finishes a background
   // factorisation (into lu_'s spare solver) before lu_ goes.
   std::unique_ptr<WorkerThread> worker_;  ///< null with one thread
