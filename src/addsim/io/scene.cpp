@@ -108,6 +108,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   if (s.chord_contraction >= 1.0)
     r.fail("chord_contraction", "must be 0 (off) or below 1 (the least shrink factor of ‖r‖ per chord step), got " +
                                     std::to_string(s.chord_contraction));
+  s.contact_correction = r.boolean("contact_correction", false);
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -51,6 +51,11 @@ struct SolverSettings {
   /// directions reuse that step's LU (chord steps, no new partials or factorisation) for as
   /// long as each shrinks ‖r‖ by ρ (docs/solver.md "Chord tail"). Same roots, another path.
   double chord_contraction = 0.0;
+  /// Plain Newton, contact correction (solver.contact_correction): each undamped Newton
+  /// direction gets the nonlinear correction of the point-contact laws, solved per body with
+  /// the other coordinates held (solver/contact_correction.h; docs/solver.md). Same roots,
+  /// another path.
+  bool contact_correction = false;
 };
 
 class Model {
