@@ -27,6 +27,7 @@
 
 #include "addsim/core/types.h"
 #include "addsim/integrators/bdf.h"
+#include "addsim/terms/contact_force.h"
 
 namespace addsim {
 
@@ -44,11 +45,13 @@ class ContactCorrection {
 
   /// Adds the correction δ to the Newton direction dq (|q|) taken at q with velocities v = v(q)
   /// (|q| each), parameters p, the step Jacobian `jac` (values on the model's pattern) and its
-  /// weights w (BDF step weights; h for the friction coefficients). Points separated both at q
-  /// and at q + dq are left out. A group whose local solve does not give a finite δ is left
-  /// unchanged. Returns the number of points corrected.
+  /// weights w (BDF step weights; h for the friction coefficients), norm = ‖r(q)‖. Points
+  /// separated both at q and at q + dq are left out, and so is a body whose ‖r_G^pred‖ is below
+  /// 1e-3 ‖r(q)‖ (the end phase) or whose local solve gives no finite δ. The local Newton
+  /// solve stops at ‖g‖ ≤ 1e-2 ‖r_G^pred‖ or after three LU solves. Returns the number of
+  /// points corrected.
   int correct(const VecX& q, const VecX& v, const VecX& p, double h, const JacobianWeights& w, const VecX& jac,
-              VecX& dq) const;
+              double norm, VecX& dq) const;
 
  private:
   struct Point {
@@ -58,8 +61,19 @@ class ContactCorrection {
   };
   const Model& model_;
   std::vector<std::vector<Point>> groups_;  ///< points by body
-  // Scratch of correct(): a group's local index of each global DOF (−1 outside the group).
+  struct Active {
+    const Point* point;
+    ContactCoefficients c;
+    Vec3 x1, xd1;     ///< position and velocity at q + Δq
+    ContactForce f1;  ///< force there
+    Mat3 k0;          ///< w_q ∂f/∂x + w_v ∂f/∂ẋ at q
+  };
+  // Scratch of correct(): a group's local index of each global DOF (−1 outside the group), its
+  // active points, r^pred, J_rest, the local Newton matrix, residual and δ.
   mutable std::vector<int> local_;
+  mutable std::vector<Active> active_;
+  mutable VecX r_pred_, g_, delta_;
+  mutable MatX j_rest_, jg_;
 };
 
 }  // namespace addsim

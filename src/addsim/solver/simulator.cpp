@@ -617,7 +617,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const VecX* refine_jac = &jac_;
   const std::function<void(VecX&)> correct_contacts = [&](VecX& dq) {
     bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
-    rep.corrected_contact_points += contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, dq);
+    rep.corrected_contact_points += contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
   };
   const std::function<void(VecX&)> no_correction;
 
