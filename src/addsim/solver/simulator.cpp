@@ -617,7 +617,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const VecX* refine_jac = &jac_;
   const std::function<void(VecX&)> correct_contacts = [&](VecX& dq) {
     bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
-    rep.corrected_contact_points += contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
+    rep.corrected_contact_points +=
+        contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
   };
   const std::function<void(VecX&)> no_correction;
 
@@ -704,8 +705,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     bool trial_in_assembly = true;  // assembly_ holds the evaluation at the accepted trial
     refine_jac = clamped ? &clamped_jac_ : &jac_;
     // (The predictor moved the first matrix only if it shifted some point's force: r_predictor ≠ 0.)
-    const bool stick_predicted = rep.iterations == 1 && assembly_.has_predictor() && (assembly_.r_predictor.array() != 0.0).any();
-    const bool correct = contact_correction_ && !stick_predicted;
+    const bool correct = contact_correction_ && !(rep.iterations == 1 && assembly_.has_predictor() &&
+                                                  (assembly_.r_predictor.array() != 0.0).any());
     NewtonStepResult it = newton_step(*this, model_.pattern(), *refine_jac, r_, q, norm, floor_for(norm), linear_tol,
                                       opt.max_halvings, trial_eval, newton_, rep,
                                       correct ? correct_contacts : no_correction);

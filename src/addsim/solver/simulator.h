@@ -220,7 +220,7 @@ class Simulator {
   VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)
   VecX clamped_q_;    ///< the exact direction's trial state while the clamped one is tried
   step::NewtonWorkspace newton_;  ///< scratch of step::newton_step
-  /// solver.contact_correction (null when off or without point contact) and its scratch.
+  /// solver.contact_correction (null when off or without tanh point contact) and its scratch.
   std::unique_ptr<ContactCorrection> contact_correction_;
   VecX correction_v_, correction_a_;
   // Declared after lu_, so destroyed before it: the helper's thread finishes a background
