@@ -1,6 +1,7 @@
 // Opt-in options of the plain Newton step solver that change the iteration path, not the
 // root (docs/solver.md, "Newton iterations per step on the Table 2 scenes", "Stick
-// predictor", "Chord tail", "Sheet flip, sixth round"): the converged
+// predictor", "Chord tail", "Sheet flip, sixth round", "a contact correction of the Newton
+// direction"): the converged
 // trajectory agrees with the default one to within what the Newton tolerance allows, and
 // the scene keys are validated.
 
@@ -176,6 +177,56 @@ TEST(NewtonOptions, ChordAccelerationIsValidated) {
       FAIL() << bad << " was accepted as solver.chord_acceleration";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("solver.chord_acceleration"), std::string::npos) << e.what();
+// The Table 2 soft-feet quadruped (four 27-node FEM feet, every bottom node a contact point)
+// with its tasks' smooth contact: tanh friction, k_t = 100 N s/m, a 2 mm normal blend.
+Trajectory soft_feet_tanh(int steps, std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(),
+                   {"contact.model=\"tanh\"", "contact.kt=100.0", "contact.smoothing=0.002"});
+  return first_steps("quadruped_soft_feet.json", steps, std::move(overrides));
+}
+
+int total_corrected_points(const Trajectory& t) {
+  int n = 0;
+  for (const StepReport& r : t.reports) n += r.corrected_contact_points;
+  return n;
+}
+
+TEST(NewtonOptions, ContactCorrectionConvergesToTheSameStates) {
+  // 48 steps: the trot's first touch-downs and lift-offs of all four feet.
+  const Trajectory exact = soft_feet_tanh(48, {"solver.contact_correction=false"});
+  const Trajectory corrected = soft_feet_tanh(48, {"solver.contact_correction=true"});
+  ASSERT_TRUE(exact.completed()) << exact.failure;
+  ASSERT_TRUE(corrected.completed()) << corrected.failure;
+  // The option is active and shortens the path (iteration counts are deterministic).
+  EXPECT_EQ(total_corrected_points(exact), 0);
+  EXPECT_GT(total_corrected_points(corrected), 0);
+  EXPECT_LT(total_iterations(corrected), total_iterations(exact));
+  // The same roots: every step of both runs ends at ‖r‖ below ≈ 1e-7 N (its round-off floor)
+  // against contact and joint stiffnesses of ≥ 1e5 N/m, ≈ 1e-12 m per step; the gait's
+  // sensitivity amplifies the difference over the steps.
+  ASSERT_EQ(exact.q.size(), corrected.q.size());
+  EXPECT_LT(largest_state_difference(exact, corrected), 1e-8);
+}
+
+TEST(NewtonOptions, ContactCorrectionLeavesOtherContactModelsAlone) {
+  // The scene's own linear contact: the correction applies to tanh friction only, so the run
+  // is bit-identical with and without the key.
+  const Trajectory off = first_steps("quadruped_soft_feet.json", 12, {"solver.contact_correction=false"});
+  const Trajectory on = first_steps("quadruped_soft_feet.json", 12, {"solver.contact_correction=true"});
+  ASSERT_TRUE(off.completed()) << off.failure;
+  ASSERT_TRUE(on.completed()) << on.failure;
+  EXPECT_EQ(total_corrected_points(on), 0);
+  ASSERT_EQ(off.q.size(), on.q.size());
+  for (std::size_t i = 0; i < off.q.size(); ++i) EXPECT_TRUE((off.q[i].array() == on.q[i].array()).all()) << "state " << i;
+}
+
+TEST(NewtonOptions, ContactCorrectionIsValidated) {
+  for (const char* bad : {"1", "\"yes\""}) {
+    try {
+      soft_feet_tanh(2, {std::string("solver.contact_correction=") + bad});
+      FAIL() << bad << " was accepted as solver.contact_correction";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("solver.contact_correction"), std::string::npos) << e.what();
     }
   }
 }

@@ -113,6 +113,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
     r.fail("chord_acceleration", "must be 0 (off) or the number of earlier chord iterates mixed in, at most " +
                                      std::to_string(kMaxChordAcceleration) + ", got " +
                                      std::to_string(s.chord_acceleration));
+  s.contact_correction = r.boolean("contact_correction", false);
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -60,6 +60,11 @@ struct SolverSettings {
   /// J₀⁻¹ J Δq = −J₀⁻¹ r (docs/solver.md "Sheet flip, sixth round"). No effect without
   /// chord_contraction. Same roots, another path.
   int chord_acceleration = 0;
+  /// Plain Newton, contact correction (solver.contact_correction): each undamped Newton
+  /// direction gets the nonlinear correction of the point-contact laws, solved per body with
+  /// the other coordinates held (solver/contact_correction.h; docs/solver.md). Same roots,
+  /// another path.
+  bool contact_correction = false;
 };
 
 class Model {

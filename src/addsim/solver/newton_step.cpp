@@ -31,7 +31,8 @@ LineSearchResult backtrack(const VecX& q, const VecX& dq, double norm, int max_h
 
 NewtonStepResult newton_step(Simulator& sim, const SparsePattern& pattern, const VecX& jac, const VecX& rhs,
                              const VecX& q, double norm, double r_floor, double linear_tol, int max_halvings,
-                             const TrialEval& eval, NewtonWorkspace& ws, StepReport& rep) {
+                             const TrialEval& eval, NewtonWorkspace& ws, StepReport& rep,
+                             const std::function<void(VecX& dq)>& refine) {
   NewtonStepResult res;
   std::string trial_why;
   // μ = 0 first (pure Newton, quadratic convergence); if the line search finds no decrease —
@@ -54,6 +55,7 @@ NewtonStepResult newton_step(Simulator& sim, const SparsePattern& pattern, const
       continue;
     }
     if (!ws.dq.allFinite()) continue;
+    if (mu == 0.0 && refine) refine(ws.dq);
     const LineSearchResult ls = backtrack(q, ws.dq, norm, max_halvings, eval, ws.q_trial, &trial_why, rep);
     res.trial = ls.trial;
     res.halvings = ls.halvings;

@@ -74,9 +74,12 @@ struct NewtonStepResult {
 /// (nnz); `rhs` = −r (|q|); `norm` = ‖r(q)‖; `r_floor`: the round-off floor of ‖r‖ at q
 /// (kNoRoundoffFloor: none known); `linear_tol`: absolute tolerance of the undamped solve
 /// (damped ones are solved to the floor of Simulator::solve_linear). Counts damped solves
-/// in rep.damped_iterations and halvings in rep.line_search_halvings.
+/// in rep.damped_iterations and halvings in rep.line_search_halvings. `refine`, if set, may
+/// change the undamped direction before its line search (the contact correction,
+/// solver/contact_correction.h); the damped directions are used as solved.
 NewtonStepResult newton_step(Simulator& sim, const SparsePattern& pattern, const VecX& jac, const VecX& rhs,
                              const VecX& q, double norm, double r_floor, double linear_tol, int max_halvings,
-                             const TrialEval& eval, NewtonWorkspace& ws, StepReport& rep);
+                             const TrialEval& eval, NewtonWorkspace& ws, StepReport& rep,
+                             const std::function<void(VecX& dq)>& refine = {});
 
 }  // namespace addsim::step

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "addsim/core/error.h"
+#include "addsim/solver/contact_correction.h"
 #include "addsim/solver/hybrid_contact.h"
 #include "addsim/solver/initial_acceleration.h"
 #include "addsim/solver/newton_step.h"
@@ -98,6 +99,8 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   if (worker_ && lu_->reuses())
     lu_->set_background(worker_.get(), make_linear_solver(model.solver().linear_solver, &model.pattern()));
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
+  if (model.solver().contact_correction)
+    if (auto c = std::make_unique<ContactCorrection>(model); c->active()) contact_correction_ = std::move(c);
   if (auto c = std::make_shared<SqpContact>(model); c->active()) sqp_ = std::move(c);
 }
 
@@ -608,6 +611,18 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const TrialEval chord_eval = [&](const VecX& q_trial, bool, std::string* trial_why) {
     return eval(q_trial, EvalMode::kResidual, trial_why);
   };
+  // solver.contact_correction: the undamped Newton direction from q gets the contact laws'
+  // nonlinear correction (solver/contact_correction.h; the velocities at q are recomputed, the
+  // line search's trials overwrite v_). Not in the first iteration of a step in which the stick
+  // predictor changed the Newton matrix, which then is not the exact contact laws'.
+  const JacobianWeights step_weights = bdf_weights(s, step, 0);
+  const VecX* refine_jac = &jac_;
+  const std::function<void(VecX&)> correct_contacts = [&](VecX& dq) {
+    bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
+    rep.corrected_contact_points +=
+        contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
+  };
+  const std::function<void(VecX&)> no_correction;
 
   while (true) {
     // The round-off floor is only accepted once Newton has tried to go below it: a guess
@@ -691,8 +706,13 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // (docs/solver.md, "Compressed springs").
     const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
     bool trial_in_assembly = true;  // assembly_ holds the evaluation at the accepted trial
-    NewtonStepResult it = newton_step(*this, model_.pattern(), clamped ? clamped_jac_ : jac_, r_, q, norm, floor_for(norm),
-                                      linear_tol, opt.max_halvings, trial_eval, newton_, rep);
+    refine_jac = clamped ? &clamped_jac_ : &jac_;
+    // (The predictor moved the first matrix only if it shifted some point's force: r_predictor ≠ 0.)
+    const bool correct = contact_correction_ && !(rep.iterations == 1 && assembly_.has_predictor() &&
+                                                  (assembly_.r_predictor.array() != 0.0).any());
+    NewtonStepResult it = newton_step(*this, model_.pattern(), *refine_jac, r_, q, norm, floor_for(norm), linear_tol,
+                                      opt.max_halvings, trial_eval, newton_, rep,
+                                      correct ? correct_contacts : no_correction);
     if (clamped) {
       ++rep.clamped_spring_iterations;
       // A full clamped step was accepted: the iterate has left the fold, and the exact

@@ -11,6 +11,7 @@
 
 #include "addsim/integrators/bdf.h"
 #include "addsim/model/model.h"
+#include "addsim/solver/contact_correction.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/newton_step.h"
 #include "addsim/solver/reused_factorization.h"
@@ -41,6 +42,7 @@ struct StepReport {
   int damped_iterations = 0;       ///< direction solves with Levenberg–Marquardt damping μ > 0
   int clamped_spring_iterations = 0;  ///< Newton iterations retried with clamped spring blocks (docs/solver.md)
   int chord_iterations = 0;        ///< iterations on an earlier iteration's LU (solver.chord_contraction)
+  int corrected_contact_points = 0;  ///< contact points moved by solver.contact_correction, summed over the directions
   double residual_norm = 0.0;      ///< final ‖r‖
   double tolerance_used = 0.0;     ///< max(tolerance, round-off floor) the step was held to
   std::vector<double> residual_history;  ///< ‖r‖ at the start and after every iteration
@@ -228,6 +230,9 @@ class Simulator {
   MatX chord_dx_, chord_df_, chord_qr_;
   VecX chord_x_prev_, chord_f_prev_;
   int chord_history_ = 0;  ///< columns of chord_dx_ / chord_df_ in use; −1: a new sequence
+  /// solver.contact_correction (null when off or without tanh point contact) and its scratch.
+  std::unique_ptr<ContactCorrection> contact_correction_;
+  VecX correction_v_, correction_a_;
   // Declared after lu_, so destroyed before it: the helper's thread finishes a background
   // factorisation (into lu_'s spare solver) before lu_ goes.
   std::unique_ptr<WorkerThread> worker_;  ///< null with one thread
