@@ -177,6 +177,10 @@ TEST(NewtonOptions, ChordAccelerationIsValidated) {
       FAIL() << bad << " was accepted as solver.chord_acceleration";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("solver.chord_acceleration"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The Table 2 soft-feet quadruped (four 27-node FEM feet, every bottom node a contact point)
 // with its tasks' smooth contact: tanh friction, k_t = 100 N s/m, a 2 mm normal blend.
 Trajectory soft_feet_tanh(int steps, std::vector<std::string> overrides) {
