@@ -17,8 +17,8 @@
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
 // |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
 // only the simulation and the sweep (for a profiler); --sim-only only the simulation (median,
-// minimum and maximum CPU time in ms; for a profiler or alternating comparisons); --dense-dofs N moves the sweep's switch
-// from the dense LU to the model's sparse solver (default 300 DOFs).
+// minimum and maximum CPU time in ms; for a profiler or alternating comparisons); --dense-dofs N
+// moves the sweep's switch from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
 #include <chrono>

@@ -49,11 +49,14 @@ double largest_state_difference(const Trajectory& a, const Trajectory& b) {
   return worst;
 }
 
-int total_iterations(const Trajectory& t) {
+// A StepReport counter summed over the run's steps (iterations, corrected contact points, …).
+int report_sum(const Trajectory& t, int StepReport::*counter) {
   int n = 0;
-  for (const StepReport& r : t.reports) n += r.iterations;
+  for (const StepReport& r : t.reports) n += r.*counter;
   return n;
 }
+
+int total_iterations(const Trajectory& t) { return report_sum(t, &StepReport::iterations); }
 
 TEST(NewtonOptions, ClampedFirstIterationConvergesToTheSameStates) {
   // 40 steps: the sheet is lifted, falls back and lies in contact, with compressed springs.
@@ -189,11 +192,7 @@ Trajectory soft_feet_tanh(int steps, std::vector<std::string> overrides) {
   return first_steps("quadruped_soft_feet.json", steps, std::move(overrides));
 }
 
-int total_corrected_points(const Trajectory& t) {
-  int n = 0;
-  for (const StepReport& r : t.reports) n += r.corrected_contact_points;
-  return n;
-}
+int total_corrected_points(const Trajectory& t) { return report_sum(t, &StepReport::corrected_contact_points); }
 
 TEST(NewtonOptions, ContactCorrectionConvergesToTheSameStates) {
   // 48 steps: the trot's first touch-downs and lift-offs of all four feet.

@@ -1,6 +1,5 @@
 #include "addsim/solver/contact_correction.h"
 
-#include <Eigen/LU>
 #include <cmath>
 
 #include "addsim/model/model.h"
@@ -100,7 +99,8 @@ int ContactCorrection::correct(const VecX& q, const VecX& v, const VecX& p, doub
       }
       if (it > 0 && g_.norm() <= target) break;
       if (it == kMaxLocalIterations) break;
-      delta_ -= jg_.partialPivLu().solve(g_);
+      local_lu_.compute(jg_);
+      delta_ -= local_lu_.solve(g_);
       if (!(ok = delta_.allFinite())) break;
       g_ = r_pred + j_rest_ * delta_;
     }

@@ -23,6 +23,7 @@
 /// Point contact (particles, FEM nodes) with tanh friction (contact.model "tanh") only; rigid-body
 /// proxy points and the other contact models are left as they are.
 
+#include <Eigen/LU>
 #include <vector>
 
 #include "addsim/core/types.h"
@@ -74,6 +75,7 @@ class ContactCorrection {
   mutable std::vector<Active> active_;
   mutable VecX r_pred_, g_, delta_;
   mutable MatX j_rest_, jg_;
+  mutable Eigen::PartialPivLU<MatX> local_lu_;  ///< LU of jg_ (its storage kept between solves)
 };
 
 }  // namespace addsim

@@ -273,9 +273,9 @@ bool have_klu() {
 // last job before it sleeps, so every process spent up to ≈ 0.1 s of CPU per extra worker at
 // start-up when a core was free (`addsim simulate` of the soft-feet quadruped: user + sys
 // 0.32 s → 0.24 s, sys 0.10 → 0.03 s, same bits; docs/solver.md). With one thread no job is
-// ever queued, so the pool is shut down (`blas_thread_shutdown_`, exported by OpenBLAS for its fork handlers); a
-// caller that raises the count again later gets it back, as OpenBLAS restarts a stopped pool
-// lazily at its next threaded call.
+// ever queued, so the pool is shut down (`blas_thread_shutdown_`, exported by OpenBLAS for its
+// fork handlers); a caller that raises the count again later gets it back, as OpenBLAS
+// restarts a stopped pool lazily at its next threaded call.
 void limit_blas_threads() {
   static std::once_flag once;
   std::call_once(once, [] {
