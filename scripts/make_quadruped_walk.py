@@ -105,7 +105,7 @@ def make_scene(args):
         scene["solver"]["linear_solver"] = "schur"
         # With the tasks' tanh contact, each Newton direction gets the contact laws' nonlinear
         # correction per foot (docs/solver.md, "Soft-feet quadruped: a contact correction of the
-        # Newton direction": 919 -> 678 iterations); the scene's own linear contact is unaffected.
+        # Newton direction": 919 -> 686 iterations); the scene's own linear contact is unaffected.
         scene["solver"]["contact_correction"] = True
     scene["obstacles"][0]["friction"] = 0.8
     targets = gait(args.steps, dt, args)
