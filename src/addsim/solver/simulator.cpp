@@ -615,13 +615,15 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   // nonlinear correction (solver/contact_correction.h; the velocities at q are recomputed, the
   // line search's trials overwrite v_). Not in the first iteration of a step in which the stick
   // predictor changed the Newton matrix, which then is not the exact contact laws'.
-  const JacobianWeights step_weights = bdf_weights(s, step, 0);
+  // Formed only when the model has such contact (a scene without it allocates nothing here).
   const VecX* refine_jac = &jac_;
-  const std::function<void(VecX&)> correct_contacts = [&](VecX& dq) {
-    bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
-    rep.corrected_contact_points +=
-        contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
-  };
+  std::function<void(VecX&)> correct_contacts;
+  if (contact_correction_)
+    correct_contacts = [&, step_weights = bdf_weights(s, step, 0)](VecX& dq) {
+      bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
+      rep.corrected_contact_points +=
+          contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
+    };
   const std::function<void(VecX&)> no_correction;
 
   while (true) {
