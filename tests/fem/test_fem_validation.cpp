@@ -321,6 +321,7 @@ TEST(FemValidation, DropOnGroundSettles) {
   add_fem_body(model, "ball", mesh, mat, init, opt, {ground}, contact);
   model.finalize();
   Simulator sim(model);
+  sim.set_phase_timing(true);  // the line printed below reports assembly_ms and factor_ms
   const auto t0 = std::chrono::steady_clock::now();
   const Trajectory traj = sim.run(model.params().defaults());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -145,6 +145,12 @@ class Simulator {
   /// Sub-step retry of the following runs; overrides the model's solver.substep_retry.
   void set_substep_retry(SubstepRetry retry) { retry_ = retry; }
   const SubstepRetry& substep_retry() const { return retry_; }
+  /// Per-phase timing of the following runs (StepReport::assembly_ms, factor_ms, solve_ms of
+  /// plain Newton steps; off by default, when they stay 0): two clock reads per evaluation,
+  /// factorisation and solve, ≈ 1.5 % of a 75-DOF sheet's step (docs/solver.md, "Sheet flip,
+  /// seventh round"). wall_ms is measured either way.
+  void set_phase_timing(bool on);
+  bool phase_timing() const { return phase_timing_; }
   /// The time scheme of the steps being solved: the model's, or the run's grid once it
   /// sub-stepped. Step indices passed to evaluate_trial and the contact solvers are its.
   const TimeScheme& scheme() const { return grid_ ? *grid_ : model_.scheme(); }
@@ -221,6 +227,7 @@ class Simulator {
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
   VecX floor_q_;  ///< the state of the last step Jacobian, for its round-off floor (solve_step)
+  bool phase_timing_ = false;  ///< set_phase_timing
   bool has_springs_ = false;  ///< the model has a spring term (else no clamped retry)
   VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)
   VecX clamped_q_;    ///< the exact direction's trial state while the clamped one is tried

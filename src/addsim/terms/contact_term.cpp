@@ -17,7 +17,9 @@ ContactCoefficients coefficients(const ContactSettings& s, const Obstacle& o, co
 
 PointContactTerm::PointContactTerm(std::vector<DofIndex> dofs, std::vector<std::shared_ptr<const Obstacle>> obstacles,
                                    ContactSettings settings)
-    : dofs_(std::move(dofs)), obstacles_(std::move(obstacles)), settings_(settings) {}
+    : dofs_(std::move(dofs)), obstacles_(std::move(obstacles)), settings_(settings) {
+  for (const auto& o : obstacles_) planes_.push_back(dynamic_cast<const PlaneObstacle*>(o.get()));
+}
 
 void PointContactTerm::declare(StencilSet& stencils) {
   stencil_.clear();
@@ -36,7 +38,10 @@ void PointContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       out.predicts_stick() && settings_.model != ContactModel::kTanh ? out.stick_predictor_ratio : 0.0;
   for (int o = 0; o < num_obstacles(); ++o) {
     const ContactCoefficients c = coefficients(settings_, *obstacles_[o], ctx.p, ctx.scheme.h);
+    const PlaneObstacle* plane = planes_[o];
+    const double separated = 0.5 * c.smoothing;
     for (int k = 0; k < num_points(); ++k) {
+      if (plane && plane->gap(ctx.q.segment<3>(dofs_[k])) >= separated) continue;
       const ContactForce f =
           contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c, predictor);
       if (f.regime == ContactRegime::kSeparated) continue;

@@ -74,6 +74,10 @@ class PointContactTerm final : public Term {
   std::vector<std::shared_ptr<const Obstacle>> obstacles_;
   ContactSettings settings_;
   std::vector<int> stencil_;
+  /// Per obstacle: the plane, or null for other shapes. A point at g ≥ w/2 from a plane gets
+  /// no force (contact_force's first test); evaluate() makes that test on the plane's gap
+  /// alone, without the force record, normal and Hessian (most points of a lifted sheet).
+  std::vector<const PlaneObstacle*> planes_;
 };
 
 /// add_slip_correction() for every recorded sliding point of a step.

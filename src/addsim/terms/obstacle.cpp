@@ -12,7 +12,7 @@ PlaneObstacle::PlaneObstacle(std::string name, int friction_param, const Vec3& p
 double PlaneObstacle::gap(const Vec3& x, Vec3& n, Mat3& H) const {
   n = normal_;
   H.setZero();
-  return normal_.dot(x - point_);
+  return gap(x);
 }
 
 }  // namespace addsim

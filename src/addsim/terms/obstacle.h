@@ -33,6 +33,9 @@ class PlaneObstacle final : public Obstacle {
   /// normal: any non-zero 3-vector (normalised here).
   PlaneObstacle(std::string name, int friction_param, const Vec3& point, const Vec3& normal);
   double gap(const Vec3& x, Vec3& n, Mat3& H) const override;
+  /// g(x) alone, the same operations as gap(x, n, H) (so the same number): the contact
+  /// terms test separation with it before forming a force record.
+  double gap(const Vec3& x) const { return normal_.dot(x - point_); }
   const Vec3& normal() const { return normal_; }
   const Vec3& point() const { return point_; }
 
