@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
 #include "addsim/solver/banded_lu.h"
 #include "addsim/solver/linear_solver.h"
+#include "addsim/solver/simulator.h"
 #include "../support/linear_system.h"
+#include "../support/particle_fixture.h"
 
 namespace addsim {
 namespace {
@@ -225,6 +228,40 @@ TEST(BandedLu, ZeroColumnIsSingular) {
 TEST(BandedLu, IsTheSolverOfItsKind) {
   const Sheet s = make_sheet(3, identity(9));
   EXPECT_STREQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern)->name(), "banded_lu");
+}
+
+// Simulator::set_phase_timing (docs/solver.md, "Sheet flip, seventh round"): off by default,
+// the per-evaluation and per-factorisation clocks are not read (assembly_ms, factor_ms and
+// solve_ms stay 0); on, they are summed; the states are the same bits either way. Three
+// particles on springs dropping onto a plane, through the banded LU.
+TEST(BandedLu, PhaseTimingIsOffByDefaultAndChangesNoState) {
+  testing::ParticleFixture f(Integrator::kBdf2, 1.0 / 60.0, 12);
+  f.particles({Vec3(0, 0, 0.01), Vec3(0.1, 0, 0.02), Vec3(0.2, 0, 0.005)}, {Vec3::Zero(), Vec3::Zero(), Vec3::Zero()},
+              {0.01, 0.01, 0.01});
+  f.contact_params(ContactModel::kLinear, 1e3, 0.0);
+  f.plane(Vec3::Zero(), Vec3(0, 0, 1), 0.5);
+  f.standard_terms(Vec3(0, 0, -9.81));
+  f.model->add_term(std::make_unique<SpringTerm>(
+      f.model.get(), std::vector<Spring>{f.spring(SpringKind::kDistance, f.point(0), f.point(1), 100.0, 0.1, 0.1),
+                                         f.spring(SpringKind::kDistance, f.point(1), f.point(2), 100.0, 0.1, 0.1)}));
+  f.model->solver_mut().linear_solver = LinearSolverKind::kBanded;
+  f.model->finalize();
+  const VecX p = f.model->params().defaults();
+  Simulator plain(*f.model), timed(*f.model);
+  EXPECT_FALSE(plain.phase_timing());
+  timed.set_phase_timing(true);
+  const Trajectory a = plain.run(p), b = timed.run(p);
+  ASSERT_TRUE(a.completed() && b.completed()) << a.failure << b.failure;
+  ASSERT_EQ(a.q.size(), b.q.size());
+  double untimed_ms = 0.0, timed_ms = 0.0;
+  int factorizations = 0;
+  for (std::size_t k = 0; k < a.q.size(); ++k)
+    EXPECT_EQ(std::memcmp(a.q[k].data(), b.q[k].data(), sizeof(double) * a.q[k].size()), 0) << "step " << k;
+  for (const StepReport& r : a.reports) untimed_ms += r.assembly_ms + r.factor_ms + r.solve_ms;
+  for (const StepReport& r : b.reports) timed_ms += r.assembly_ms + r.factor_ms, factorizations += r.factorizations;
+  EXPECT_EQ(untimed_ms, 0.0);
+  EXPECT_GT(factorizations, 0);
+  EXPECT_GT(timed_ms, 0.0);
 }
 
 }  // namespace

@@ -115,6 +115,88 @@ TEST(ContactForce, DerivativesInsideTheDampingRamp) {
   }
 }
 
+// A plane that PointContactTerm does not recognise as one: every point goes through
+// contact_force(), as before the term's separation test on PlaneObstacle::gap(x).
+class OpaquePlaneForSeparationTest final : public Obstacle {
+ public:
+  OpaquePlaneForSeparationTest(int friction_param, const Vec3& point, const Vec3& normal)
+      : Obstacle("opaque", friction_param), plane_("inner", friction_param, point, normal) {}
+  double gap(const Vec3& x, Vec3& n, Mat3& H) const override { return plane_.gap(x, n, H); }
+
+ private:
+  PlaneObstacle plane_;
+};
+
+// PointContactTerm skips a point at g ≥ w/2 from a plane on PlaneObstacle::gap(x) alone
+// (docs/solver.md, "Sheet flip, seventh round"): that gap is the same number as the full
+// gap(x, n, H), and the term's r, r_abs and step Jacobian are bit for bit those of the same
+// term on an obstacle it cannot test that way — points separated, inside the smoothing band
+// above the plane (w/2 > g > 0), at its edge g = w/2 and in contact; w = 0 and w > 0.
+TEST(ContactForce, PlaneSeparationTestMatchesTheFullForceBitForBit) {
+  const Vec3 n = Vec3(0.1, -0.2, 1.0).normalized();
+  const PlaneObstacle probe("floor", -1, Vec3(0.3, -0.1, 0.02), n);
+  std::mt19937 rng(15);
+  std::uniform_real_distribution<double> coord(-1.0, 1.0);
+  for (int t = 0; t < 1000; ++t) {
+    const Vec3 x(coord(rng), coord(rng), 1e-3 * coord(rng));
+    Vec3 nn;
+    Mat3 H;
+    const double full = probe.gap(x, nn, H);
+    const double alone = probe.gap(x);
+    EXPECT_EQ(std::memcmp(&full, &alone, sizeof full), 0) << x.transpose();
+  }
+  for (const double w : {0.0, 0.01}) {
+    const Vec3 base = Vec3(0.2, 0.1, 0.0) - n.dot(Vec3(0.2, 0.1, 0.0)) * n;  // on the plane
+    const Vec3 along = (Vec3::UnitX() - n.x() * n).normalized();                // in the plane
+    const std::vector<double> gaps{0.05, 0.5 * w, 0.3 * w, 1e-4, -0.002, -0.03};
+    std::vector<Vec3> xs, vs;
+    for (std::size_t k = 0; k < gaps.size(); ++k) {
+      xs.push_back(base + gaps[k] * n + 0.01 * static_cast<double>(k) * along);
+      vs.push_back(Vec3(0.5 - 0.2 * k, 0.1 * k, -0.3));
+    }
+    const int dofs = static_cast<int>(3 * xs.size());
+    VecX q(dofs), v(dofs), a = VecX::Zero(dofs);
+    for (std::size_t k = 0; k < xs.size(); ++k) q.segment<3>(3 * k) = xs[k], v.segment<3>(3 * k) = vs[k];
+    ParticleFixture fixtures[2] = {ParticleFixture(Integrator::kBdf2, 0.01, 10), ParticleFixture(Integrator::kBdf2, 0.01, 10)};
+    for (int opaque = 0; opaque < 2; ++opaque) {
+      ParticleFixture& f = fixtures[opaque];
+      f.particles(xs, std::vector<Vec3>(xs.size(), Vec3::Zero()), std::vector<double>(xs.size(), 1.0));
+      f.contact_params(ContactModel::kLinear, 1e3, 3.0);
+      if (w > 0.0)
+        f.contact.smoothing_param =
+            f.model->params().add("contact.smoothing", "", ParamKind::kContact, VecX::Constant(1, w), 1, 1, 0.0);
+      f.plane(Vec3::Zero(), n, 0.4);
+      if (opaque)
+        f.obstacles.back() =
+            std::make_shared<OpaquePlaneForSeparationTest>(f.obstacles.back()->friction_param(), Vec3::Zero(), n);
+      f.standard_terms(Vec3(0, 0, -9.81));
+      f.model->finalize();
+    }
+    const Model& m = *fixtures[0].model;
+    const Model& mo = *fixtures[1].model;
+    const auto& contact = static_cast<const PointContactTerm&>(*m.terms().back());
+    const TermContext ctx{q, v, a, m.params().defaults(), 3, m.scheme()};
+    const TermContext ctx_o{q, v, a, mo.params().defaults(), 3, mo.scheme()};
+    int touching = 0;
+    for (int k = 0; k < contact.num_points(); ++k) touching += contact.force(ctx, k, 0).regime != ContactRegime::kSeparated;
+    // In contact: g = −0.002 and −0.03; with w > 0 also 0.3 w (and 1e-4) inside the band.
+    EXPECT_GE(touching, w > 0.0 ? 4 : 2) << "w " << w;
+    for (const EvalMode mode : {EvalMode::kResidual, EvalMode::kResidualAndStepJacobian}) {
+      Assembly fast(&m.pattern(), &m.stencils()), full(&mo.pattern(), &mo.stencils());
+      fast.reset(mode, {1.0, 0.5, 0.0});
+      full.reset(mode, {1.0, 0.5, 0.0});
+      contact.evaluate(ctx, fast);
+      mo.terms().back()->evaluate(ctx_o, full);
+      ASSERT_EQ(fast.jac.size(), full.jac.size());
+      EXPECT_GT(full.r.norm(), 0.0);
+      EXPECT_EQ(std::memcmp(fast.r.data(), full.r.data(), sizeof(double) * dofs), 0) << "w " << w;
+      EXPECT_EQ(std::memcmp(fast.r_abs.data(), full.r_abs.data(), sizeof(double) * dofs), 0) << "w " << w;
+      if (mode == EvalMode::kResidualAndStepJacobian)
+        EXPECT_EQ(std::memcmp(fast.jac.data(), full.jac.data(), sizeof(double) * full.jac.size()), 0) << "w " << w;
+    }
+  }
+}
+
 // The damping force vanishes continuously at g = 0 and reaches k_d N ẋ at depth δ.
 TEST(ContactForce, DampingRampIsContinuous) {
   PlaneObstacle plane("floor", -1, Vec3::Zero(), Vec3(0, 0, 1));
