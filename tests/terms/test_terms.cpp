@@ -191,8 +191,9 @@ TEST(ContactForce, PlaneSeparationTestMatchesTheFullForceBitForBit) {
       EXPECT_GT(full.r.norm(), 0.0);
       EXPECT_EQ(std::memcmp(fast.r.data(), full.r.data(), sizeof(double) * dofs), 0) << "w " << w;
       EXPECT_EQ(std::memcmp(fast.r_abs.data(), full.r_abs.data(), sizeof(double) * dofs), 0) << "w " << w;
-      if (mode == EvalMode::kResidualAndStepJacobian)
+      if (mode == EvalMode::kResidualAndStepJacobian) {
         EXPECT_EQ(std::memcmp(fast.jac.data(), full.jac.data(), sizeof(double) * full.jac.size()), 0) << "w " << w;
+      }
     }
   }
 }
