@@ -258,7 +258,10 @@ TEST(BandedLu, PhaseTimingIsOffByDefaultAndChangesNoState) {
   for (std::size_t k = 0; k < a.q.size(); ++k)
     EXPECT_EQ(std::memcmp(a.q[k].data(), b.q[k].data(), sizeof(double) * a.q[k].size()), 0) << "step " << k;
   for (const StepReport& r : a.reports) untimed_ms += r.assembly_ms + r.factor_ms + r.solve_ms;
-  for (const StepReport& r : b.reports) timed_ms += r.assembly_ms + r.factor_ms, factorizations += r.factorizations;
+  for (const StepReport& r : b.reports) {
+    timed_ms += r.assembly_ms + r.factor_ms;
+    factorizations += r.factorizations;
+  }
   EXPECT_EQ(untimed_ms, 0.0);
   EXPECT_GT(factorizations, 0);
   EXPECT_GT(timed_ms, 0.0);
