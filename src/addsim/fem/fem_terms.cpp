@@ -297,10 +297,11 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
         out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r_visc);
       else
         out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
+      // Ė as viscous_stress just formed it (the same bits as forming it again).
       if (step)
-        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), nu_visc, c, V);
+        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, c, V);
       else
-        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), nu_visc, V);
+        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, V);
     } else {
       out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
     }
