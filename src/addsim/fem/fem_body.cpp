@@ -75,7 +75,7 @@ Eigen::Matrix<double, 3, 4> FemBody::element_positions(const VecX& q, int e) con
   return x;
 }
 
-Mat3 FemBody::deformation_gradient(const VecX& q, int e) const { return element_positions(q, e) * grad_[e]; }
+__attribute__((target_clones("avx2", "default"))) Mat3 FemBody::deformation_gradient(const VecX& q, int e) const { return element_positions(q, e) * grad_[e]; }
 
 void FemBody::initial_state(const VecX& p, VecX& q0, VecX& v0) const {
   const Vec3 c = p.segment<3>(params_.position);

@@ -269,7 +269,7 @@ inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::
 }
 }  // namespace
 
-void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
+__attribute__((target_clones("avx2", "default"))) void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
                                      const LameParameters& lame, double nu_visc) const {
   const bool viscous = nu_visc != 0.0;
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
