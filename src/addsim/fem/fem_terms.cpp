@@ -93,6 +93,10 @@ void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
 }
 
 void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
+}
+
+__attribute__((target_clones("avx2", "default"))) void FemInertiaTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
   // ∂r/∂a = M into ka (partials) or wa M into the step Jacobian; nothing for the residual alone.
   double* values = nullptr;
@@ -192,6 +196,10 @@ void FemStressTerm::evaluate(const TermContext& ctx, Assembly& out) const {
 }
 
 void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
+}
+
+__attribute__((target_clones("avx2", "default"))) void FemStressTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
   const double nu_visc = viscosity_ == ViscosityModel::kNone ? 0.0 : ctx.p[body_->params().viscosity];

@@ -58,7 +58,7 @@ double damping_ramp(double g, double delta, double& ds_dg) {
   return t * t * (3.0 - 2.0 * t);
 }
 
-ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+__attribute__((target_clones("avx2", "default"))) ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
                            double stick_predictor_ratio) {
   ContactForce out;
   Vec3 n;
