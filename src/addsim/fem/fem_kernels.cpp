@@ -109,7 +109,7 @@ bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant vari
 namespace {
 // Ė = sym(FᵀḞ), the rotation-invariant model's strain rate: one expression for viscous_stress
 // and the viscous stiffness factors, so both get the same bits.
-Mat3 strain_rate(const Mat3& F, const Mat3& Fdot) {
+inline __attribute__((always_inline)) Mat3 strain_rate(const Mat3& F, const Mat3& Fdot) {
   const Mat3 A = F.transpose() * Fdot;
   const Mat3 Edot = 0.5 * (A + A.transpose());
   return Edot;

@@ -22,7 +22,7 @@ struct RotationalInertia {
 };
 
 // f: the body's rotation frame at θ, built with ∂J/∂θ (order 1).
-RotationalInertia rotational_inertia(const Mat3& Ib, const RotationFrame& f, const Vec3& thetadot,
+__attribute__((target_clones("avx2", "default"))) RotationalInertia rotational_inertia(const Mat3& Ib, const RotationFrame& f, const Vec3& thetadot,
                                      const Vec3& thetaddot, bool jacobians) {
   Mat3 K2;  // K2.col(j) = Σ_k θ̇_k (∂²J/∂θ_k∂θ_j)ᵀ θ̇, with Jacobians
   if (jacobians) exp_contraction(f.theta, f.e, thetadot, K2);
