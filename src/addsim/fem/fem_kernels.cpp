@@ -54,7 +54,11 @@ bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVaria
 namespace {
 // P, H, a, c of neo_hookean() at F with J = det F > 0 (the expressions shared by
 // neo_hookean and neo_hookean_stress, so both give the same bits); returns ∂a/∂λ.
-__attribute__((target_clones("avx2", "default"))) double neo_hookean_core(const Mat3& F, double J, double mu, double lambda, NeoHookeanVariant variant,
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
+double neo_hookean_core(const Mat3& F, double J, double mu, double lambda, NeoHookeanVariant variant,
                         NeoHookeanResult& out) {
   const Mat3 H = F.inverse().transpose();  // F⁻ᵀ = ∂ ln J / ∂F
   // P = μ (F − F⁻ᵀ) + a(J) F⁻ᵀ; c = J a'(J) is the coefficient of the volumetric tangent.
@@ -116,7 +120,8 @@ inline __attribute__((always_inline)) Mat3 strain_rate(const Mat3& F, const Mat3
 }
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
+__attribute__((target_clones("avx2", "default")))
+void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
                     ViscousResult& out) {
   if (model == ViscosityModel::kNone) {
     out.P.setZero();
@@ -193,12 +198,12 @@ Mat3 linear_viscous_block(const Mat43& grad, const Eigen::Matrix4d& gg, double n
 // viscous_stiffness, viscous_stiffness_combined_add and StressBlockColumns' two setters; each
 // member is constructed from one expression, so all four get the same bits.
 struct InvariantViscousFactors {
-  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
-                          double viscosity, double scale)
+  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                                         const Eigen::Matrix4d& gg, double viscosity, double scale)
       : InvariantViscousFactors(F, grad, gg, strain_rate(F, Fdot), viscosity, scale) {}
   // The same with Ė = strain_rate(F, Ḟ) given.
-  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat43& grad, const Eigen::Matrix4d& gg, const Mat3& edot,
-                          double viscosity, double scale)
+  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat43& grad, const Eigen::Matrix4d& gg,
+                                                         const Mat3& edot, double viscosity, double scale)
       : s(scale * kAddViscosityScale * viscosity),
         hs(0.5 * s),
         f(F * grad.transpose()),
@@ -281,7 +286,8 @@ void rows_to_lanes(const Eigen::Matrix<double, 3, 4>& m, Lane4* out) {
 }
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
+__attribute__((target_clones("avx2", "default")))
+void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
   // The factors of neo_hookean_stiffness(), from the same expressions. Each is first
   // constructed as a local, as there: Eigen evaluates `M = s * (A * B)` by assignment and
   // by construction along different paths, which may differ in the last bit.
@@ -308,7 +314,8 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
   set_viscous_step(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, c, scale);
 }
 
-__attribute__((target_clones("avx2", "default"))) void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+__attribute__((target_clones("avx2", "default")))
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                           const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity, double c,
                                           double scale) {
   // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
@@ -338,7 +345,8 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
   set_viscous_partials(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, scale);
 }
 
-__attribute__((target_clones("avx2", "default"))) void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+__attribute__((target_clones("avx2", "default")))
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                               const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity,
                                               double scale) {
   // The factors of viscous_stiffness() (rotation-invariant), constructed as there.

@@ -96,7 +96,11 @@ void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int b
   evaluate_range(ctx, out, begin, end);
 }
 
-__attribute__((target_clones("avx2", "default"))) void FemInertiaTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
+void FemInertiaTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
   // ∂r/∂a = M into ka (partials) or wa M into the step Jacobian; nothing for the residual alone.
   double* values = nullptr;
@@ -199,7 +203,8 @@ void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int be
   evaluate_range(ctx, out, begin, end);
 }
 
-__attribute__((target_clones("avx2", "default"))) void FemStressTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
+__attribute__((target_clones("avx2", "default")))
+void FemStressTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
   const double nu_visc = viscosity_ == ViscosityModel::kNone ? 0.0 : ctx.p[body_->params().viscosity];
@@ -277,7 +282,8 @@ inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::
 }
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
+__attribute__((target_clones("avx2", "default")))
+void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
                                      const LameParameters& lame, double nu_visc) const {
   const bool viscous = nu_visc != 0.0;
   const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
