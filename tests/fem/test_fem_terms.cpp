@@ -490,6 +490,63 @@ TEST(FemKernels, ShapeGramSettersEqualFormingSettersBitwise) {
     forming_p.set_viscous_partials(tet.F, tet.Fdot, grad, tet.visc, tet.V);
     given_p.set_viscous_partials(tet.F, tet.Fdot, grad, body.shape_gram(e), tet.visc, tet.V);
     same_columns(forming_p, given_p, true, what + ", partials");
+    // Ė as viscous_stress() leaves it (FemStressTerm passes it instead of forming it again).
+    ViscousResult vr;
+    viscous_stress(tet.F, tet.Fdot, tet.visc, ViscosityModel::kRotationInvariant, false, vr);
+    StressBlockColumns given_e, given_ep;
+    given_e.set_viscous_step(tet.F, tet.Fdot, grad, body.shape_gram(e), vr.Edot, tet.visc, tet.c, tet.V);
+    same_columns(forming, given_e, false, what + ", step block with Ė given");
+    given_ep.set_viscous_partials(tet.F, tet.Fdot, grad, body.shape_gram(e), vr.Edot, tet.visc, tet.V);
+    same_columns(forming_p, given_ep, true, what + ", partials with Ė given");
+  }
+}
+
+// The FEM element kernels that are compiled for AVX2 and the baseline (target_clones:
+// neo_hookean_stress's core, viscous_stress, FemBody::deformation_gradient; the block setters
+// and scatters are checked against the matrix kernels above) give the numbers of the same
+// expressions compiled here for the baseline, bit for bit: on a machine with AVX2 this
+// compares the AVX2 clone with baseline code (no FMA, no regrouped sums in either).
+TEST(FemKernels, AvxClonesEqualBaselineExpressionsBitwise) {
+  const TetMesh mesh = make_box_mesh(Vec3(0.3, 0.2, 0.25), Eigen::Vector3i(2, 2, 2), BoxSplit::kSix);
+  const FemBody body("foot", "bodies.0", 0, mesh, FemParamIndices{});
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  VecX q(3 * body.num_nodes());
+  for (int k = 0; k < body.num_nodes(); ++k) q.segment<3>(3 * k) = mesh.nodes[k] + 0.02 * Vec3(u(rng), u(rng), u(rng));
+  for (int e = 0; e < body.num_tets(); ++e) {
+    const Mat3 F_here = body.element_positions(q, e) * body.shape_gradients(e);
+    const Mat3 F = body.deformation_gradient(q, e);
+    for (int i = 0; i < 9; ++i) ASSERT_EQ(F(i), F_here(i)) << "tet " << e << ", F entry " << i;
+  }
+  for (int trial = 0; trial < 100; ++trial) {
+    const RandomTet tet = random_tet(rng);
+    const Mat3& F = tet.F;
+    for (NeoHookeanVariant variant : {NeoHookeanVariant::kAdd, NeoHookeanVariant::kStandard}) {
+      NeoHookeanResult nh;
+      const double J = F.determinant();
+      ASSERT_EQ(neo_hookean_stress(F, tet.mu, tet.lambda, variant, nh), J > 0.0);
+      if (!(J > 0.0)) continue;
+      const Mat3 H = F.inverse().transpose();
+      const bool add = variant == NeoHookeanVariant::kAdd;
+      const double a = add ? 0.5 * tet.lambda * (J * J - 1.0) : tet.lambda * std::log(J);
+      const double c = add ? tet.lambda * J * J : tet.lambda;
+      const Mat3 P = tet.mu * (F - H) + a * H;
+      EXPECT_EQ(nh.a, a);
+      EXPECT_EQ(nh.c, c);
+      for (int i = 0; i < 9; ++i) {
+        ASSERT_EQ(nh.H(i), H(i)) << "trial " << trial << ", H entry " << i;
+        ASSERT_EQ(nh.P(i), P(i)) << "trial " << trial << ", P entry " << i;
+      }
+    }
+    ViscousResult vr;
+    viscous_stress(F, tet.Fdot, tet.visc, ViscosityModel::kRotationInvariant, false, vr);
+    const Mat3 A = F.transpose() * tet.Fdot;
+    const Mat3 Edot = 0.5 * (A + A.transpose());
+    const Mat3 P = kAddViscosityScale * tet.visc * F * Edot;
+    for (int i = 0; i < 9; ++i) {
+      ASSERT_EQ(vr.Edot(i), Edot(i)) << "trial " << trial << ", Ė entry " << i;
+      ASSERT_EQ(vr.P(i), P(i)) << "trial " << trial << ", viscous P entry " << i;
+    }
   }
 }
 

@@ -54,6 +54,10 @@ bool neo_hookean_energy(const Mat3& F, double mu, double lambda, NeoHookeanVaria
 namespace {
 // P, H, a, c of neo_hookean() at F with J = det F > 0 (the expressions shared by
 // neo_hookean and neo_hookean_stress, so both give the same bits); returns ∂a/∂λ.
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
 double neo_hookean_core(const Mat3& F, double J, double mu, double lambda, NeoHookeanVariant variant,
                         NeoHookeanResult& out) {
   const Mat3 H = F.inverse().transpose();  // F⁻ᵀ = ∂ ln J / ∂F
@@ -106,6 +110,17 @@ bool neo_hookean(const Mat3& F, double mu, double lambda, NeoHookeanVariant vari
   return true;
 }
 
+namespace {
+// Ė = sym(FᵀḞ), the rotation-invariant model's strain rate: one expression for viscous_stress
+// and the viscous stiffness factors, so both get the same bits.
+inline __attribute__((always_inline)) Mat3 strain_rate(const Mat3& F, const Mat3& Fdot) {
+  const Mat3 A = F.transpose() * Fdot;
+  const Mat3 Edot = 0.5 * (A + A.transpose());
+  return Edot;
+}
+}  // namespace
+
+__attribute__((target_clones("avx2", "default")))
 void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
                     ViscousResult& out) {
   if (model == ViscosityModel::kNone) {
@@ -128,8 +143,8 @@ void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, Viscosity
   }
   // Rotation-invariant: P = s F Ė with Ė = sym(FᵀḞ), s = 64 ν (paper eq. rotInvViscStress).
   const double s = kAddViscosityScale * viscosity;
-  const Mat3 A = F.transpose() * Fdot;
-  const Mat3 Edot = 0.5 * (A + A.transpose());
+  const Mat3 Edot = strain_rate(F, Fdot);
+  out.Edot = Edot;
   out.P = s * F * Edot;
   if (!want_tangent) return;
   for (int n = 0; n < 3; ++n)
@@ -183,18 +198,17 @@ Mat3 linear_viscous_block(const Mat43& grad, const Eigen::Matrix4d& gg, double n
 // viscous_stiffness, viscous_stiffness_combined_add and StressBlockColumns' two setters; each
 // member is constructed from one expression, so all four get the same bits.
 struct InvariantViscousFactors {
-  InvariantViscousFactors(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
-                          double viscosity, double scale)
+  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                                         const Eigen::Matrix4d& gg, double viscosity, double scale)
+      : InvariantViscousFactors(F, grad, gg, strain_rate(F, Fdot), viscosity, scale) {}
+  // The same with Ė = strain_rate(F, Ḟ) given.
+  __attribute__((always_inline)) InvariantViscousFactors(const Mat3& F, const Mat43& grad, const Eigen::Matrix4d& gg,
+                                                         const Mat3& edot, double viscosity, double scale)
       : s(scale * kAddViscosityScale * viscosity),
         hs(0.5 * s),
         f(F * grad.transpose()),
-        geg(s * (grad * strain_rate(F, Fdot) * grad.transpose())),
+        geg(s * (grad * edot * grad.transpose())),
         hgg(hs * gg) {}
-  static Mat3 strain_rate(const Mat3& F, const Mat3& Fdot) {
-    const Mat3 A = F.transpose() * Fdot;
-    const Mat3 Edot = 0.5 * (A + A.transpose());
-    return Edot;
-  }
   double s, hs;
   Eigen::Matrix<double, 3, 4> f;
   Eigen::Matrix4d geg, hgg;
@@ -272,6 +286,7 @@ void rows_to_lanes(const Eigen::Matrix<double, 3, 4>& m, Lane4* out) {
 }
 }  // namespace
 
+__attribute__((target_clones("avx2", "default")))
 void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
   // The factors of neo_hookean_stiffness(), from the same expressions. Each is first
   // constructed as a local, as there: Eigen evaluates `M = s * (A * B)` by assignment and
@@ -296,8 +311,15 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
 
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                           const Eigen::Matrix4d& gg, double viscosity, double c, double scale) {
+  set_viscous_step(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, c, scale);
+}
+
+__attribute__((target_clones("avx2", "default")))
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                          const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity, double c,
+                                          double scale) {
   // The factors of viscous_stiffness_combined_add() (rotation-invariant), constructed as there.
-  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const InvariantViscousFactors v(F, grad, gg, edot, viscosity, scale);
   const Eigen::Matrix<double, 3, 4>& f = v.f;
   const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FM = F * Fdot.transpose() + c * (F * F.transpose());
@@ -320,8 +342,15 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
 
 void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                               const Eigen::Matrix4d& gg, double viscosity, double scale) {
+  set_viscous_partials(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, scale);
+}
+
+__attribute__((target_clones("avx2", "default")))
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                              const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity,
+                                              double scale) {
   // The factors of viscous_stiffness() (rotation-invariant), constructed as there.
-  const InvariantViscousFactors v(F, Fdot, grad, gg, viscosity, scale);
+  const InvariantViscousFactors v(F, grad, gg, edot, viscosity, scale);
   const Eigen::Matrix<double, 3, 4>& f = v.f;
   const Eigen::Matrix4d &geg = v.geg, &hgg = v.hgg;
   const Mat3 FFt = F * F.transpose(), FFdt = F * Fdot.transpose();

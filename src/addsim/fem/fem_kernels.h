@@ -99,6 +99,9 @@ Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, doubl
 /// dP/dḞ (9 × 9) if `want_tangent`. The stress is linear in ν: P/ν is ∂P/∂ν.
 struct ViscousResult {
   Mat3 P = Mat3::Zero();
+  /// Rotation-invariant model: the strain rate Ė = sym(FᵀḞ) that P was formed from (the
+  /// viscous block setters take it instead of forming it again: the same bits); else unset.
+  Mat3 Edot = Mat3::Zero();
   Mat9 dP_dF = Mat9::Zero();
   Mat9 dP_dFdot = Mat9::Zero();
 };
@@ -160,6 +163,12 @@ class StressBlockColumns {
                         double viscosity, double c, double scale);
   void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
                             double viscosity, double scale);
+  /// The same with Ė = sym(FᵀḞ) given too (`edot`, as viscous_stress() leaves it in
+  /// ViscousResult::Edot at the same F, Ḟ): the same numbers without forming FᵀḞ again.
+  void set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
+                        const Mat3& edot, double viscosity, double c, double scale);
+  void set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, const Eigen::Matrix4d& gg,
+                            const Mat3& edot, double viscosity, double scale);
 
   /// Entries of one column 3l + j: col[i][k] (a lane over the four nodes k) is row 3k + i.
   using Column = std::array<Lane4, 3>;

@@ -93,6 +93,14 @@ void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
 }
 
 void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
+}
+
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
+void FemInertiaTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const double rho = ctx.p[body_->params().density];
   // ∂r/∂a = M into ka (partials) or wa M into the step Jacobian; nothing for the residual alone.
   double* values = nullptr;
@@ -192,6 +200,11 @@ void FemStressTerm::evaluate(const TermContext& ctx, Assembly& out) const {
 }
 
 void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
+}
+
+__attribute__((target_clones("avx2", "default")))
+void FemStressTerm::evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const {
   const LameParameters lame =
       lame_parameters(ctx.p[body_->params().youngs_modulus], ctx.p[body_->params().poisson_ratio]);
   const double nu_visc = viscosity_ == ViscosityModel::kNone ? 0.0 : ctx.p[body_->params().viscosity];
@@ -269,6 +282,7 @@ inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::
 }
 }  // namespace
 
+__attribute__((target_clones("avx2", "default")))
 void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
                                      const LameParameters& lame, double nu_visc) const {
   const bool viscous = nu_visc != 0.0;
@@ -297,10 +311,11 @@ void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int 
         out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r_visc);
       else
         out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
+      // Ė as viscous_stress just formed it (the same bits as forming it again).
       if (step)
-        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), nu_visc, c, V);
+        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, c, V);
       else
-        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), nu_visc, V);
+        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, V);
     } else {
       out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
     }

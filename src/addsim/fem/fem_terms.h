@@ -33,6 +33,9 @@ class FemInertiaTerm final : public Term {
   void param_derivatives(const TermContext& ctx, ParamSink& sink) const override;
 
  private:
+  // evaluate_items' loop, compiled for AVX2 and the baseline (same numbers; a virtual function
+  // cannot be cloned).
+  void evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const;
   // (S a)_k for node k, at unit density.
   Vec3 unit_mass_times(const VecX& a, int k) const;
   // Value-array positions of the (k, l) blocks on the model's pattern (first use; thread-safe).
@@ -99,6 +102,9 @@ class FemStressTerm final : public Term {
   ViscosityModel viscosity_model() const { return viscosity_; }
 
  private:
+  // evaluate_items' loop, compiled for AVX2 and the baseline (same numbers; a virtual function
+  // cannot be cloned).
+  void evaluate_range(const TermContext& ctx, Assembly& out, int begin, int end) const;
   // Jacobian modes (step Jacobian with wq = 1, or local partials), no linear viscosity:
   // residuals through Assembly, the blocks scattered column by column by StressBlockColumns
   // into the value arrays (the same values as evaluate_items' general loop, bit for bit).

@@ -22,6 +22,10 @@ struct RotationalInertia {
 };
 
 // f: the body's rotation frame at θ, built with ∂J/∂θ (order 1).
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
 RotationalInertia rotational_inertia(const Mat3& Ib, const RotationFrame& f, const Vec3& thetadot,
                                      const Vec3& thetaddot, bool jacobians) {
   Mat3 K2;  // K2.col(j) = Σ_k θ̇_k (∂²J/∂θ_k∂θ_j)ᵀ θ̇, with Jacobians

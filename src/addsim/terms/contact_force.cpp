@@ -58,6 +58,10 @@ double damping_ramp(double g, double delta, double& ds_dg) {
   return t * t * (3.0 - 2.0 * t);
 }
 
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
 ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
                            double stick_predictor_ratio) {
   ContactForce out;
