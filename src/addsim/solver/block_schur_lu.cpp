@@ -81,7 +81,11 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
 // diagonal as pivot (swaps[j]: the row exchanged with row j), the column below divided by
 // it, then the rank-one update of the trailing columns (vectorised down each column). L
 // (unit lower) ends below the diagonal, U on and above. False on a zero or non-finite pivot.
-__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+// S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
+// nodes and rigid bodies: the same operations in the same order).
+template <int S>
+inline __attribute__((always_inline)) bool factor_block_impl(double* a, int s_dynamic, int* swaps) {
+  const int s = S > 0 ? S : s_dynamic;
   for (int j = 0; j < s; ++j) {
     double* aj = a + j * s;
     int p = j;
@@ -106,6 +110,12 @@ __attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, i
   for (int j = 0; j < s; ++j)
     if (!std::isfinite(a[j + j * s])) return false;
   return true;
+}
+
+__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+  if (s == 3) return factor_block_impl<3>(a, s, swaps);
+  if (s == 6) return factor_block_impl<6>(a, s, swaps);
+  return factor_block_impl<0>(a, s, swaps);
 }
 
 // Diagonal blocks of at least this many DOFs are factorised by LAPACK's blocked dgetrf

@@ -181,12 +181,9 @@ void ReusedFactorization::precondition(const VecX& y, VecX& z, bool transpose) {
   }
 }
 
-void ReusedFactorization::multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const {
+void ReusedFactorization::multiply(const VecX& rows, const VecX& x, VecX& y) const {
   y.setZero(x.size());
-  if (transpose)
-    pattern_->transpose_multiply_add(values, x, y);
-  else
-    pattern_->multiply_add(values, x, y);
+  pattern_->transpose_multiply_add(rows, x, y);
 }
 
 bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool transpose,
@@ -198,15 +195,19 @@ bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool
     const auto t0 = Clock::now();
     int iterations = 0;
     const double target = std::max(relative_tolerance_ * b.norm(), absolute_tolerance);
+    // The products run row-wise (multiply): for A x on the values of Aᵀ, formed once here
+    // for the solve's ≈ 10 products.
+    if (!transpose) pattern_->transpose_values(values, transposed_values_);
+    const VecX& rows = transpose ? values : transposed_values_;
     bool converged;
     if (initial_guess) {
       // Solve for the correction d = x − x₀ from the residual of the guess.
-      multiply(values, *initial_guess, guess_residual_, transpose);
+      multiply(rows, *initial_guess, guess_residual_);
       guess_residual_ = b - guess_residual_;
-      converged = gmres(values, guess_residual_, x, transpose, target, budget, iterations);
+      converged = gmres(rows, guess_residual_, x, transpose, target, budget, iterations);
       x += *initial_guess;
     } else {
-      converged = gmres(values, b, x, transpose, target, budget, iterations);
+      converged = gmres(rows, b, x, transpose, target, budget, iterations);
     }
     stats_.krylov_iterations += iterations;
     stats_.solve_ms += ms_since(t0);
@@ -236,7 +237,7 @@ bool ReusedFactorization::solve_with_current_lu(const VecX& b, VecX& x) {
   return true;
 }
 
-bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target,
+bool ReusedFactorization::gmres(const VecX& rows, const VecX& b, VecX& x, bool transpose, double target,
                                 int max_iterations, int& iterations) {
   // Right-preconditioned GMRES with the preconditioned directions kept (as in flexible
   // GMRES), so the solution needs no extra triangular solve: x = Σ y_j M⁻¹ v_j. The Arnoldi
@@ -264,7 +265,7 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   while (k < max_iterations) {
     precondition(basis_[k], preconditioned_[k], transpose);
     if (!preconditioned_[k].allFinite()) return false;
-    multiply(values, preconditioned_[k], w_, transpose);
+    multiply(rows, preconditioned_[k], w_);
     // Modified Gram–Schmidt.
     for (int j = 0; j <= k; ++j) {
       H(j, k) = basis_[j].dot(w_);
@@ -308,7 +309,7 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   for (int j = 0; j < k; ++j) x += y[j] * preconditioned_[j];
   if (!x.allFinite()) return false;
   // The recurrence's residual drifts from the true one near machine precision: check.
-  multiply(values, x, residual_, transpose);
+  multiply(rows, x, residual_);
   residual_ = b - residual_;
   return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
 }
