@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 
 #include "addsim/math/sparse_assembly.h"
@@ -61,29 +60,6 @@ TEST(SparsePattern, ProductsMatchTheMatrixAndTheColumnByColumnOrderBitForBit) {
   }
   EXPECT_EQ(y, y_plain);
   EXPECT_EQ(z, z_plain);
-}
-
-// GMRES's products (ReusedFactorization) run row-wise on the values of Aᵀ: the mirrored
-// values are Aᵀ's, and from y = 0 the row-wise product gives multiply_add's bits (each y_r
-// the same running sum in increasing column order; the skipped zero columns add only zeros),
-// also with the zero single column and the zero triple of the fixture.
-TEST(SparsePattern, RowWiseProductOnTransposedValuesEqualsMultiplyAddBitForBit) {
-  Fixture f;
-  VecX transposed;
-  f.pattern.transpose_values(f.values, transposed);
-  const SparseMat A = f.pattern.make_matrix(f.values);
-  const SparseMat At = f.pattern.make_matrix(transposed);
-  EXPECT_EQ(MatX(At), MatX(A.transpose()));
-  VecX by_columns = VecX::Zero(18), by_rows = VecX::Zero(18);
-  f.pattern.multiply_add(f.values, f.x, by_columns);
-  f.pattern.transpose_multiply_add(transposed, f.x, by_rows);
-  EXPECT_EQ(0, std::memcmp(by_columns.data(), by_rows.data(), 18 * sizeof(double)));
-  // Rows whose every product is zero stay +0 either way (no −0 from the running sum).
-  VecX zero_x = VecX::Zero(18);
-  VecX y0 = VecX::Zero(18), y1 = VecX::Zero(18);
-  f.pattern.multiply_add(f.values, zero_x, y0);
-  f.pattern.transpose_multiply_add(transposed, -zero_x, y1);
-  EXPECT_EQ(0, std::memcmp(y0.data(), y1.data(), 18 * sizeof(double)));
 }
 
 TEST(SparsePattern, StencilsOfWholePointsHaveConsecutiveRowsAndEqualListsShareAnId) {

@@ -43,18 +43,6 @@ SparsePattern::SparsePattern(int n, const StencilSet& stencils) : n_(n) {
     diag_[c] = static_cast<int>(std::lower_bound(inner_.begin() + outer_[c], inner_.begin() + outer_[c + 1], c) -
                                 inner_.begin());
 
-  // Mirrored entries (the pattern is symmetric: every stencil block is, and so the diagonal).
-  mirror_.resize(inner_.size());
-  for (int c = 0; c < n; ++c)
-    for (int e = outer_[c]; e < outer_[c + 1]; ++e) {
-      const int r = inner_[e];
-      const int* begin = inner_.data() + outer_[r];
-      const int* end = inner_.data() + outer_[r + 1];
-      const int* it = std::lower_bound(begin, end, c);
-      ADDSIM_CHECK(it != end && *it == c, "SparsePattern: pattern is not symmetric");
-      mirror_[e] = static_cast<int>(it - inner_.data());
-    }
-
   // Column triples with identical row lists.
   const auto same_rows = [&](int a, int b) {
     return outer_[a + 1] - outer_[a] == outer_[b + 1] - outer_[b] &&
@@ -135,11 +123,6 @@ void SparsePattern::multiply_add(const VecX& values, const VecX& x, VecX& y) con
         if (xc == 0.0) return;
         for (int k = 0; k < len; ++k) y[rows[k]] += v[k] * xc;
       });
-}
-
-void SparsePattern::transpose_values(const VecX& values, VecX& transposed) const {
-  transposed.resize(nnz());
-  for (int e = 0; e < nnz(); ++e) transposed[e] = values[mirror_[e]];
 }
 
 void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const {

@@ -61,12 +61,6 @@ class SparsePattern {
   void multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// y += Aᵀ x for A with this pattern and `values`.
   void transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
-  /// The values of Aᵀ on this pattern (which is structurally symmetric: a union of dense
-  /// stencil blocks and the diagonal): transposed[e] = values[e'] for the entry e' at e's
-  /// mirrored place. With them y = A x is a row-wise product, transpose_multiply_add(
-  /// transposed, x, y) from y = 0: each y[r] sums its products in increasing column order, as
-  /// multiply_add does (the same bits for finite values; docs/solver.md).
-  void transpose_values(const VecX& values, VecX& transposed) const;
   /// Value-array index of the diagonal entry (i, i) (the pattern always holds it).
   int diagonal_index(int i) const { return diag_[i]; }
   const std::vector<int>& outer() const { return outer_; }
@@ -85,7 +79,6 @@ class SparsePattern {
   std::vector<int> point_map_;
   std::vector<int> point_map_offsets_;  ///< −1: not a stencil of whole points
   std::vector<int> diag_;
-  std::vector<int> mirror_;  ///< per entry (r, c): the index of entry (c, r)
   std::vector<int> blocks_;
   /// First columns of the column groups, in order, plus n: a group is one column or three
   /// consecutive columns with identical row lists (an FEM node's x, y, z), which the

@@ -181,9 +181,12 @@ void ReusedFactorization::precondition(const VecX& y, VecX& z, bool transpose) {
   }
 }
 
-void ReusedFactorization::multiply(const VecX& rows, const VecX& x, VecX& y) const {
+void ReusedFactorization::multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const {
   y.setZero(x.size());
-  pattern_->transpose_multiply_add(rows, x, y);
+  if (transpose)
+    pattern_->transpose_multiply_add(values, x, y);
+  else
+    pattern_->multiply_add(values, x, y);
 }
 
 bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool transpose,
@@ -195,19 +198,15 @@ bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool
     const auto t0 = Clock::now();
     int iterations = 0;
     const double target = std::max(relative_tolerance_ * b.norm(), absolute_tolerance);
-    // The products run row-wise (multiply): for A x on the values of Aᵀ, formed once here
-    // for the solve's ≈ 10 products.
-    if (!transpose) pattern_->transpose_values(values, transposed_values_);
-    const VecX& rows = transpose ? values : transposed_values_;
     bool converged;
     if (initial_guess) {
       // Solve for the correction d = x − x₀ from the residual of the guess.
-      multiply(rows, *initial_guess, guess_residual_);
+      multiply(values, *initial_guess, guess_residual_, transpose);
       guess_residual_ = b - guess_residual_;
-      converged = gmres(rows, guess_residual_, x, transpose, target, budget, iterations);
+      converged = gmres(values, guess_residual_, x, transpose, target, budget, iterations);
       x += *initial_guess;
     } else {
-      converged = gmres(rows, b, x, transpose, target, budget, iterations);
+      converged = gmres(values, b, x, transpose, target, budget, iterations);
     }
     stats_.krylov_iterations += iterations;
     stats_.solve_ms += ms_since(t0);
@@ -237,7 +236,7 @@ bool ReusedFactorization::solve_with_current_lu(const VecX& b, VecX& x) {
   return true;
 }
 
-bool ReusedFactorization::gmres(const VecX& rows, const VecX& b, VecX& x, bool transpose, double target,
+bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target,
                                 int max_iterations, int& iterations) {
   // Right-preconditioned GMRES with the preconditioned directions kept (as in flexible
   // GMRES), so the solution needs no extra triangular solve: x = Σ y_j M⁻¹ v_j. The Arnoldi
@@ -265,7 +264,7 @@ bool ReusedFactorization::gmres(const VecX& rows, const VecX& b, VecX& x, bool t
   while (k < max_iterations) {
     precondition(basis_[k], preconditioned_[k], transpose);
     if (!preconditioned_[k].allFinite()) return false;
-    multiply(rows, preconditioned_[k], w_);
+    multiply(values, preconditioned_[k], w_, transpose);
     // Modified Gram–Schmidt.
     for (int j = 0; j <= k; ++j) {
       H(j, k) = basis_[j].dot(w_);
@@ -309,7 +308,7 @@ bool ReusedFactorization::gmres(const VecX& rows, const VecX& b, VecX& x, bool t
   for (int j = 0; j < k; ++j) x += y[j] * preconditioned_[j];
   if (!x.allFinite()) return false;
   // The recurrence's residual drifts from the true one near machine precision: check.
-  multiply(rows, x, residual_);
+  multiply(values, x, residual_, transpose);
   residual_ = b - residual_;
   return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
 }

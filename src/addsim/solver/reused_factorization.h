@@ -131,14 +131,10 @@ class ReusedFactorization {
   // Resets the reuse bookkeeping for a new current LU of the matrix at `reference`.
   void adopt_lu(const VecX& reference);
   // GMRES with the current LU as right preconditioner; true if it reached the tolerance
-  // within max_iterations (x set), and the iterations it took. `rows`: see multiply().
-  bool gmres(const VecX& rows, const VecX& b, VecX& x, bool transpose, double target, int max_iterations,
+  // within max_iterations (x set), and the iterations it took.
+  bool gmres(const VecX& values, const VecX& b, VecX& x, bool transpose, double target, int max_iterations,
              int& iterations);
-  // y = M x row by row, where `rows` holds Mᵀ's values on the pattern: A's values for
-  // y = Aᵀ x, Aᵀ's (SparsePattern::transpose_values) for y = A x. Row-wise, each y_r is one
-  // running sum over its row in increasing column order — the order (and the bits, for finite
-  // values) of the column-wise SparsePattern::multiply_add, without its scattered updates of y.
-  void multiply(const VecX& rows, const VecX& x, VecX& y) const;
+  void multiply(const VecX& values, const VecX& x, VecX& y, bool transpose) const;
   // z = M⁻¹ y with the rotation compensation of the groups (plain LU solve without).
   void precondition(const VecX& y, VecX& z, bool transpose);
 
@@ -161,7 +157,6 @@ class ReusedFactorization {
   VecX rotated_rhs_;
   std::vector<VecX> basis_, preconditioned_;
   VecX w_, residual_, guess_residual_;
-  VecX transposed_values_;                 ///< Aᵀ's values for the row-wise products of A x
   Eigen::MatrixXd hessenberg_;             ///< GMRES Hessenberg matrix (with Givens rotations applied)
   Eigen::VectorXd rhs_, cos_, sin_;        ///< GMRES rotated right-hand side and rotations
   // Background factorisation (set_background).
