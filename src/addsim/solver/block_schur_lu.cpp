@@ -150,9 +150,33 @@ bool factor_diagonal_block(double* a, int s, int* swaps) {
 // so that the inner loops run down contiguous columns of L and U (vectorised), in place.
 // S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
 // nodes and rigid bodies: the same operations in the same order).
+// For S > 0 the column is held in registers: loaded through the permutation the row swaps
+// compose to (computed from `swaps` alone, so it does not wait for the column's values, as a
+// chain of swaps in memory would in a substitution), solved, stored back.
 template <int S>
 inline void solve_columns_impl(const double* f, const int* swaps, double* w, int s_dynamic, int t) {
   const int s = S > 0 ? S : s_dynamic;
+  if constexpr (S > 0) {
+    int perm[S];
+    for (int i = 0; i < S; ++i) perm[i] = i;
+    for (int i = 0; i < S; ++i) std::swap(perm[i], perm[swaps[i]]);
+    for (int b = 0; b < t; ++b) {
+      double* column = w + b * S;
+      double x[S];
+      for (int i = 0; i < S; ++i) x[i] = column[perm[i]];
+      for (int j = 0; j < S - 1; ++j) {
+        const double* lj = f + j * S;
+        for (int i = j + 1; i < S; ++i) x[i] -= lj[i] * x[j];
+      }
+      for (int j = S - 1; j >= 0; --j) {
+        const double* uj = f + j * S;
+        x[j] = x[j] / uj[j];
+        for (int i = 0; i < j; ++i) x[i] -= uj[i] * x[j];
+      }
+      for (int i = 0; i < S; ++i) column[i] = x[i];
+    }
+    return;
+  }
   for (int b = 0; b < t; ++b) {
     double* x = w + b * s;
     for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
