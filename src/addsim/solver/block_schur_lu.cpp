@@ -81,7 +81,11 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
 // diagonal as pivot (swaps[j]: the row exchanged with row j), the column below divided by
 // it, then the rank-one update of the trailing columns (vectorised down each column). L
 // (unit lower) ends below the diagonal, U on and above. False on a zero or non-finite pivot.
-__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+// S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
+// nodes and rigid bodies: the same operations in the same order).
+template <int S>
+inline __attribute__((always_inline)) bool factor_block_impl(double* a, int s_dynamic, int* swaps) {
+  const int s = S > 0 ? S : s_dynamic;
   for (int j = 0; j < s; ++j) {
     double* aj = a + j * s;
     int p = j;
@@ -106,6 +110,12 @@ __attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, i
   for (int j = 0; j < s; ++j)
     if (!std::isfinite(a[j + j * s])) return false;
   return true;
+}
+
+__attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
+  if (s == 3) return factor_block_impl<3>(a, s, swaps);
+  if (s == 6) return factor_block_impl<6>(a, s, swaps);
+  return factor_block_impl<0>(a, s, swaps);
 }
 
 // Diagonal blocks of at least this many DOFs are factorised by LAPACK's blocked dgetrf
@@ -140,9 +150,33 @@ bool factor_diagonal_block(double* a, int s, int* swaps) {
 // so that the inner loops run down contiguous columns of L and U (vectorised), in place.
 // S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
 // nodes and rigid bodies: the same operations in the same order).
+// For S > 0 the column is held in registers: loaded through the permutation the row swaps
+// compose to (computed from `swaps` alone, so it does not wait for the column's values, as a
+// chain of swaps in memory would in a substitution), solved, stored back.
 template <int S>
 inline void solve_columns_impl(const double* f, const int* swaps, double* w, int s_dynamic, int t) {
   const int s = S > 0 ? S : s_dynamic;
+  if constexpr (S > 0) {
+    int perm[S];
+    for (int i = 0; i < S; ++i) perm[i] = i;
+    for (int i = 0; i < S; ++i) std::swap(perm[i], perm[swaps[i]]);
+    for (int b = 0; b < t; ++b) {
+      double* column = w + b * S;
+      double x[S];
+      for (int i = 0; i < S; ++i) x[i] = column[perm[i]];
+      for (int j = 0; j < S - 1; ++j) {
+        const double* lj = f + j * S;
+        for (int i = j + 1; i < S; ++i) x[i] -= lj[i] * x[j];
+      }
+      for (int j = S - 1; j >= 0; --j) {
+        const double* uj = f + j * S;
+        x[j] = x[j] / uj[j];
+        for (int i = 0; i < j; ++i) x[i] -= uj[i] * x[j];
+      }
+      for (int i = 0; i < S; ++i) column[i] = x[i];
+    }
+    return;
+  }
   for (int b = 0; b < t; ++b) {
     double* x = w + b * s;
     for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
@@ -160,14 +194,86 @@ inline void solve_columns_impl(const double* f, const int* swaps, double* w, int
   }
 }
 
+// Four doubles as one GCC vector: one AVX instruction per operation in the avx2 clone of
+// solve_columns, two SSE2 ones in its baseline clone; element-wise IEEE operations, no fused
+// multiply–add (GCC's avx2 target does not enable FMA), so every lane gets the scalar's bits.
+typedef double Lane4 __attribute__((vector_size(32)));
+
+// Panels of at most this many rows go through the four-column lanes (a stack array of s
+// vectors); taller ones (none on the shipped scenes: their wide blocks have empty fronts)
+// keep the column loop.
+constexpr int kMaxLaneRows = 64;
+
+// solve_columns_impl on four columns at once, lane l holding column b + l: each lane does
+// exactly the scalar column's operations in the same order — the row swaps (applied as the
+// permutation `perm` they compose to, while the four columns are loaded into the lanes: a
+// swap only moves values), each L elimination, each division by u_jj and each U elimination
+// — so the four results are those of solve_columns_impl to the bit. The four independent
+// division chains share one vector division per unknown. `x`: s vectors of scratch.
+template <int S>
+inline __attribute__((always_inline)) void solve_four_columns(const double* f, const int* perm, double* w,
+                                                              int s_dynamic, Lane4* x) {
+  const int s = S > 0 ? S : s_dynamic;
+  for (int i = 0; i < s; ++i) {
+    const int p = perm[i];
+    const double lanes[4] = {w[p], w[s + p], w[2 * s + p], w[3 * s + p]};
+    __builtin_memcpy(&x[i], lanes, sizeof lanes);
+  }
+  for (int j = 0; j < s - 1; ++j) {
+    const double* lj = f + j * s;
+    const Lane4 xj = x[j];
+    for (int i = j + 1; i < s; ++i) {
+      const double l = lj[i];
+      x[i] -= Lane4{l, l, l, l} * xj;
+    }
+  }
+  for (int j = s - 1; j >= 0; --j) {
+    const double* uj = f + j * s;
+    const double d = uj[j];
+    const Lane4 xj = x[j] / Lane4{d, d, d, d};
+    x[j] = xj;
+    for (int i = 0; i < j; ++i) {
+      const double u = uj[i];
+      x[i] -= Lane4{u, u, u, u} * xj;
+    }
+  }
+  for (int i = 0; i < s; ++i) {
+    w[i] = x[i][0];
+    w[s + i] = x[i][1];
+    w[2 * s + i] = x[i][2];
+    w[3 * s + i] = x[i][3];
+  }
+}
+
+// The panel in groups of four columns (lanes), the remaining t mod 4 columns one by one.
+template <int S>
+inline __attribute__((always_inline)) void solve_panel(const double* f, const int* swaps, double* w, int s_dynamic,
+                                                       int t) {
+  const int s = S > 0 ? S : s_dynamic;
+  const int four = s <= kMaxLaneRows ? t - t % 4 : 0;
+  if (four > 0) {
+    int perm[S > 0 ? S : kMaxLaneRows];
+    for (int i = 0; i < s; ++i) perm[i] = i;
+    for (int i = 0; i < s; ++i) std::swap(perm[i], perm[swaps[i]]);
+    if constexpr (S > 0) {
+      Lane4 x[S];
+      for (int b = 0; b < four; b += 4) solve_four_columns<S>(f, perm, w + b * s, s, x);
+    } else {
+      Lane4 x[kMaxLaneRows];
+      for (int b = 0; b < four; b += 4) solve_four_columns<S>(f, perm, w + b * s, s, x);
+    }
+  }
+  solve_columns_impl<S>(f, swaps, w + four * s, s, t - four);
+}
+
 __attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
                                                                     int s, int t) {
   if (s == 3) {
-    solve_columns_impl<3>(f, swaps, w, s, t);
+    solve_panel<3>(f, swaps, w, s, t);
   } else if (s == 6) {
-    solve_columns_impl<6>(f, swaps, w, s, t);
+    solve_panel<6>(f, swaps, w, s, t);
   } else {
-    solve_columns_impl<0>(f, swaps, w, s, t);
+    solve_panel<0>(f, swaps, w, s, t);
   }
 }
 
@@ -289,6 +395,16 @@ void pull_front(double* v, const int* front, const double* w, const double* y, i
 }
 
 }  // namespace
+
+namespace block_schur_kernels {
+
+void solve_panel(const double* f, const int* swaps, double* w, int s, int t) { solve_columns(f, swaps, w, s, t); }
+
+void solve_panel_by_columns(const double* f, const int* swaps, double* w, int s, int t) {
+  solve_columns_impl<0>(f, swaps, w, s, t);
+}
+
+}  // namespace block_schur_kernels
 
 BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   // Large diagonal blocks go through LAPACK (dgetrf): one BLAS thread, no idle pool.

@@ -95,4 +95,14 @@ class BlockSchurLu final : public LinearSolver {
   void substitute(const VecX& b, VecX& x, bool transpose);
 };
 
+/// The block LU's panel solve, exposed for tests: W ← D⁻¹ W for the s × t column-major panel
+/// W, with D = P⁻¹ L U packed in `f` (L unit lower below the diagonal, U on and above, s × s
+/// column-major) and `swaps` its row swaps (row i exchanged with swaps[i], in order) — as the
+/// factorisation runs it (four columns per vector lane group where it can), and column by
+/// column (the reference: solve_panel must give its bits).
+namespace block_schur_kernels {
+void solve_panel(const double* f, const int* swaps, double* w, int s, int t);
+void solve_panel_by_columns(const double* f, const int* swaps, double* w, int s, int t);
+}  // namespace block_schur_kernels
+
 }  // namespace addsim
