@@ -682,6 +682,15 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       continue;
     }
     const double linear_tol = newton_forcing(rep.residual_history, norm, tol_scaled);
+    // solver.fresh_factorization_iterations n: the first n Newton iterations of the step
+    // factorise their Jacobian rather than try GMRES on the kept LU first. Those iterations take
+    // the step's large moves (the soft-feet quadruped: 10²–10⁴ N of motor-driven residual at the
+    // guess, then its feet's contact nodes), and the kept LU — of an earlier Jacobian — then
+    // preconditions so poorly that GMRES gives up after its first iterations in most of them
+    // (130 of 144 second iterations) and factorises anyway: those iterations were the waste. A
+    // solve on a fresh LU equals the one after a failed GMRES bit for bit; where GMRES would
+    // have converged the direction differs at round-off (docs/solver.md).
+    if (rep.iterations <= opt.fresh_factorization_iterations) lu_->invalidate();
     // Except when the quadratic model predicts convergence by a wide margin: the converged
     // trial's partials would never be used (tori drop: one Jacobian fewer in most steps).
     const bool converges =
