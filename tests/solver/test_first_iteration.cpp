@@ -61,19 +61,23 @@ TEST(FirstIteration, FreshFactorizationsConvergeToTheSameStates) {
 }
 
 TEST(FirstIteration, FreshFactorizationInEveryIterationIsTheRunWithoutReuse) {
-  // With n at the iteration cap every Newton direction is a direct solve on its own LU, as
-  // with solver.reuse_factorization = false: the same numbers, bit for bit (no damped
-  // directions here, which would try GMRES on the undamped matrix's fresh LU).
+  // With n at the iteration cap every undamped Newton direction is a direct solve on its own
+  // LU, as with solver.reuse_factorization = false: the same numbers, bit for bit, up to the
+  // first step with a damped direction (which tries GMRES on the undamped matrix's fresh LU;
+  // here step 7, the first touch-down: 16 iterations, one damped).
   const Trajectory no_reuse = soft_feet_run(24, {"solver.reuse_factorization=false"});
   const Trajectory fresh = soft_feet_run(24, {"solver.fresh_factorization_iterations=50"});
   ASSERT_TRUE(no_reuse.completed()) << no_reuse.failure;
   ASSERT_TRUE(fresh.completed()) << fresh.failure;
-  ASSERT_EQ(summed(fresh, &StepReport::damped_iterations), 0);
-  EXPECT_EQ(summed(fresh, &StepReport::krylov_iterations), 0);
-  EXPECT_EQ(summed(fresh, &StepReport::iterations), summed(no_reuse, &StepReport::iterations));
   ASSERT_EQ(no_reuse.q.size(), fresh.q.size());
-  for (std::size_t i = 0; i < fresh.q.size(); ++i)
-    EXPECT_TRUE((no_reuse.q[i].array() == fresh.q[i].array()).all()) << "state " << i;
+  std::size_t same = 0;  // steps before the first damped direction
+  while (same < fresh.reports.size() && fresh.reports[same].damped_iterations == 0) ++same;
+  ASSERT_GE(same, 6u);
+  for (std::size_t i = 0; i < same; ++i) {
+    EXPECT_EQ(fresh.reports[i].krylov_iterations, 0) << "step " << i + 1;
+    EXPECT_EQ(fresh.reports[i].iterations, no_reuse.reports[i].iterations) << "step " << i + 1;
+    EXPECT_TRUE((no_reuse.q[i + 1].array() == fresh.q[i + 1].array()).all()) << "state " << i + 1;
+  }
 }
 
 TEST(FirstIteration, FreshFactorizationIterationsIsValidated) {
