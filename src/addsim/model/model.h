@@ -65,6 +65,13 @@ struct SolverSettings {
   /// the other coordinates held (solver/contact_correction.h; docs/solver.md). Same roots,
   /// another path.
   bool contact_correction = false;
+  /// Plain Newton with a reused factorisation, fresh LUs first (solver.fresh_factorization_iterations
+  /// n; 0: off): the first n Newton iterations of every step factorise their step Jacobian
+  /// instead of first trying GMRES on the kept LU, which the large first steps of a step
+  /// (motor-driven legs, contact switches) have moved away from; later iterations reuse as
+  /// before (docs/solver.md "Soft-feet quadruped: fresh LUs for a step's first iterations").
+  /// Same roots, another path at round-off.
+  int fresh_factorization_iterations = 0;
 };
 
 class Model {

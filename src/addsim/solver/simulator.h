@@ -225,6 +225,9 @@ class Simulator {
   double step_tolerance_ = 0.0;   ///< scaled_tolerance of the current step (0: solver.tolerance)
   double newton_constant_ = 0.0;  ///< C in ‖r_{k+1}‖ ≈ C ‖r_k‖², last estimate (inexact Newton)
   int last_step_iterations_ = 0;  ///< Newton iterations of the previous plain-Newton step
+  /// The constant-acceleration guess started the previous step with two guesses (solve_step
+  /// evaluates that step's winner with partials first).
+  bool alt_guess_won_ = true;
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
   VecX floor_q_;  ///< the state of the last step Jacobian, for its round-off floor (solve_step)
   bool phase_timing_ = false;  ///< set_phase_timing
