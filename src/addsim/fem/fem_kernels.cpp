@@ -303,17 +303,6 @@ void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& gr
   elastic_ = true;
 }
 
-void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
-                                          double c, double scale) {
-  const Eigen::Matrix4d gg = grad * grad.transpose();
-  set_viscous_step(F, Fdot, grad, gg, viscosity, c, scale);
-}
-
-void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
-                                          const Eigen::Matrix4d& gg, double viscosity, double c, double scale) {
-  set_viscous_step(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, c, scale);
-}
-
 __attribute__((target_clones("avx2", "default")))
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                           const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity, double c,
@@ -332,17 +321,6 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
     to_lane(geg_[l], geg.row(l));
   }
   viscous_ = true;
-}
-
-void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
-                                              double scale) {
-  const Eigen::Matrix4d gg = grad * grad.transpose();
-  set_viscous_partials(F, Fdot, grad, gg, viscosity, scale);
-}
-
-void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
-                                              const Eigen::Matrix4d& gg, double viscosity, double scale) {
-  set_viscous_partials(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, scale);
 }
 
 __attribute__((target_clones("avx2", "default")))
@@ -366,6 +344,30 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
     to_lane(geg_[l], geg.row(l));
   }
   viscous_ = true;
+}
+
+// The overloads that form Ė (and G Gᵀ) themselves, after the multiversioned definitions they
+// call (clang accepts target_clones only on a function not yet used in the translation unit).
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                          double c, double scale) {
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  set_viscous_step(F, Fdot, grad, gg, viscosity, c, scale);
+}
+
+void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                          const Eigen::Matrix4d& gg, double viscosity, double c, double scale) {
+  set_viscous_step(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, c, scale);
+}
+
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
+                                              double scale) {
+  const Eigen::Matrix4d gg = grad * grad.transpose();
+  set_viscous_partials(F, Fdot, grad, gg, viscosity, scale);
+}
+
+void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
+                                              const Eigen::Matrix4d& gg, double viscosity, double scale) {
+  set_viscous_partials(F, Fdot, grad, gg, strain_rate(F, Fdot), viscosity, scale);
 }
 
 namespace {

@@ -88,14 +88,6 @@ Vec3 FemInertiaTerm::unit_mass_times(const VecX& a, int k) const {
   return sum;
 }
 
-void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  evaluate_items(ctx, out, 0, body_->num_nodes());
-}
-
-void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
-  evaluate_range(ctx, out, begin, end);
-}
-
 // Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
 // target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
 // "one evaluation's kernels for AVX2").
@@ -132,6 +124,16 @@ void FemInertiaTerm::evaluate_range(const TermContext& ctx, Assembly& out, int b
     out.r.segment<3>(body_->dof(k)) += r;
     out.r_abs.segment<3>(body_->dof(k)) += r_abs;
   }
+}
+
+// evaluate and evaluate_items after the multiversioned loop they call (clang accepts target_clones
+// only on a function not yet used in the translation unit).
+void FemInertiaTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_nodes());
+}
+
+void FemInertiaTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
 }
 
 void FemInertiaTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
@@ -195,12 +197,70 @@ double FemGravityTerm::energy(const TermContext& ctx) const {
 
 void FemStressTerm::declare(StencilSet& stencils) { declare_elements(*body_, stencils, stencil_); }
 
-void FemStressTerm::evaluate(const TermContext& ctx, Assembly& out) const {
-  evaluate_items(ctx, out, 0, body_->num_tets());
+namespace {
+inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::Column& col) {
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 3; ++i) K(3 * k + i, 3 * l + j) = col[i][k];
 }
+}  // namespace
 
-void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
-  evaluate_range(ctx, out, begin, end);
+__attribute__((target_clones("avx2", "default")))
+void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
+                                     const LameParameters& lame, double nu_visc) const {
+  const bool viscous = nu_visc != 0.0;
+  const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
+  const double c = out.weights().wv;  // wv / wq with wq = 1 (step mode)
+  // Step mode: one block into jac; partials: ∂r/∂q into kq and, with viscosity, ∂r/∂v into kv.
+  VecX& values_q = step ? out.jac : out.kq;
+  const bool pairs = !step && viscous;
+  NeoHookeanResult nh;
+  ViscousResult vr;
+  for (int e = begin; e < end; ++e) {
+    const Mat43& grad = body_->shape_gradients(e);
+    const Mat3 F = body_->element_positions(ctx.q, e) * grad;
+    const double V = body_->rest_volume(e);
+    // As in evaluate_items: inverted elements skip their elastic part.
+    const bool elastic = neo_hookean_stress(F, lame.mu, lame.lambda, variant_, nh);
+    if (!elastic && !viscous) continue;
+    StressBlockColumns block;
+    // The residuals as in evaluate_items (elastic and viscous added separately for r_abs).
+    if (elastic) block.set_elastic(nh, grad, lame.mu, V);
+    if (viscous) {
+      const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
+      viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
+      const Vec12 r_visc = V * element_forces(vr.P, grad);
+      if (elastic)
+        out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r_visc);
+      else
+        out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
+      // Ė as viscous_stress just formed it (the same bits as forming it again).
+      if (step)
+        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, c, V);
+      else
+        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, V);
+    } else {
+      out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
+    }
+    const Assembly::PointColumns<4> cols_q = out.point_columns<4>(stencil_[e], values_q);
+    if (!cols_q.valid()) {
+      // Not a stencil of whole points (never for an FEM body's element DOFs): via Assembly.
+      Mat12 Kq, Kv;
+      if (pairs)
+        block.for_each_column_pair([&](int l, int j, const StressBlockColumns::Column& cq,
+                                       const StressBlockColumns::Column& cv) {
+          set_matrix_column(Kq, l, j, cq);
+          set_matrix_column(Kv, l, j, cv);
+        });
+      else
+        block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { set_matrix_column(Kq, l, j, col); });
+      out.add<12>(stencil_[e], Vec12(Vec12::Zero()), &Kq, pairs ? &Kv : nullptr, nullptr);
+      continue;
+    }
+    if (pairs)
+      block.scatter_partials(cols_q, out.point_columns<4>(stencil_[e], out.kv));
+    else
+      block.scatter_step(cols_q);
+  }
 }
 
 __attribute__((target_clones("avx2", "default")))
@@ -275,70 +335,14 @@ void FemStressTerm::evaluate_range(const TermContext& ctx, Assembly& out, int be
   }
 }
 
-namespace {
-inline void set_matrix_column(Mat12& K, int l, int j, const StressBlockColumns::Column& col) {
-  for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < 3; ++i) K(3 * k + i, 3 * l + j) = col[i][k];
+// evaluate and evaluate_items after the multiversioned loop they call (clang accepts target_clones
+// only on a function not yet used in the translation unit).
+void FemStressTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  evaluate_items(ctx, out, 0, body_->num_tets());
 }
-}  // namespace
 
-__attribute__((target_clones("avx2", "default")))
-void FemStressTerm::evaluate_columns(const TermContext& ctx, Assembly& out, int begin, int end,
-                                     const LameParameters& lame, double nu_visc) const {
-  const bool viscous = nu_visc != 0.0;
-  const bool step = out.mode() == EvalMode::kResidualAndStepJacobian;
-  const double c = out.weights().wv;  // wv / wq with wq = 1 (step mode)
-  // Step mode: one block into jac; partials: ∂r/∂q into kq and, with viscosity, ∂r/∂v into kv.
-  VecX& values_q = step ? out.jac : out.kq;
-  const bool pairs = !step && viscous;
-  NeoHookeanResult nh;
-  ViscousResult vr;
-  for (int e = begin; e < end; ++e) {
-    const Mat43& grad = body_->shape_gradients(e);
-    const Mat3 F = body_->element_positions(ctx.q, e) * grad;
-    const double V = body_->rest_volume(e);
-    // As in evaluate_items: inverted elements skip their elastic part.
-    const bool elastic = neo_hookean_stress(F, lame.mu, lame.lambda, variant_, nh);
-    if (!elastic && !viscous) continue;
-    StressBlockColumns block;
-    // The residuals as in evaluate_items (elastic and viscous added separately for r_abs).
-    if (elastic) block.set_elastic(nh, grad, lame.mu, V);
-    if (viscous) {
-      const Mat3 Fdot = body_->element_positions(ctx.v, e) * grad;
-      viscous_stress(F, Fdot, nu_visc, viscosity_, false, vr);
-      const Vec12 r_visc = V * element_forces(vr.P, grad);
-      if (elastic)
-        out.add_residual_pair<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), r_visc);
-      else
-        out.add<12>(stencil_[e], r_visc, nullptr, nullptr, nullptr);
-      // Ė as viscous_stress just formed it (the same bits as forming it again).
-      if (step)
-        block.set_viscous_step(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, c, V);
-      else
-        block.set_viscous_partials(F, Fdot, grad, body_->shape_gram(e), vr.Edot, nu_visc, V);
-    } else {
-      out.add<12>(stencil_[e], Vec12(V * element_forces(nh.P, grad)), nullptr, nullptr, nullptr);
-    }
-    const Assembly::PointColumns<4> cols_q = out.point_columns<4>(stencil_[e], values_q);
-    if (!cols_q.valid()) {
-      // Not a stencil of whole points (never for an FEM body's element DOFs): via Assembly.
-      Mat12 Kq, Kv;
-      if (pairs)
-        block.for_each_column_pair([&](int l, int j, const StressBlockColumns::Column& cq,
-                                       const StressBlockColumns::Column& cv) {
-          set_matrix_column(Kq, l, j, cq);
-          set_matrix_column(Kv, l, j, cv);
-        });
-      else
-        block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { set_matrix_column(Kq, l, j, col); });
-      out.add<12>(stencil_[e], Vec12(Vec12::Zero()), &Kq, pairs ? &Kv : nullptr, nullptr);
-      continue;
-    }
-    if (pairs)
-      block.scatter_partials(cols_q, out.point_columns<4>(stencil_[e], out.kv));
-    else
-      block.scatter_step(cols_q);
-  }
+void FemStressTerm::evaluate_items(const TermContext& ctx, Assembly& out, int begin, int end) const {
+  evaluate_range(ctx, out, begin, end);
 }
 
 void FemStressTerm::param_derivatives(const TermContext& ctx, ParamSink& sink) const {
