@@ -97,7 +97,7 @@ template <bool kFlat>
   const double ramp = damping_ramp(g, c.damping_ramp, ds_dg);
   out.f += -c.kd * ramp * vn * n;
   out.df_dxdot += -c.kd * ramp * n * n.transpose();
-  // curv = H vn + n ẋᵀ H (flat: its entries as the header comment says).
+  // curv = H vn + n ẋᵀ H (flat: the entries the comment above contact_force_at gives).
   [[maybe_unused]] Mat3 curv;
   if constexpr (kFlat) {
     const double hv = 0.0 * vn;
