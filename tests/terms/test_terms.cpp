@@ -654,6 +654,110 @@ TEST(SpringTerm, CollapsedSpringsAreInadmissible) {
     }
 }
 
+namespace sheet8_plane_force_test {
+// Every field of two force records, byte for byte (signed zeros count).
+void expect_same_force_bits(const ContactForce& a, const ContactForce& b, const std::string& where) {
+  EXPECT_EQ(a.regime, b.regime) << where;
+  const auto same = [](const auto& u, const auto& v) { return std::memcmp(u.data(), v.data(), sizeof(double) * u.size()) == 0; };
+  EXPECT_TRUE(same(a.f, b.f)) << where;
+  EXPECT_TRUE(same(a.df_dx, b.df_dx)) << where << "\n" << a.df_dx << "\n" << b.df_dx;
+  EXPECT_TRUE(same(a.df_dxdot, b.df_dxdot)) << where;
+  EXPECT_TRUE(same(a.df_dkn, b.df_dkn)) << where;
+  EXPECT_TRUE(same(a.df_dkd, b.df_dkd)) << where;
+  EXPECT_TRUE(same(a.df_dkt, b.df_dkt)) << where;
+  EXPECT_TRUE(same(a.df_dcf, b.df_dcf)) << where;
+  EXPECT_TRUE(same(a.df_dw, b.df_dw)) << where;
+  EXPECT_TRUE(same(a.predictor_shift, b.predictor_shift)) << where;
+  for (const auto& [u, v] : {std::pair{a.gap, b.gap}, std::pair{a.normal_force, b.normal_force},
+                             std::pair{a.friction_force, b.friction_force}})
+    EXPECT_EQ(std::memcmp(&u, &v, sizeof u), 0) << where;
+}
+}  // namespace sheet8_plane_force_test
+
+// contact_force()'s PlaneObstacle overload skips the products with the plane's zero Hessian
+// (docs/solver.md, "Sheet flip, eighth round"): every field of its record is the general
+// path's byte for byte, zero entries' signs included, for an axis-aligned plane (exact zeros
+// in n nᵀ) and a tilted one; velocities with ±0 components; linear (with and without the stick
+// predictor) and tanh friction; w = 0 and w > 0; a damping ramp or the switch.
+TEST(ContactForce, PlaneOverloadMatchesTheGeneralPathBitForBit) {
+  using sheet8_plane_force_test::expect_same_force_bits;
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  int touching = 0;
+  for (const Vec3& normal : {Vec3(0, 0, 1), Vec3(0.1, -0.2, 1.0), Vec3(0, 1, 0)}) {
+    const PlaneObstacle plane("floor", -1, Vec3(0.3, -0.1, 0.02), normal);
+    const Obstacle& general = plane;
+    for (const ContactModel model : {ContactModel::kLinear, ContactModel::kTanh})
+      for (const double w : {0.0, 0.01})
+        for (const double ramp : {0.0, 0.02})
+          for (const double ratio : {0.0, 5.0}) {
+            if (model == ContactModel::kTanh && ratio > 0.0) continue;
+            ContactCoefficients c;
+            c.model = model;
+            c.kn = 1e3;
+            c.kd = 3.0;
+            c.kt = 10.0;
+            c.cf = 0.4;
+            c.smoothing = w;
+            c.damping_ramp = ramp;
+            for (int t = 0; t < 200; ++t) {
+              // A point at gap ∈ (−0.02, 0.02) m: separated, in the smoothing band and in contact.
+              const Vec3 x = plane.point() + Vec3(unit(rng), unit(rng), unit(rng));
+              const Vec3 on = x - plane.normal().dot(x - plane.point()) * plane.normal() + 0.02 * unit(rng) * plane.normal();
+              Vec3 xdot;
+              for (int i = 0; i < 3; ++i) {
+                const int pick = static_cast<int>(rng() % 4);
+                xdot[i] = pick == 0 ? 0.0 : pick == 1 ? -0.0 : (pick == 2 ? 1e-3 : 2.0) * unit(rng);
+              }
+              const ContactForce fast = contact_force(on, xdot, plane, c, ratio);
+              touching += fast.regime != ContactRegime::kSeparated;
+              expect_same_force_bits(fast, contact_force(on, xdot, general, c, ratio),
+                                     "trial " + std::to_string(t) + " w " + std::to_string(w));
+            }
+          }
+  }
+  EXPECT_GT(touching, 1000);
+}
+
+// SpringTerm::admissible() tests the particle pairs over pairs_ and then the other springs, and
+// names a collapsed spring only from the ordered loop: the first collapsed spring in spring order
+// is named even when a later particle pair collapses too (docs/solver.md, "Sheet flip, eighth
+// round").
+TEST(SpringTerm, AdmissibleNamesTheFirstCollapsedSpringInOrder) {
+  const Vec3 world(0, 2, 0);
+  for (const bool other_collapsed : {false, true})
+    for (const bool pair_collapsed : {false, true}) {
+      ParticleFixture f(Integrator::kBdf2, 0.02, 10);
+      const Vec3 p2 = other_collapsed ? world : world + Vec3(0.5, 0, 0);
+      const Vec3 p3 = pair_collapsed ? p2 : p2 + Vec3(0, 0, 0.5);
+      const std::vector<Vec3> xs{Vec3(0, 0, 0), Vec3(1, 0, 0), p2, p3};
+      f.particles(xs, std::vector<Vec3>(4, Vec3::Zero()), std::vector<double>(4, 1.0));
+      std::vector<Spring> springs{
+          f.spring(SpringKind::kDistance, f.point(0), f.point(1), 50.0, 0.0, 1.0),
+          f.spring(SpringKind::kDistance, Anchor::world_point(world, "w"), f.point(2), 50.0, 0.0, 1.0),
+          f.spring(SpringKind::kDistance, f.point(2), f.point(3), 50.0, 0.0, 0.5),
+          f.spring(SpringKind::kZeroLength, f.point(0), f.point(3), 50.0, 0.0, 0.0),
+          f.spring(SpringKind::kUnilateral, f.point(3), f.point(2), 50.0, 0.0, 0.5)};
+      const std::string other_label = springs[1].label, pair_label = springs[2].label;
+      f.model->add_term(std::make_unique<SpringTerm>(f.model.get(), std::move(springs)));
+      f.model->finalize();
+      VecX q(12), v = VecX::Zero(12), a = VecX::Zero(12);
+      for (int k = 0; k < 4; ++k) q.segment<3>(3 * k) = xs[k];
+      const TermContext ctx{q, v, a, f.model->params().defaults(), 3, f.model->scheme()};
+      const Term& term = *f.model->terms().back();
+      std::string why;
+      const bool expect_ok = !other_collapsed && !pair_collapsed;
+      EXPECT_EQ(term.admissible(ctx, &why), expect_ok);
+      EXPECT_EQ(term.admissible(ctx, nullptr), expect_ok);
+      if (expect_ok) {
+        EXPECT_TRUE(why.empty()) << why;
+      } else {
+        const std::string& first = other_collapsed ? other_label : pair_label;
+        EXPECT_EQ(why, "spring " + first + " has collapsed to zero length (direction undefined)");
+      }
+    }
+}
+
 TEST(ParticleTerms, InertiaAndGravity) {
   ParticleFixture f(Integrator::kBdf1, 0.01, 10);
   f.particles({Vec3(0, 0, 1), Vec3(1, 0, 1)}, {Vec3::Zero(), Vec3::Zero()}, {0.5, 1.5});

@@ -58,16 +58,18 @@ double damping_ramp(double g, double delta, double& ds_dg) {
   return t * t * (3.0 - 2.0 * t);
 }
 
-// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
-// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
-// "one evaluation's kernels for AVX2").
-__attribute__((target_clones("avx2", "default")))
-ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
-                           double stick_predictor_ratio) {
+namespace {
+
+// The force at gap g with normal n and the obstacle's Hessian *H. kFlat (a plane: H = +0, n
+// constant) skips the products with H but forms the same numbers bit for bit, signed zeros
+// included: a product with a +0 entry of H is a zero with the other factor's sign (NaN for a
+// non-finite one), and a sum of such zeros is −0 only if all its terms are −0, in any order. So
+// fn H = fn·0 in every entry, H v_n = 0·v_n, ẋᵀH = 0·ẋ₀ + 0·ẋ₁ + 0·ẋ₂ in every column.
+template <bool kFlat>
+[[gnu::always_inline]] inline ContactForce contact_force_at(double g, const Vec3& n, const Mat3* H, const Vec3& xdot,
+                                                            const ContactCoefficients& c,
+                                                            double stick_predictor_ratio) {
   ContactForce out;
-  Vec3 n;
-  Mat3 H;
-  const double g = o.gap(x, n, H);
   out.gap = g;
   // Separated: no force. Without smoothing the kink at g = 0 is measure-zero (paper §4.2);
   // with smoothing w the force starts C¹ at g = w/2.
@@ -82,7 +84,11 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   const double fn = c.kn * depth;
   out.normal_force = fn;
   out.f = fn * n;
-  out.df_dx = c.kn * dphi_dg * n * n.transpose() + fn * H;
+  if constexpr (kFlat) {
+    out.df_dx = c.kn * dphi_dg * n * n.transpose() + Mat3::Constant(fn * 0.0);
+  } else {
+    out.df_dx = c.kn * dphi_dg * n * n.transpose() + fn * *H;
+  }
   out.df_dkn = depth * n;
   out.df_dw = c.kn * dphi_dw * n;
 
@@ -91,13 +97,28 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   const double ramp = damping_ramp(g, c.damping_ramp, ds_dg);
   out.f += -c.kd * ramp * vn * n;
   out.df_dxdot += -c.kd * ramp * n * n.transpose();
-  out.df_dx += -c.kd * ramp * (H * vn + n * (xdot.transpose() * H)) - c.kd * vn * ds_dg * n * n.transpose();
+  // curv = H vn + n ẋᵀ H (flat: the entries the comment above contact_force_at gives).
+  [[maybe_unused]] Mat3 curv;
+  if constexpr (kFlat) {
+    const double hv = 0.0 * vn;
+    const double xh = 0.0 * xdot[0] + 0.0 * xdot[1] + 0.0 * xdot[2];
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 3; ++i) curv(i, j) = hv + n[i] * xh;
+    out.df_dx += -c.kd * ramp * curv - c.kd * vn * ds_dg * n * n.transpose();
+  } else {
+    out.df_dx += -c.kd * ramp * (*H * vn + n * (xdot.transpose() * *H)) - c.kd * vn * ds_dg * n * n.transpose();
+  }
   out.df_dkd = -ramp * vn * n;
 
   // Tangential velocity u = T ẋ = ẋ − n (n·ẋ); ∂u/∂ẋ = T; ∂u/∂x = −(H vn + n ẋᵀ H).
   const Mat3 T = I - n * n.transpose();
   const Vec3 u = T * xdot;
-  const Mat3 du_dx = -(H * vn + n * (xdot.transpose() * H));
+  Mat3 du_dx;
+  if constexpr (kFlat) {
+    du_dx = -curv;
+  } else {
+    du_dx = -(*H * vn + n * (xdot.transpose() * *H));
+  }
   const double s = u.norm();
   const double F = c.cf * fn;            // Coulomb limit
   const Vec3 dF_dx = c.cf * c.kn * dphi_dg * n;  // ∂F/∂x (as a column)
@@ -156,6 +177,26 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
   out.df_dkn += df_dF * c.cf * depth;
   out.df_dw += df_dF * dF_dw;
   return out;
+}
+
+}  // namespace
+
+// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
+// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
+// "one evaluation's kernels for AVX2").
+__attribute__((target_clones("avx2", "default")))
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio) {
+  Vec3 n;
+  Mat3 H;
+  const double g = o.gap(x, n, H);
+  return contact_force_at<false>(g, n, &H, xdot, c, stick_predictor_ratio);
+}
+
+__attribute__((target_clones("avx2", "default")))
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const PlaneObstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio) {
+  return contact_force_at<true>(o.gap(x), o.normal(), nullptr, xdot, c, stick_predictor_ratio);
 }
 
 ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,

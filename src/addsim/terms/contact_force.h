@@ -90,6 +90,10 @@ struct ContactForce {
 /// the sliding direction).
 ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
                            double stick_predictor_ratio = 0.0);
+/// The same for a plane, bit for bit (signed zeros included), without the products with its
+/// zero Hessian and the virtual gap(x, n, H).
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const PlaneObstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio = 0.0);
 
 /// Friction part alone of the force at x (the normal and damping parts of contact_force()
 /// omitted), with its exact derivatives; separated points get zero. Modes:

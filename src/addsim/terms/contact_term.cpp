@@ -42,8 +42,10 @@ void PointContactTerm::evaluate(const TermContext& ctx, Assembly& out) const {
     const double separated = 0.5 * c.smoothing;
     for (int k = 0; k < num_points(); ++k) {
       if (plane && plane->gap(ctx.q.segment<3>(dofs_[k])) >= separated) continue;
+      // A plane's own overload: the same force without the products with its zero Hessian.
       const ContactForce f =
-          contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c, predictor);
+          plane ? contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *plane, c, predictor)
+                : contact_force(ctx.q.segment<3>(dofs_[k]), ctx.v.segment<3>(dofs_[k]), *obstacles_[o], c, predictor);
       if (f.regime == ContactRegime::kSeparated) continue;
       // The residual carries −f (r = M a − f).
       const Vec3 r = -f.f;

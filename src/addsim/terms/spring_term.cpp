@@ -178,6 +178,7 @@ void SpringTerm::declare(StencilSet& stencils) {
   particle_pair_.clear();
   pairs_.clear();
   pair_index_.clear();
+  other_springs_.clear();
   for (const Spring& s : springs_) {
     // The nodes of a (weights +w_m), then those of b (−w_m); a node shared by both ends
     // appears twice, which the assembly sums.
@@ -205,6 +206,8 @@ void SpringTerm::declare(StencilSet& stencils) {
                         s.stiffness_param, s.damping_param, s.rest_length, min_len * min_len,
                         s.kind == SpringKind::kUnilateral ? s.rest_length * s.rest_length
                                                           : -std::numeric_limits<double>::infinity()});
+    } else if (s.kind != SpringKind::kZeroLength) {
+      other_springs_.push_back(static_cast<int>(particle_pair_.size()) - 1);
     }
   }
 }
@@ -372,37 +375,54 @@ double SpringTerm::energy(const TermContext& ctx) const {
   return e;
 }
 
+bool SpringTerm::spring_admissible(const TermContext& ctx, int k) const {
+  if (const int pi = pair_index_[k]; pi >= 0) {
+    // A particle pair: the tests below with its squared bounds kept per pair.
+    const PairSpring& ps = pairs_[pi];
+    const double len2 = (ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db)).squaredNorm();
+    return !(len2 <= ps.min_len2 && !(len2 <= ps.slack_len2));
+  }
+  const Spring& s = springs_[k];
+  if (s.kind == SpringKind::kZeroLength) return true;
+  // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).
+  double len2;
+  if (particle_pair_[k]) {
+    len2 = (ctx.q.segment<3>(s.a.dof) - ctx.q.segment<3>(s.b.dof)).squaredNorm();
+  } else {
+    Vec3 xa, va, xb, vb;
+    anchor_motion(*model_, s.a, ctx, xa, va);
+    anchor_motion(*model_, s.b, ctx, xb, vb);
+    len2 = (xa - xb).squaredNorm();
+  }
+  if (s.kind == SpringKind::kUnilateral && len2 <= s.rest_length * s.rest_length) return true;
+  const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
+  return !(len2 <= min_len * min_len);
+}
+
 bool SpringTerm::admissible(const TermContext& ctx, std::string* why) const {
-  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
-    if (const int pi = pair_index_[k]; pi >= 0) {
-      // A particle pair: the tests below with its squared bounds kept per pair.
-      const PairSpring& ps = pairs_[pi];
-      const double len2 = (ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db)).squaredNorm();
-      if (len2 <= ps.min_len2 && !(len2 <= ps.slack_len2)) {
-        if (why) *why = "spring " + springs_[k].label + " has collapsed to zero length (direction undefined)";
-        return false;
-      }
-      continue;
-    }
-    const Spring& s = springs_[k];
-    if (s.kind == SpringKind::kZeroLength) continue;
-    // Squared lengths: no square root per spring and evaluation (both bounds are ≥ 0).
-    double len2;
-    if (particle_pair_[k]) {
-      len2 = (ctx.q.segment<3>(s.a.dof) - ctx.q.segment<3>(s.b.dof)).squaredNorm();
-    } else {
-      Vec3 xa, va, xb, vb;
-      anchor_motion(*model_, s.a, ctx, xa, va);
-      anchor_motion(*model_, s.b, ctx, xb, vb);
-      len2 = (xa - xb).squaredNorm();
-    }
-    if (s.kind == SpringKind::kUnilateral && len2 <= s.rest_length * s.rest_length) continue;
-    const double min_len = kMinRelativeLength * std::max(s.rest_length, 1.0);
-    if (len2 <= min_len * min_len) {
-      if (why) *why = "spring " + s.label + " has collapsed to zero length (direction undefined)";
-      return false;
+  // The particle pairs straight over pairs_ (contiguous, no per-spring dispatch), then the other
+  // springs; the same tests as spring_admissible(). Only on a failure is the ordered loop run, to
+  // name the first collapsed spring in spring order, as before.
+  bool ok = true;
+  for (const PairSpring& ps : pairs_) {
+    const double len2 = (ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db)).squaredNorm();
+    if (len2 <= ps.min_len2 && !(len2 <= ps.slack_len2)) {
+      ok = false;
+      break;
     }
   }
+  if (ok)
+    for (const int k : other_springs_)
+      if (!spring_admissible(ctx, k)) {
+        ok = false;
+        break;
+      }
+  if (ok) return true;
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k)
+    if (!spring_admissible(ctx, k)) {
+      if (why) *why = "spring " + springs_[k].label + " has collapsed to zero length (direction undefined)";
+      return false;
+    }
   return true;
 }
 

@@ -91,6 +91,10 @@ class SpringTerm final : public Term {
   };
   std::vector<PairSpring> pairs_;
   std::vector<int> pair_index_;  // per spring: its index in pairs_, −1 if none
+  // Springs that admissible() tests outside pairs_ (neither a pair nor of zero length), in order.
+  std::vector<int> other_springs_;
+  // Whether spring k is not collapsed (admissible()'s test of one spring).
+  bool spring_admissible(const TermContext& ctx, int k) const;
   bool batched_pairs_ = true;
   // Positions, velocities and parameters of pairs_[begin, end) into lanes 0 … end − begin − 1.
   void load_pair_lanes(const TermContext& ctx, int begin, int end, spring_pairs::Input& in) const;
