@@ -278,50 +278,54 @@ __attribute__((target_clones("avx2", "default"))) void solve_columns(const doubl
 }
 
 // The diagonal solves y_l ← D_l⁻¹ y_l of `count` (2 … 4) blocks of s DOFs at once, lane l
-// holding block l: each lane does exactly solve_columns_impl's operations on one column in
-// the same order — the row swaps (as the permutation they compose to), each L elimination,
-// each division by u_jj, each U elimination — so each block gets the bits of its own solve.
-// Independent blocks' division chains, which a substitution otherwise waits out one block
-// after another, share one vector division per unknown. `lanes`: the blocks' packed LUs
-// interleaved (entry e of lane l at 4 e + l; a missing lane repeats lane 0 and is not
-// stored), `perm`: their permutations (perm[4 i + l]). `x`: s vectors of scratch.
+// holding block l (a missing lane repeats block 0 and is not stored): each lane does exactly
+// solve_columns_impl's operations on one column in the same order — the row swaps (as the
+// permutation they compose to), each L elimination, each division by u_jj, each U
+// elimination — so each block gets the bits of its own solve. Independent blocks' division
+// chains, which a substitution otherwise waits out one block after another, share one vector
+// division per unknown. `x`: s vectors of scratch.
 template <int S>
-inline __attribute__((always_inline)) void solve_blocks_impl(const double* lanes, const int* perm, double* const* y,
-                                                             int count, int s_dynamic, Lane4* x) {
+inline __attribute__((always_inline)) void solve_blocks_impl(const double* const* factors, const int* const* swaps,
+                                                             double* const* y, int count, int s_dynamic, Lane4* x) {
   const int s = S > 0 ? S : s_dynamic;
-  double* v[4];
-  for (int l = 0; l < 4; ++l) v[l] = y[l < count ? l : 0];
-  const auto entry = [lanes](int e) {
-    Lane4 f;
-    __builtin_memcpy(&f, lanes + 4 * e, sizeof f);
-    return f;
-  };
-  for (int i = 0; i < s; ++i)
-    x[i] = Lane4{v[0][perm[4 * i]], v[1][perm[4 * i + 1]], v[2][perm[4 * i + 2]], v[3][perm[4 * i + 3]]};
+  const double* f[4];
+  const double* v[4];
+  int perm[4][S > 0 ? S : kMaxLaneRows];
+  for (int l = 0; l < 4; ++l) {
+    const int b = l < count ? l : 0;
+    f[l] = factors[b];
+    v[l] = y[b];
+    for (int i = 0; i < s; ++i) perm[l][i] = i;
+    for (int i = 0; i < s; ++i) std::swap(perm[l][i], perm[l][swaps[b][i]]);
+  }
+  for (int i = 0; i < s; ++i) x[i] = Lane4{v[0][perm[0][i]], v[1][perm[1][i]], v[2][perm[2][i]], v[3][perm[3][i]]};
   for (int j = 0; j < s - 1; ++j) {
+    const int c = j * s;
     const Lane4 xj = x[j];
-    for (int i = j + 1; i < s; ++i) x[i] -= entry(j * s + i) * xj;
+    for (int i = j + 1; i < s; ++i) x[i] -= Lane4{f[0][c + i], f[1][c + i], f[2][c + i], f[3][c + i]} * xj;
   }
   for (int j = s - 1; j >= 0; --j) {
-    const Lane4 xj = x[j] / entry(j * s + j);
+    const int c = j * s;
+    const Lane4 xj = x[j] / Lane4{f[0][c + j], f[1][c + j], f[2][c + j], f[3][c + j]};
     x[j] = xj;
-    for (int i = 0; i < j; ++i) x[i] -= entry(j * s + i) * xj;
+    for (int i = 0; i < j; ++i) x[i] -= Lane4{f[0][c + i], f[1][c + i], f[2][c + i], f[3][c + i]} * xj;
   }
   for (int l = 0; l < count; ++l)
     for (int i = 0; i < s; ++i) y[l][i] = x[i][l];
 }
 
-__attribute__((target_clones("avx2", "default"))) void solve_blocks(const double* lanes, const int* perm,
-                                                                   double* const* y, int count, int s) {
+__attribute__((target_clones("avx2", "default"))) void solve_blocks(const double* const* factors,
+                                                                   const int* const* swaps, double* const* y,
+                                                                   int count, int s) {
   if (s == 3) {
     Lane4 x[3];
-    solve_blocks_impl<3>(lanes, perm, y, count, s, x);
+    solve_blocks_impl<3>(factors, swaps, y, count, s, x);
   } else if (s == 6) {
     Lane4 x[6];
-    solve_blocks_impl<6>(lanes, perm, y, count, s, x);
+    solve_blocks_impl<6>(factors, swaps, y, count, s, x);
   } else {
     Lane4 x[kMaxLaneRows];
-    solve_blocks_impl<0>(lanes, perm, y, count, s, x);
+    solve_blocks_impl<0>(factors, swaps, y, count, s, x);
   }
 }
 
@@ -636,15 +640,6 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
     marked.clear();
   }
   lane_base_[m] = static_cast<int>(lane_blocks_.size());
-  lane_factor_base_.assign(m, -1);
-  int lane_entries = 0;
-  for (int k = 0; k < m; ++k)
-    if (lane_base_[k + 1] - lane_base_[k] > 1) {
-      lane_factor_base_[k] = lane_entries;
-      lane_entries += size(k) * size(k);
-    }
-  lane_factors_.assign(4 * static_cast<size_t>(lane_entries), 0.0);
-  lane_perm_.assign(4 * static_cast<size_t>(n), 0);
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
@@ -667,22 +662,6 @@ bool BlockSchurLu::factorize(const VecX& values) {
                  pushed_.data());
     factor += 2.0 * s * s * t + 2.0 * s * t * t;
     substitution += 4.0 * s * t;
-  }
-  // The lane groups' LUs interleaved for solve_blocks (their entries and row permutations).
-  for (int k = 0; k < blocks(); ++k) {
-    const int count = lane_base_[k + 1] - lane_base_[k], s = size(k);
-    if (count < 2) continue;
-    double* lanes = lane_factors_.data() + 4 * lane_factor_base_[k];
-    int* perm = lane_perm_.data() + 4 * offset_[k];
-    for (int l = 0; l < 4; ++l) {
-      const int b = lane_blocks_[lane_base_[k] + (l < count ? l : 0)];
-      const double* d = data_.data() + diag_base_[b];
-      for (int e = 0; e < s * s; ++e) lanes[4 * e + l] = d[e];
-      int* p = perm + l;
-      for (int i = 0; i < s; ++i) p[4 * i] = i;
-      const int* swaps = swaps_.data() + offset_[b];
-      for (int i = 0; i < s; ++i) std::swap(p[4 * i], p[4 * swaps[i]]);
-    }
   }
   factor_flops_ = factor;
   solve_flops_ = substitution;
@@ -717,10 +696,15 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool inter
       if (!interleave || count == 1) {
         solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
       } else if (count > 1) {
+        const double* factors[4];
+        const int* swaps[4];
         double* own[4];
-        for (int l = 0; l < count; ++l) own[l] = y + offset_[group[l]];
-        solve_blocks(lane_factors_.data() + 4 * lane_factor_base_[k], lane_perm_.data() + 4 * offset_[k], own, count,
-                     size(k));
+        for (int l = 0; l < count; ++l) {
+          factors[l] = data_.data() + diag_base_[group[l]];
+          swaps[l] = swaps_.data() + offset_[group[l]];
+          own[l] = y + offset_[group[l]];
+        }
+        solve_blocks(factors, swaps, own, count, size(k));
       }
       if (width(k) == 0) continue;
       push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),

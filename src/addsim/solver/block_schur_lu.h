@@ -94,9 +94,6 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
   std::vector<int> lane_base_, lane_blocks_;  ///< per block k (m + 1): its lane group in lane_blocks_
-  std::vector<int> lane_factor_base_;  ///< per group leader (else −1): its entries' first place in lane_factors_ (÷ 4)
-  std::vector<double> lane_factors_;   ///< per group of two or more: its LUs' s² entries, four lanes each
-  std::vector<int> lane_perm_;         ///< per leader (at 4 offset_): its lanes' row permutations, four per row
   VecX values_, permuted_;
   VecX pushed_;  ///< work column (widest front): the panels' products before they are scattered
   RefinementWork refinement_;
