@@ -11,7 +11,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -392,13 +391,6 @@ TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
   // The feet's blocks are eliminated independently: their diagonal solves share lanes, and
   // the substitution keeps the bits of the block-by-block one.
   EXPECT_EQ(expect_interleaved_substitution_bits(lu, m.num_dofs(), rng), 4u);
-  std::string layout;
-  for (int k = 0; k < lu.blocks(); ++k) {
-    layout += "[";
-    for (int j : lu.lane_group(k)) layout += std::to_string(j) + ":" + std::to_string(lu.dofs(j).size()) + " ";
-    layout += "] ";
-  }
-  std::printf("%s\n", layout.c_str());
 }
 
 // The panel solve W ← D⁻¹ W runs four columns per vector lane group: every lane must do the
