@@ -4,7 +4,8 @@
 // splits bodies into runs of identical columns, counts its flops, reports a singular diagonal
 // block; and on the soft-feet quadruped's real step Jacobian (needs gmsh) it finds one block
 // per rigid body and FEM node and solves to round-off. Making a solver leaves no OpenBLAS worker
-// threads running.
+// threads running. The forward substitution's lane groups of independent blocks give the
+// block-by-block substitution's bits.
 
 #include <gtest/gtest.h>
 
@@ -283,6 +284,86 @@ TEST(BlockSchurLu, ConstructingOneStopsOpenBlasWorkers) {
   expect_dgetrf_block_solves_on_one_thread();
 }
 
+// The forward substitution solves groups of independent blocks in vector lanes: each block
+// in exactly one group, led by its first block, of one size, at most four, none in the front
+// of a block from the leader up to it; the substitutions (both directions, a few right-hand
+// sides) give the block-by-block reference's bits. Returns the largest group.
+size_t expect_interleaved_substitution_bits(BlockSchurLu& lu, int n, std::mt19937& rng) {
+  size_t largest = 0;
+  std::vector<int> seen(lu.blocks(), 0);
+  for (int k = 0; k < lu.blocks(); ++k) {
+    const std::vector<int> group = lu.lane_group(k);
+    largest = std::max(largest, group.size());
+    EXPECT_LE(group.size(), 4u);
+    if (group.empty()) continue;
+    EXPECT_EQ(group[0], k);
+    for (int member : group) {
+      ++seen[member];
+      EXPECT_GE(member, k);
+      EXPECT_EQ(lu.dofs(member).size(), lu.dofs(k).size());
+      for (int j = k; j < member; ++j)
+        EXPECT_EQ(std::count(lu.later(j).begin(), lu.later(j).end(), member), 0)
+            << "block " << member << " in " << j << "'s front";
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), lu.blocks());
+  for (int rhs = 0; rhs < 3; ++rhs) {
+    const VecX b = 1e3 * test::random_rhs(n, rng);
+    for (bool transpose : {false, true}) {
+      VecX x, reference;
+      lu.precondition(b, x, transpose);
+      lu.precondition_in_order(b, reference, transpose);
+      EXPECT_TRUE(x.size() == n && reference.size() == n &&
+                  std::memcmp(x.data(), reference.data(), static_cast<size_t>(n) * sizeof(double)) == 0)
+          << (transpose ? "transposed" : "");
+    }
+  }
+  return largest;
+}
+
+// A root body of 6 DOFs with `leaves` dense blocks of `leaf` DOFs, each coupled to the whole
+// root: the leaves are eliminated one after another, independently, until the root goes.
+BlockSystem make_star_of_leaves(int leaf, int leaves) {
+  BlockSystem s;
+  s.starts.push_back(0);
+  s.starts.push_back(6);
+  for (int l = 0; l < leaves; ++l) s.starts.push_back(s.starts.back() + leaf);
+  s.n = s.starts.back();
+  for (int l = 0; l < leaves; ++l) {
+    std::vector<DofIndex> dofs;
+    for (int d = 0; d < 6; ++d) dofs.push_back(d);
+    for (int d = s.starts[l + 1]; d < s.starts[l + 2]; ++d) dofs.push_back(d);
+    s.stencils.add(dofs);
+  }
+  s.pattern = SparsePattern(s.n, s.stencils);
+  s.pattern.set_blocks(s.starts);
+  return s;
+}
+
+TEST(BlockSchurLu, IndependentBlocksShareLanesWithTheSameBits) {
+  std::mt19937 rng(15);
+  for (int leaf : {1, 3, 5, 6, 7, 42}) {
+    for (int leaves : {2, 3, 4, 5, 9}) {
+      SCOPED_TRACE(testing::Message() << leaves << " leaves of " << leaf);
+      const BlockSystem s = make_star_of_leaves(leaf, leaves);
+      BlockSchurLu lu(&s.pattern);
+      // Diagonals far from one and pivoting inside the blocks (the divisions round).
+      const VecX values = block_values(s, 2.3, 1.7, rng);
+      ASSERT_TRUE(lu.factorize(values));
+      const size_t largest = expect_interleaved_substitution_bits(lu, s.n, rng);
+      // Nine leaves: at least four go before the root (its degree falls by `leaf` per leaf).
+      if (leaves == 9) EXPECT_EQ(largest, 4u);
+    }
+  }
+  // Random quadruped-like trees (blocks of mixed sizes).
+  for (int seed = 0; seed < 4; ++seed) {
+    const BlockSystem robot = make_robot(rng);
+    BlockSchurLu lu(&robot.pattern);
+    ASSERT_TRUE(lu.factorize(block_values(robot, 2.3, 1.0, rng)));
+    expect_interleaved_substitution_bits(lu, robot.n, rng);
+  }
+}
+
 // The soft-feet quadruped's step Jacobian after 30 steps (all feet on the floor): one column
 // group per rigid body and per FEM node.
 TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
@@ -308,6 +389,9 @@ TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
   // Fewer flops than one dense LU of the whole matrix by far.
   const double n = m.num_dofs();
   EXPECT_LT(lu.factor_flops(), 0.1 * 2.0 * n * n * n / 3.0);
+  // The feet's blocks are eliminated independently: their diagonal solves share lanes, and
+  // the substitution keeps the bits of the block-by-block one.
+  EXPECT_EQ(expect_interleaved_substitution_bits(lu, m.num_dofs(), rng), 4u);
 }
 
 // The panel solve W ← D⁻¹ W runs four columns per vector lane group: every lane must do the

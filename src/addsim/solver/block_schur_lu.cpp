@@ -277,6 +277,58 @@ __attribute__((target_clones("avx2", "default"))) void solve_columns(const doubl
   }
 }
 
+// The diagonal solves y_l ← D_l⁻¹ y_l of `count` (2 … 4) blocks of s DOFs at once, lane l
+// holding block l (a missing lane repeats block 0 and is not stored): each lane does exactly
+// solve_columns_impl's operations on one column in the same order — the row swaps (as the
+// permutation they compose to), each L elimination, each division by u_jj, each U
+// elimination — so each block gets the bits of its own solve. Independent blocks' division
+// chains, which a substitution otherwise waits out one block after another, share one vector
+// division per unknown. `x`: s vectors of scratch.
+template <int S>
+inline __attribute__((always_inline)) void solve_blocks_impl(const double* const* factors, const int* const* swaps,
+                                                             double* const* y, int count, int s_dynamic, Lane4* x) {
+  const int s = S > 0 ? S : s_dynamic;
+  const double* f[4];
+  const double* v[4];
+  int perm[4][S > 0 ? S : kMaxLaneRows];
+  for (int l = 0; l < 4; ++l) {
+    const int b = l < count ? l : 0;
+    f[l] = factors[b];
+    v[l] = y[b];
+    for (int i = 0; i < s; ++i) perm[l][i] = i;
+    for (int i = 0; i < s; ++i) std::swap(perm[l][i], perm[l][swaps[b][i]]);
+  }
+  for (int i = 0; i < s; ++i) x[i] = Lane4{v[0][perm[0][i]], v[1][perm[1][i]], v[2][perm[2][i]], v[3][perm[3][i]]};
+  for (int j = 0; j < s - 1; ++j) {
+    const int c = j * s;
+    const Lane4 xj = x[j];
+    for (int i = j + 1; i < s; ++i) x[i] -= Lane4{f[0][c + i], f[1][c + i], f[2][c + i], f[3][c + i]} * xj;
+  }
+  for (int j = s - 1; j >= 0; --j) {
+    const int c = j * s;
+    const Lane4 xj = x[j] / Lane4{f[0][c + j], f[1][c + j], f[2][c + j], f[3][c + j]};
+    x[j] = xj;
+    for (int i = 0; i < j; ++i) x[i] -= Lane4{f[0][c + i], f[1][c + i], f[2][c + i], f[3][c + i]} * xj;
+  }
+  for (int l = 0; l < count; ++l)
+    for (int i = 0; i < s; ++i) y[l][i] = x[i][l];
+}
+
+__attribute__((target_clones("avx2", "default"))) void solve_blocks(const double* const* factors,
+                                                                   const int* const* swaps, double* const* y,
+                                                                   int count, int s) {
+  if (s == 3) {
+    Lane4 x[3];
+    solve_blocks_impl<3>(factors, swaps, y, count, s, x);
+  } else if (s == 6) {
+    Lane4 x[6];
+    solve_blocks_impl<6>(factors, swaps, y, count, s, x);
+  } else {
+    Lane4 x[kMaxLaneRows];
+    solve_blocks_impl<0>(factors, swaps, y, count, s, x);
+  }
+}
+
 // x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y
 // backwards (unit diagonal), both as dot products down the columns of U and L, then x = Pᵀ z:
 // the row swaps in reverse order.
@@ -556,6 +608,38 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   for (int k = 0; k < m; ++k) widest = std::max(widest, width(k));
   pushed_.resize(widest);
   permuted_.resize(n);
+
+  // The forward substitution's lane groups: block k, unless an earlier group took it, with
+  // the next blocks of its size (at most kMaxLaneRows DOFs, up to four in all, looking
+  // kLaneWindow blocks ahead) that no block from k up to them has in its front — so no push
+  // between changes their entries, and solving them early gives the same values (the feet,
+  // eliminated independently until their shins).
+  constexpr int kLaneWindow = 64;
+  std::vector<char> taken(m, 0), touched(m, 0);
+  std::vector<int> marked;
+  lane_base_.assign(m + 1, 0);
+  for (int k = 0; k < m; ++k) {
+    lane_base_[k] = static_cast<int>(lane_blocks_.size());
+    if (taken[k]) continue;
+    lane_blocks_.push_back(k);
+    taken[k] = 1;
+    if (size(k) > kMaxLaneRows) continue;
+    const int end = std::min(m, k + kLaneWindow);
+    for (int j = k; j < end && static_cast<int>(lane_blocks_.size()) - lane_base_[k] < 4; ++j) {
+      if (j > k && !taken[j] && !touched[j] && size(j) == size(k)) {
+        lane_blocks_.push_back(j);
+        taken[j] = 1;
+      }
+      for (int i : later_[j])
+        if (!touched[i]) {
+          touched[i] = 1;
+          marked.push_back(i);
+        }
+    }
+    for (int i : marked) touched[i] = 0;
+    marked.clear();
+  }
+  lane_base_[m] = static_cast<int>(lane_blocks_.size());
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
@@ -584,7 +668,7 @@ bool BlockSchurLu::factorize(const VecX& values) {
   return true;
 }
 
-void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
+void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool interleave) {
   const int n = static_cast<int>(b.size());
   double* y = permuted_.data();
   for (int d = 0; d < n; ++d) y[position_[d]] = b[d];
@@ -603,8 +687,25 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
   };
   if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
+    // Block k's lane group is solved when the substitution reaches k (no push before its
+    // blocks' own places reaches them); the pushes stay in elimination order, so every entry
+    // of y gets the same subtractions in the same order as block by block.
     for (int k = 0; k < m; ++k) {
-      solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
+      const int* group = lane_blocks_.data() + lane_base_[k];
+      const int count = interleave ? lane_base_[k + 1] - lane_base_[k] : 1;
+      if (!interleave || count == 1) {
+        solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
+      } else if (count > 1) {
+        const double* factors[4];
+        const int* swaps[4];
+        double* own[4];
+        for (int l = 0; l < count; ++l) {
+          factors[l] = data_.data() + diag_base_[group[l]];
+          swaps[l] = swaps_.data() + offset_[group[l]];
+          own[l] = y + offset_[group[l]];
+        }
+        solve_blocks(factors, swaps, own, count, size(k));
+      }
       if (width(k) == 0) continue;
       push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),
                  width(k), pushed_.data());
@@ -634,10 +735,10 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose) {
 }
 
 void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) {
-  substitute(b, x, transpose);
+  substitute(b, x, transpose, true);
   // No pivoting crosses blocks, so a badly conditioned diagonal block may cost digits.
   refine_direct_solve(*pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
-                      [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t); });
+                      [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t, true); });
 }
 
 }  // namespace addsim

@@ -30,7 +30,11 @@
 ///
 /// The substitutions work on a permuted copy of the right-hand side in which each block's
 /// DOFs are contiguous (blocks in elimination order), so that only the fronts are gathered
-/// and scattered.
+/// and scattered. The forward substitution solves up to four blocks of one size together in
+/// vector lanes (their dependent division chains overlap) when no block between them pushes
+/// into their entries — on the quadruped the four feet's nodes, eliminated independently
+/// until their shins — with the pushes kept in elimination order: the same bits as block by
+/// block (precondition_in_order, the tests' reference).
 
 #include <vector>
 
@@ -44,7 +48,10 @@ class BlockSchurLu final : public LinearSolver {
   explicit BlockSchurLu(const SparsePattern* pattern);
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
-  void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose); }
+  void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose, true); }
+  /// precondition() with the forward substitution one block after another (no lanes): the
+  /// reference whose bits the interleaved one must give (tests).
+  void precondition_in_order(const VecX& b, VecX& x, bool transpose) { substitute(b, x, transpose, false); }
   double factor_flops() const override { return factor_flops_; }
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
@@ -63,6 +70,12 @@ class BlockSchurLu final : public LinearSolver {
   const std::vector<int>& front(int k) const { return later_dofs_[k]; }
   /// Number of column-group pairs (i, j), i ≠ j, that fill created (not in the pattern).
   int fill_pairs() const { return fill_pairs_; }
+  /// The blocks whose diagonal solves the forward substitution does together (vector lanes)
+  /// when it reaches block k: k and up to three later blocks of its size that no block from k
+  /// up to them has in its front; empty if k was solved with an earlier block.
+  std::vector<int> lane_group(int k) const {
+    return {lane_blocks_.begin() + lane_base_[k], lane_blocks_.begin() + lane_base_[k + 1]};
+  }
 
  private:
   static constexpr int kMaxRefinements = 2;
@@ -84,6 +97,7 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
+  std::vector<int> lane_base_, lane_blocks_;  ///< per block k (m + 1): its lane group in lane_blocks_
   VecX values_, permuted_;
   VecX pushed_;  ///< work column (widest front): the panels' products before they are scattered
   RefinementWork refinement_;
@@ -92,7 +106,7 @@ class BlockSchurLu final : public LinearSolver {
 
   int size(int k) const { return static_cast<int>(dofs_[k].size()); }
   int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
-  void substitute(const VecX& b, VecX& x, bool transpose);
+  void substitute(const VecX& b, VecX& x, bool transpose, bool interleave);
 };
 
 /// The block LU's panel solve, exposed for tests: W ← D⁻¹ W for the s × t column-major panel
