@@ -352,7 +352,9 @@ TEST(BlockSchurLu, IndependentBlocksShareLanesWithTheSameBits) {
       ASSERT_TRUE(lu.factorize(values));
       const size_t largest = expect_interleaved_substitution_bits(lu, s.n, rng);
       // Nine leaves: at least four go before the root (its degree falls by `leaf` per leaf).
-      if (leaves == 9) EXPECT_EQ(largest, 4u);
+      if (leaves == 9) {
+        EXPECT_EQ(largest, 4u);
+      }
     }
   }
   // Random quadruped-like trees (blocks of mixed sizes).
