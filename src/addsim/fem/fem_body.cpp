@@ -75,10 +75,6 @@ Eigen::Matrix<double, 3, 4> FemBody::element_positions(const VecX& q, int e) con
   return x;
 }
 
-// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
-// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
-// "one evaluation's kernels for AVX2").
-__attribute__((target_clones("avx2", "default")))
 Mat3 FemBody::deformation_gradient(const VecX& q, int e) const { return element_positions(q, e) * grad_[e]; }
 
 void FemBody::initial_state(const VecX& p, VecX& q0, VecX& v0) const {

@@ -120,9 +120,14 @@ inline __attribute__((always_inline)) Mat3 strain_rate(const Mat3& F, const Mat3
 }
 }  // namespace
 
+namespace {
+// viscous_stress's body, compiled for AVX2 and the baseline and chosen at load time: the same IEEE
+// operations (GCC's avx2 target has no FMA; no sums regrouped), so both clones give the same bits.
+// Internal linkage: clang emits a multiversioned function only for the callers of its own
+// translation unit.
 __attribute__((target_clones("avx2", "default")))
-void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
-                    ViscousResult& out) {
+void viscous_stress_kernel(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model,
+                           bool want_tangent, ViscousResult& out) {
   if (model == ViscosityModel::kNone) {
     out.P.setZero();
     out.dP_dF.setZero();
@@ -160,6 +165,12 @@ void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, Viscosity
       dP.row(m) += s * Edot.row(n);
       set_column(out.dP_dF, m, n, dP);
     }
+}
+}  // namespace
+
+void viscous_stress(const Mat3& F, const Mat3& Fdot, double viscosity, ViscosityModel model, bool want_tangent,
+                    ViscousResult& out) {
+  viscous_stress_kernel(F, Fdot, viscosity, model, want_tangent, out);
 }
 
 Mat12 neo_hookean_stiffness(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
@@ -286,7 +297,6 @@ void rows_to_lanes(const Eigen::Matrix<double, 3, 4>& m, Lane4* out) {
 }
 }  // namespace
 
-__attribute__((target_clones("avx2", "default")))
 void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& grad, double mu, double scale) {
   // The factors of neo_hookean_stiffness(), from the same expressions. Each is first
   // constructed as a local, as there: Eigen evaluates `M = s * (A * B)` by assignment and
@@ -303,7 +313,6 @@ void StressBlockColumns::set_elastic(const NeoHookeanResult& nh, const Mat43& gr
   elastic_ = true;
 }
 
-__attribute__((target_clones("avx2", "default")))
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                           const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity, double c,
                                           double scale) {
@@ -323,7 +332,6 @@ void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const
   viscous_ = true;
 }
 
-__attribute__((target_clones("avx2", "default")))
 void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, const Mat43& grad,
                                               const Eigen::Matrix4d& gg, const Mat3& edot, double viscosity,
                                               double scale) {
@@ -346,8 +354,7 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
   viscous_ = true;
 }
 
-// The overloads that form Ė (and G Gᵀ) themselves, after the multiversioned definitions they
-// call (clang accepts target_clones only on a function not yet used in the translation unit).
+// The overloads that form Ė (and G Gᵀ) themselves.
 void StressBlockColumns::set_viscous_step(const Mat3& F, const Mat3& Fdot, const Mat43& grad, double viscosity,
                                           double c, double scale) {
   const Eigen::Matrix4d gg = grad * grad.transpose();

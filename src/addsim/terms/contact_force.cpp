@@ -181,12 +181,14 @@ template <bool kFlat>
 
 }  // namespace
 
-// Compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations (GCC's avx2
-// target has no FMA; no sums regrouped), so both clones give the same bits (docs/solver.md,
-// "one evaluation's kernels for AVX2").
+namespace {
+// The two paths compiled for AVX2 and the baseline, chosen at load time: the same IEEE operations
+// (GCC's avx2 target has no FMA; no sums regrouped), so both clones give the same bits
+// (docs/solver.md, "one evaluation's kernels for AVX2"). Internal linkage: clang emits a
+// multiversioned function only for the callers of its own translation unit.
 __attribute__((target_clones("avx2", "default")))
-ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
-                           double stick_predictor_ratio) {
+ContactForce contact_force_general(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                                   double stick_predictor_ratio) {
   Vec3 n;
   Mat3 H;
   const double g = o.gap(x, n, H);
@@ -194,9 +196,20 @@ ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, c
 }
 
 __attribute__((target_clones("avx2", "default")))
+ContactForce contact_force_plane(const Vec3& x, const Vec3& xdot, const PlaneObstacle& o,
+                                 const ContactCoefficients& c, double stick_predictor_ratio) {
+  return contact_force_at<true>(o.gap(x), o.normal(), nullptr, xdot, c, stick_predictor_ratio);
+}
+}  // namespace
+
+ContactForce contact_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
+                           double stick_predictor_ratio) {
+  return contact_force_general(x, xdot, o, c, stick_predictor_ratio);
+}
+
 ContactForce contact_force(const Vec3& x, const Vec3& xdot, const PlaneObstacle& o, const ContactCoefficients& c,
                            double stick_predictor_ratio) {
-  return contact_force_at<true>(o.gap(x), o.normal(), nullptr, xdot, c, stick_predictor_ratio);
+  return contact_force_plane(x, xdot, o, c, stick_predictor_ratio);
 }
 
 ContactForce friction_force(const Vec3& x, const Vec3& xdot, const Obstacle& o, const ContactCoefficients& c,
