@@ -417,7 +417,10 @@ TEST(BlockSchurLu, PanelSolveLanesGiveTheColumnLoopsBits) {
       std::vector<double> reference = w;
       block_schur_kernels::solve_panel(f.data(), swaps.data(), w.data(), s, t);
       block_schur_kernels::solve_panel_by_columns(f.data(), swaps.data(), reference.data(), s, t);
-      EXPECT_EQ(0, std::memcmp(w.data(), reference.data(), w.size() * sizeof(double)));
+      // (t = 0: empty panels, whose data() may be null, which memcmp must not be given.)
+      if (t > 0) {
+        EXPECT_EQ(0, std::memcmp(w.data(), reference.data(), w.size() * sizeof(double)));
+      }
     }
   }
 }
