@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -617,6 +618,57 @@ TEST(FemKernels, NeoHookeanStressEqualsNeoHookeanBitwise) {
   }
   NeoHookeanResult out;
   EXPECT_FALSE(neo_hookean_stress(-Mat3::Identity(), 7e3, 1.1e4, NeoHookeanVariant::kAdd, out));
+}
+
+// scatter_step / scatter_partials (with AVX2: transposed columns, one masked 4-wide update per
+// row triple) add the same bits as Assembly::PointColumns::add column by column, for every
+// combination of parts, onto random start values, with the row triples of a column packed
+// back to back (lane 3 of one triple's update is the next triple's first row: it must be left
+// alone) and a permuted map.
+TEST(FemKernels, MaskedColumnScatterEqualsPointColumnsAddBitwise) {
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  int packed_map[48], permuted_map[48];
+  for (int c = 0; c < 12; ++c)
+    for (int k = 0; k < 4; ++k) {
+      packed_map[k + 4 * c] = 12 * c + 3 * k;
+      permuted_map[k + 4 * c] = 12 * ((5 * c + 7) % 12) + 3 * ((k + c) % 4);
+    }
+  for (int trial = 0; trial < 60; ++trial) {
+    const RandomTet tet = random_tet(rng);
+    NeoHookeanResult nh;
+    ASSERT_TRUE(neo_hookean_stress(tet.F, tet.mu, tet.lambda, NeoHookeanVariant::kAdd, nh));
+    for (const int* map : {packed_map, permuted_map})
+      for (int parts = 0; parts < 3; ++parts) {  // both, elastic alone, viscous alone
+        const bool elastic = parts != 2, viscous = parts != 1;
+        StressBlockColumns step, partials;
+        if (elastic) {
+          step.set_elastic(nh, tet.grad, tet.mu, tet.V);
+          partials.set_elastic(nh, tet.grad, tet.mu, tet.V);
+        }
+        if (viscous) step.set_viscous_step(tet.F, tet.Fdot, tet.grad, tet.visc, tet.c, tet.V);
+        partials.set_viscous_partials(tet.F, tet.Fdot, tet.grad, tet.visc, tet.V);
+        // 145 values: one past the block, which no update may touch.
+        std::vector<double> start(145);
+        for (double& x : start) x = u(rng);
+        std::vector<double> got = start, want = start;
+        step.scatter_step(Assembly::PointColumns<4>(map, got.data()));
+        const Assembly::PointColumns<4> ref(map, want.data());
+        step.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { ref.add(l, j, col); });
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), sizeof(double) * got.size())) << "step, trial " << trial;
+        std::vector<double> got_q = start, got_v = start, want_q = start, want_v = start;
+        partials.scatter_partials(Assembly::PointColumns<4>(map, got_q.data()),
+                                  Assembly::PointColumns<4>(map, got_v.data()));
+        const Assembly::PointColumns<4> ref_q(map, want_q.data()), ref_v(map, want_v.data());
+        partials.for_each_column_pair(
+            [&](int l, int j, const StressBlockColumns::Column& cq, const StressBlockColumns::Column& cv) {
+              ref_q.add(l, j, cq);
+              ref_v.add(l, j, cv);
+            });
+        ASSERT_EQ(0, std::memcmp(got_q.data(), want_q.data(), sizeof(double) * got_q.size())) << "dr/dq, trial " << trial;
+        ASSERT_EQ(0, std::memcmp(got_v.data(), want_v.data(), sizeof(double) * got_v.size())) << "dr/dv, trial " << trial;
+      }
+  }
 }
 
 }  // namespace
