@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include <immintrin.h>
-
 #include <Eigen/Dense>
 
 namespace addsim {
@@ -380,8 +378,7 @@ void StressBlockColumns::set_viscous_partials(const Mat3& F, const Mat3& Fdot, c
 }
 
 namespace {
-// The column loops with Assembly's scatter inlined, compiled twice (see scatter_step). The
-// baseline for processors without AVX2 (their AVX2 clones are not called: see below).
+// The column loops with Assembly's scatter inlined, compiled twice (see scatter_step).
 __attribute__((target_clones("avx2", "default"))) void scatter_block_step(const StressBlockColumns& block,
                                                                           const Assembly::PointColumns<4>& q) {
   block.for_each_column([&](int l, int j, const StressBlockColumns::Column& col) { q.add(l, j, col); });
@@ -396,79 +393,12 @@ __attribute__((target_clones("avx2", "default"))) void scatter_block_partials(co
         v.add(l, j, cv);
       });
 }
-
-// With AVX2: column 3l + j (col[i][k] = row 3k + i) added to the four nodes' row triples
-// values[p[k] … p[k] + 2]. The 3 × 4 column is transposed in registers (node k's three rows
-// in lanes 0–2 of t[k]) and each triple is updated by one masked 4-wide load, add and masked
-// store (lane 3 neither read nor written: the next triple may start there). The same
-// element-wise additions as Assembly::PointColumns::add (v[i] += col[i][k]), so the same bits,
-// with 3 memory operations per triple instead of 6 and no per-node lane extraction.
-__attribute__((target("avx2"))) inline void add_column_avx2(const int* p, double* values,
-                                                              const StressBlockColumns::Column& col) {
-  const __m256i mask = _mm256_setr_epi64x(-1, -1, -1, 0);
-  const __m256d r0 = col[0], r1 = col[1], r2 = col[2];
-  const __m256d a = _mm256_unpacklo_pd(r0, r1);  // r0[0] r1[0] r0[2] r1[2]
-  const __m256d b = _mm256_unpackhi_pd(r0, r1);  // r0[1] r1[1] r0[3] r1[3]
-  const __m256d c = _mm256_unpacklo_pd(r2, r2);  // r2[0] r2[0] r2[2] r2[2]
-  const __m256d d = _mm256_unpackhi_pd(r2, r2);  // r2[1] r2[1] r2[3] r2[3]
-  const __m256d t[4] = {_mm256_permute2f128_pd(a, c, 0x20), _mm256_permute2f128_pd(b, d, 0x20),
-                        _mm256_permute2f128_pd(a, c, 0x31), _mm256_permute2f128_pd(b, d, 0x31)};
-  for (int k = 0; k < 4; ++k) {
-    double* v = values + p[k];
-    _mm256_maskstore_pd(v, mask, _mm256_add_pd(_mm256_maskload_pd(v, mask), t[k]));
-  }
-}
-
-template <bool kElastic, bool kViscous>
-__attribute__((target("avx2"))) void scatter_step_avx2(const StressBlockColumns& block, const int* pm,
-                                                       double* values) {
-  StressBlockColumns::Column col;
-  for (int l = 0; l < 4; ++l)
-    for (int j = 0; j < 3; ++j) {
-      block.step_column<kElastic, kViscous>(l, j, col);
-      add_column_avx2(pm + 4 * (3 * l + j), values, col);
-    }
-}
-
-template <bool kElastic>
-__attribute__((target("avx2"))) void scatter_partials_avx2(const StressBlockColumns& block, const int* pm_q,
-                                                           double* values_q, const int* pm_v, double* values_v) {
-  StressBlockColumns::Column col_q, col_v;
-  for (int l = 0; l < 4; ++l)
-    for (int j = 0; j < 3; ++j) {
-      block.column_pair<kElastic>(l, j, col_q, col_v);
-      add_column_avx2(pm_q + 4 * (3 * l + j), values_q, col_q);
-      add_column_avx2(pm_v + 4 * (3 * l + j), values_v, col_v);
-    }
-}
-
-// Chosen once at load time, as target_clones' resolvers do (the CPU model initialised first:
-// this runs among the static constructors).
-const bool kStressScatterAvx2 = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") != 0;
-}();
 }  // namespace
 
-void StressBlockColumns::scatter_step(const Assembly::PointColumns<4>& q) const {
-  if (!kStressScatterAvx2) {
-    scatter_block_step(*this, q);
-  } else if (elastic_ && viscous_) {
-    scatter_step_avx2<true, true>(*this, q.point_map(), q.values());
-  } else if (elastic_) {
-    scatter_step_avx2<true, false>(*this, q.point_map(), q.values());
-  } else {
-    scatter_step_avx2<false, true>(*this, q.point_map(), q.values());
-  }
-}
+void StressBlockColumns::scatter_step(const Assembly::PointColumns<4>& q) const { scatter_block_step(*this, q); }
 
 void StressBlockColumns::scatter_partials(const Assembly::PointColumns<4>& q, const Assembly::PointColumns<4>& v) const {
-  if (!kStressScatterAvx2)
-    scatter_block_partials(*this, q, v);
-  else if (elastic_)
-    scatter_partials_avx2<true>(*this, q.point_map(), q.values(), v.point_map(), v.values());
-  else
-    scatter_partials_avx2<false>(*this, q.point_map(), q.values(), v.point_map(), v.values());
+  scatter_block_partials(*this, q, v);
 }
 
 }  // namespace addsim

@@ -215,42 +215,19 @@ class StressBlockColumns {
     }
   }
 
- public:
-  /// Which parts are set (for callers that loop over the columns themselves).
-  bool has_elastic() const { return elastic_; }
-  bool has_viscous() const { return viscous_; }
-  /// Column 3l + j of the step block with the given parts (as for_each_column's).
-  template <bool kElastic, bool kViscous>
-  void step_column(int l, int j, Column& col) const {
-    elastic_column<kElastic>(l, j, col);
-    // Viscous, as viscous_stiffness_combined_add(): (· + FM_ij hgg_kl) + f_l[i] hdf_k[j]
-    // (Eigen evaluates `K += P1 + P2` of two products as two updates), then the diagonal.
-    if constexpr (kViscous) {
-      for (int i = 0; i < 3; ++i) col[i] = (col[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
-      col[j] += geg_[l];
-    }
-  }
-  /// Columns 3l + j of ∂r/∂q and ∂r/∂v (as for_each_column_pair's).
-  template <bool kElastic>
-  void column_pair(int l, int j, Column& col_q, Column& col_v) const {
-    // As viscous_stiffness(…, add_to_kq = true): Kv = FFᵀ_ij hgg_kl + f_l[i] hf_k[j];
-    // Kq = (Kq + FḞᵀ_ij hgg_kl) + f_l[i] hd_k[j], then s (g_lᵀ Ė g_k) on the diagonal.
-    elastic_column<kElastic>(l, j, col_q);
-    for (int i = 0; i < 3; ++i) {
-      const double fl = f_[i][l];
-      col_v[i] = fm2_(i, j) * hgg_[l] + fl * hdf2_[j];
-      col_q[i] = (col_q[i] + fm_(i, j) * hgg_[l]) + fl * hdf_[j];
-    }
-    col_q[j] += geg_[l];
-  }
-
- private:
   template <bool kElastic, bool kViscous, class Sink>
   void columns(Sink& sink) const {
     Column col;
     for (int l = 0; l < 4; ++l)
       for (int j = 0; j < 3; ++j) {
-        step_column<kElastic, kViscous>(l, j, col);
+        elastic_column<kElastic>(l, j, col);
+        // Viscous, as viscous_stiffness_combined_add(): (· + FM_ij hgg_kl) + f_l[i] hdf_k[j]
+        // (Eigen evaluates `K += P1 + P2` of two products as two updates), then the diagonal.
+        if constexpr (kViscous) {
+          for (int i = 0; i < 3; ++i)
+            col[i] = (col[i] + fm_(i, j) * hgg_[l]) + f_[i][l] * hdf_[j];
+          col[j] += geg_[l];
+        }
         sink(l, j, static_cast<const Column&>(col));
       }
   }
@@ -260,7 +237,15 @@ class StressBlockColumns {
     Column col_q, col_v;
     for (int l = 0; l < 4; ++l)
       for (int j = 0; j < 3; ++j) {
-        column_pair<kElastic>(l, j, col_q, col_v);
+        // As viscous_stiffness(…, add_to_kq = true): Kv = FFᵀ_ij hgg_kl + f_l[i] hf_k[j];
+        // Kq = (Kq + FḞᵀ_ij hgg_kl) + f_l[i] hd_k[j], then s (g_lᵀ Ė g_k) on the diagonal.
+        elastic_column<kElastic>(l, j, col_q);
+        for (int i = 0; i < 3; ++i) {
+          const double fl = f_[i][l];
+          col_v[i] = fm2_(i, j) * hgg_[l] + fl * hdf2_[j];
+          col_q[i] = (col_q[i] + fm_(i, j) * hgg_[l]) + fl * hdf_[j];
+        }
+        col_q[j] += geg_[l];
         sink(l, j, static_cast<const Column&>(col_q), static_cast<const Column&>(col_v));
       }
   }

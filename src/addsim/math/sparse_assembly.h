@@ -327,10 +327,6 @@ class Assembly {
     PointColumns(const int* point_map, double* values) : pm_(point_map), values_(values) {}
     /// False when the stencil is not made of whole points (use add() with a local block).
     bool valid() const { return pm_ != nullptr; }
-    /// The point map (entry k + M c: value offset of point k's three rows in column c) and the
-    /// value array, for callers with their own vector code (FEM stress, fem/fem_kernels.cpp).
-    const int* point_map() const { return pm_; }
-    double* values() const { return values_; }
     /// Column 3l + j += col, where col[i][k] is row 3k + i (i < 3, k < M).
     template <class Column>
     void add(int l, int j, const Column& col) const {
