@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include <Eigen/Eigenvalues>
@@ -756,6 +757,88 @@ TEST(SpringTerm, AdmissibleNamesTheFirstCollapsedSpringInOrder) {
         EXPECT_EQ(why, "spring " + first + " has collapsed to zero length (direction undefined)");
       }
     }
+}
+
+// Assembly's pair scatter (add_point_pair_lane, add_point_pair_step) adds components and rows 0
+// and 1 as one two-double vector (docs/solver.md, "Sheet flip, ninth round"): every entry of r,
+// r_abs and jac must be the scalar loop's r + a, r_abs + |a|, r − a, jac ± s to the bit, also for
+// ±0, subnormals, infinities and NaNs in the arrays and in the added values. Four particles,
+// pair stencils (0, 1), (2, 1), (3, 0) and (1, 3) with point maps, lane stride 8.
+TEST(Assembly, PairScatterAddsEachEntryLikeTheScalarLoop) {
+  const int n = 12;
+  StencilSet stencils;
+  const int pairs[4][2] = {{0, 1}, {2, 1}, {3, 0}, {1, 3}};
+  for (const auto& pr : pairs) {
+    const int a = 3 * pr[0], b = 3 * pr[1];
+    stencils.add({a, a + 1, a + 2, b, b + 1, b + 2});
+  }
+  const SparsePattern pattern(n, stencils);
+  std::mt19937 rng(91);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const double specials[] = {0.0, -0.0, 5e-324, -5e-324, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
+                             -std::numeric_limits<double>::quiet_NaN(), 1e308, -1e-310};
+  auto value = [&]() {
+    const double u = 0.5 + 0.5 * unit(rng);
+    return u < 0.4 ? specials[static_cast<int>(20.0 * u) % 10] : unit(rng) * std::pow(10.0, 6.0 * unit(rng));
+  };
+  auto same = [](const VecX& x, const VecX& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(double) * x.size()) == 0;
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    const bool step = trial % 2 == 1;
+    Assembly lane(&pattern, &stencils), matrix(&pattern, &stencils), scalar(&pattern, &stencils);
+    for (Assembly* out : {&lane, &matrix, &scalar})
+      out->reset(step ? EvalMode::kResidualAndStepJacobian : EvalMode::kResidual, {1.0, 75.0, 0.0});
+    for (int k = 0; k < n; ++k) {
+      lane.r[k] = value();
+      lane.r_abs[k] = std::abs(value());
+    }
+    if (step)
+      for (int k = 0; k < pattern.nnz(); ++k) lane.jac[k] = value();
+    matrix.r = scalar.r = lane.r;
+    matrix.r_abs = scalar.r_abs = lane.r_abs;
+    matrix.jac = scalar.jac = lane.jac;
+    for (int id = 0; id < 4; ++id) {
+      // r_a and the step block in lanes of stride 8 (lane 3), as spring_pairs::Output holds them.
+      double ra_lanes[3][8], s_lanes[9][8];
+      Vec3 ra;
+      Mat3 s;
+      for (int c = 0; c < 3; ++c) ra[c] = ra_lanes[c][3] = value();
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 3; ++i) s(i, j) = s_lanes[i + 3 * j][3] = value();
+      const int da = 3 * pairs[id][0], db = 3 * pairs[id][1];
+      ASSERT_TRUE(lane.add_point_pair_lane(id, da, db, &ra_lanes[0][3], step ? &s_lanes[0][3] : nullptr, 8));
+      matrix.add_point_pair_step(id, ra, step ? &s : nullptr);
+      // The scalar loops the vectors replace.
+      for (int c = 0; c < 3; ++c) {
+        const double a = ra[c], b = -a;
+        scalar.r[da + c] += a;
+        scalar.r_abs[da + c] += std::abs(a);
+        scalar.r[db + c] += b;
+        scalar.r_abs[db + c] += std::abs(b);
+      }
+      if (!step) continue;
+      const int* pm = pattern.point_map(id);
+      ASSERT_NE(pm, nullptr);
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 3; ++i) {
+          const double v = s(i, j);
+          scalar.jac[pm[j * 2] + i] += v;
+          scalar.jac[pm[1 + j * 2] + i] += -v;
+          scalar.jac[pm[(3 + j) * 2] + i] += -v;
+          scalar.jac[pm[1 + (3 + j) * 2] + i] += v;
+        }
+    }
+    for (const Assembly* out : {&lane, &matrix}) {
+      const char* what = out == &lane ? "lane" : "matrix";
+      EXPECT_TRUE(same(out->r, scalar.r)) << what << " r, trial " << trial;
+      EXPECT_TRUE(same(out->r_abs, scalar.r_abs)) << what << " r_abs, trial " << trial;
+      if (step) {
+        EXPECT_TRUE(same(out->jac, scalar.jac)) << what << " jac, trial " << trial;
+      }
+    }
+  }
 }
 
 TEST(ParticleTerms, InertiaAndGravity) {

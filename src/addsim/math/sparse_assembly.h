@@ -282,14 +282,19 @@ class Assembly {
       pm = pattern_->point_map(id);
       if (mode_ != EvalMode::kResidualAndStepJacobian || !pm) return false;
     }
-    for (int c = 0; c < 3; ++c) {
-      const double a = ra[c * stride];
-      const double b = -a;
-      r[da + c] += a;
-      r_abs[da + c] += std::abs(a);
-      r[db + c] += b;
-      r_abs[db + c] += std::abs(b);
-    }
+    // Components 0 and 1 as one two-double vector, component 2 scalar: each entry gets the
+    // same single addition (|−a| is |a| bit for bit), in half the instructions.
+    const Pair2 a = {ra[0], ra[stride]};
+    const Pair2 abs_a = pair_abs(a);
+    add_pair(r.data() + da, a);
+    add_pair(r_abs.data() + da, abs_a);
+    add_pair(r.data() + db, -a);
+    add_pair(r_abs.data() + db, abs_a);
+    const double a2 = ra[2 * stride];
+    r[da + 2] += a2;
+    r_abs[da + 2] += std::abs(a2);
+    r[db + 2] += -a2;
+    r_abs[db + 2] += std::abs(-a2);
     if (!pm || !s) return true;
     add_pair_step_block(pm, [s, stride](int i, int j) { return s[(i + 3 * j) * stride]; });
     return true;
@@ -298,6 +303,7 @@ class Assembly {
   /// The pair step block's scatter of add_point_pair() / add_point_pair_lane(): ±s(i, j) into
   /// the four 3 × 3 blocks (a, a), (b, a), (a, b), (b, b) through the stencil's point map `pm`,
   /// column by column.
+  /// Rows 0 and 1 of a column as one two-double vector, row 2 scalar (the same additions).
   template <class Block>
   void add_pair_step_block(const int* pm, const Block& s) {
     for (int j = 0; j < 3; ++j) {
@@ -305,13 +311,16 @@ class Assembly {
       double* ba = jac.data() + pm[1 + j * 2];
       double* ab = jac.data() + pm[(3 + j) * 2];
       double* bb = jac.data() + pm[1 + (3 + j) * 2];
-      for (int i = 0; i < 3; ++i) {
-        const double v = s(i, j);
-        aa[i] += v;
-        ba[i] += -v;
-        ab[i] += -v;
-        bb[i] += v;
-      }
+      const Pair2 v = {s(0, j), s(1, j)};
+      add_pair(aa, v);
+      add_pair(ba, -v);
+      add_pair(ab, -v);
+      add_pair(bb, v);
+      const double v2 = s(2, j);
+      aa[2] += v2;
+      ba[2] += -v2;
+      ab[2] += -v2;
+      bb[2] += v2;
     }
   }
 
@@ -372,6 +381,22 @@ class Assembly {
   VecX jac;         ///< kResidualAndStepJacobian: wq ∂r/∂q + wv ∂r/∂v + wa ∂r/∂a
 
  private:
+  // Two doubles as one GCC vector (unaligned loads and stores through memcpy): element-wise
+  // operations, the scalar ones' results; one SSE2 instruction each.
+  typedef double Pair2 __attribute__((vector_size(16)));
+  static Pair2 pair_abs(const Pair2& a) {
+    typedef long long Bits2 __attribute__((vector_size(16)));
+    const Bits2 magnitude = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+    return reinterpret_cast<Pair2>(reinterpret_cast<Bits2>(a) & magnitude);
+  }
+  // p[0], p[1] += a[0], a[1].
+  static void add_pair(double* p, const Pair2& a) {
+    Pair2 x;
+    __builtin_memcpy(&x, p, sizeof x);
+    x += a;
+    __builtin_memcpy(p, &x, sizeof x);
+  }
+
   // s = wq Kq + wv Kv of a step block, skipping zero weights (add()'s order); false if both are 0.
   bool step_block_sum(const Mat3& kq, const Mat3& kv, Mat3& s) const {
     if (weights_.wq == 0.0 && weights_.wv == 0.0) return false;

@@ -32,30 +32,42 @@ __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& 
     for (int c = 0; c < 3; ++c) out.r[c][i] = ks * u[c][i] + kdu * u[c][i];
   }
   if (!partials) return;
-  for (int i = 0; i < L; ++i) {
-    const double len = out.len[i];
-    // uuᵀ and ∂u/∂d = (I − uuᵀ)/‖d‖, upper triangles (both symmetric entry for entry).
-    double uu[3][3], du[3][3];
-    for (int b = 0; b < 3; ++b)
-      for (int a = 0; a <= b; ++a) {
-        uu[a][b] = uu[b][a] = u[a][i] * u[b][i];
-        du[a][b] = du[b][a] = ((a == b ? 1.0 : 0.0) - uu[a][b]) / len;
+  // The partials lane by lane as above (each loop over the lanes, so that it vectorises: the
+  // divisions four lanes per instruction), the same operations per lane as spring_force().
+  // uuᵀ and ∂u/∂d = (I − uuᵀ)/‖d‖, upper triangles (both symmetric entry for entry).
+  double uu[6][L], du[6][L], transverse[L];
+  for (int b = 0; b < 3; ++b)
+    for (int a = 0; a <= b; ++a) {
+      const int e = upper_index(a, b);
+      for (int i = 0; i < L; ++i) {
+        uu[e][i] = u[a][i] * u[b][i];
+        du[e][i] = ((a == b ? 1.0 : 0.0) - uu[e][i]) / out.len[i];
       }
-    const double transverse = clamp ? std::max(stretch[i], 0.0) : stretch[i];
-    // k_d (uw I + u wᵀ), then its product with ∂u/∂d.
-    double A[3][3];
-    for (int a = 0; a < 3; ++a)
-      for (int c = 0; c < 3; ++c) A[a][c] = in.kd[i] * (uw[i] * (a == c ? 1.0 : 0.0) + u[a][i] * in.w[c][i]);
-    for (int b = 0; b < 3; ++b)
-      for (int a = 0; a < 3; ++a) {
+    }
+  for (int i = 0; i < L; ++i) transverse[i] = clamp ? std::max(stretch[i], 0.0) : stretch[i];
+  // k_d (uw I + u wᵀ), then its product with ∂u/∂d.
+  double A[3][3][L];
+  for (int a = 0; a < 3; ++a)
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < L; ++i) A[a][c][i] = in.kd[i] * (uw[i] * (a == c ? 1.0 : 0.0) + u[a][i] * in.w[c][i]);
+  for (int b = 0; b < 3; ++b)
+    for (int a = 0; a < 3; ++a) {
+      const double* d0 = du[upper_index(0, b)];
+      const double* d1 = du[upper_index(1, b)];
+      const double* d2 = du[upper_index(2, b)];
+      const double* uab = uu[upper_index(a, b)];
+      const double* dab = du[upper_index(a, b)];
+      double* kx = out.kx[a + 3 * b];
+      for (int i = 0; i < L; ++i) {
         // Rows 0 and 1 of a column as one SSE2 packet, row 2 by the reduction (see above).
-        const double p = a < 2 ? (A[a][0] * du[0][b] + A[a][1] * du[1][b]) + A[a][2] * du[2][b]
-                               : A[a][0] * du[0][b] + (A[a][1] * du[1][b] + A[a][2] * du[2][b]);
-        out.kx[a + 3 * b][i] = in.k[i] * (uu[a][b] + transverse * du[a][b]) + p;
+        const double p = a < 2 ? (A[a][0][i] * d0[i] + A[a][1][i] * d1[i]) + A[a][2][i] * d2[i]
+                               : A[a][0][i] * d0[i] + (A[a][1][i] * d1[i] + A[a][2][i] * d2[i]);
+        kx[i] = in.k[i] * (uab[i] + transverse[i] * dab[i]) + p;
       }
-    for (int b = 0; b < 3; ++b)
-      for (int a = 0; a <= b; ++a) out.kv[upper_index(a, b)][i] = in.kd[i] * uu[a][b];
-  }
+    }
+  for (int b = 0; b < 3; ++b)
+    for (int a = 0; a <= b; ++a)
+      for (int i = 0; i < L; ++i) out.kv[upper_index(a, b)][i] = in.kd[i] * uu[upper_index(a, b)][i];
   if (!weights.active) return;
   // Assembly::step_block_sum: wq kx, then + wv kv, skipping a zero weight.
   const double wq = weights.wq, wv = weights.wv;

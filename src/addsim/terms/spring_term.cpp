@@ -206,9 +206,14 @@ void SpringTerm::declare(StencilSet& stencils) {
                         s.stiffness_param, s.damping_param, s.rest_length, min_len * min_len,
                         s.kind == SpringKind::kUnilateral ? s.rest_length * s.rest_length
                                                           : -std::numeric_limits<double>::infinity()});
+      pairs_.back().stencil = stencil_.back();
     } else if (s.kind != SpringKind::kZeroLength) {
       other_springs_.push_back(static_cast<int>(particle_pair_.size()) - 1);
     }
+  }
+  for (int i = static_cast<int>(pairs_.size()) - 1; i >= 0; --i) {
+    const bool next_in_run = i + 1 < static_cast<int>(pairs_.size()) && pairs_[i + 1].spring == pairs_[i].spring + 1;
+    pairs_[i].run_end = next_in_run ? pairs_[i + 1].run_end : i + 1;
   }
 }
 
@@ -267,49 +272,11 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   // One force record for the loop (not zeroed per spring): every path that marks it active
   // writes r, and kx and kv when partials are wanted.
   SpringForce L;
-  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
-    if (stencil_[k] < 0) continue;
-    L.active = false;
-    if (const int pi = batched_pairs_ ? pair_index_[k] : -1; pi >= 0) {
-      if (pi >= batch_end) {
-        batch_begin = pi;
-        batch_end = std::min(pi + spring_pairs::kLanes, static_cast<int>(pairs_.size()));
-        load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
-        spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
-      }
-      // spring_force()'s slack and collapse tests on the lane's length (one bound, see PairSpring).
-      const int j = pi - batch_begin;
-      const PairSpring& ps = pairs_[pi];
-      if (lanes.len[j] <= ps.skip_len) continue;
-      // Residual-only and step evaluations: r_a and the step block straight from the lanes.
-      if (out.add_point_pair_lane(stencil_[k], ps.da, ps.db, &lanes.r[0][j], step_blocks ? &lanes.step[0][j] : nullptr,
-                                  spring_pairs::kLanes))
-        continue;
-      // The partials themselves (kResidualAndJacobians): the general scatter below.
-      L.active = true;
-      L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
-      for (int b = 0; b < 3; ++b)
-        for (int a = 0; a < 3; ++a) {
-          L.kx(a, b) = lanes.kx[a + 3 * b][j];
-          L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
-        }
-    } else if (particle_pair_[k]) {
-      // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
-      const Spring& s = springs_[k];
-      const int da = s.a.dof, db = s.b.dof;
-      spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),
-                   ctx, clamp, partials, L);
-    } else {
-      const Spring& s = springs_[k];
-      Vec3 xa, va, xb, vb;
-      anchor_motion(*model_, s.a, ctx, xa, va);
-      anchor_motion(*model_, s.b, ctx, xb, vb);
-      spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
-    }
-    if (!L.active) continue;
+  // Adds spring k's force record: particle pairs by add_point_pair, other ends by node weights.
+  auto scatter = [&](int k) {
     if (particle_pair_[k] && (!partials || (step && out.pattern().point_map(stencil_[k])))) {
       out.add_point_pair(stencil_[k], L.r, L.kx, L.kv);
-      continue;
+      return;
     }
     const NodeWeights& nw = node_weights_[k];
     // The line search's trials want r only; a Newton step of a spring whose node weights are
@@ -323,6 +290,55 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
       else
         add_weighted<M>(out, stencil_[k], nw.w, L.r, L.kx, L.kv);
     });
+  };
+  for (int k = 0; k < static_cast<int>(springs_.size()); ++k) {
+    if (stencil_[k] < 0) continue;
+    if (const int first = batched_pairs_ ? pair_index_[k] : -1; first >= 0) {
+      // A run of consecutive particle-pair springs, in spring order, straight over pairs_.
+      const int run_end = pairs_[first].run_end;
+      for (int pi = first; pi < run_end; ++pi) {
+        if (pi >= batch_end) {
+          batch_begin = pi;
+          batch_end = std::min(pi + spring_pairs::kLanes, static_cast<int>(pairs_.size()));
+          load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
+          spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
+        }
+        // spring_force()'s slack and collapse tests on the lane's length (one bound, see PairSpring).
+        const int j = pi - batch_begin;
+        const PairSpring& ps = pairs_[pi];
+        if (lanes.len[j] <= ps.skip_len) continue;
+        // Residual-only and step evaluations: r_a and the step block straight from the lanes.
+        if (out.add_point_pair_lane(ps.stencil, ps.da, ps.db, &lanes.r[0][j], step_blocks ? &lanes.step[0][j] : nullptr,
+                                    spring_pairs::kLanes))
+          continue;
+        // The partials themselves (kResidualAndJacobians): the general scatter.
+        L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
+        for (int b = 0; b < 3; ++b)
+          for (int a = 0; a < 3; ++a) {
+            L.kx(a, b) = lanes.kx[a + 3 * b][j];
+            L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
+          }
+        scatter(ps.spring);
+      }
+      k = pairs_[run_end - 1].spring;
+      continue;
+    }
+    L.active = false;
+    if (particle_pair_[k]) {
+      // Two particle ends: d and ḋ straight from q and v, without the anchor dispatch.
+      const Spring& s = springs_[k];
+      const int da = s.a.dof, db = s.b.dof;
+      spring_force(s, ctx.q.segment<3>(da) - ctx.q.segment<3>(db), ctx.v.segment<3>(da) - ctx.v.segment<3>(db),
+                   ctx, clamp, partials, L);
+    } else {
+      const Spring& s = springs_[k];
+      Vec3 xa, va, xb, vb;
+      anchor_motion(*model_, s.a, ctx, xa, va);
+      anchor_motion(*model_, s.b, ctx, xb, vb);
+      spring_force(s, xa - xb, va - vb, ctx, clamp, partials, L);
+    }
+    if (!L.active) continue;
+    scatter(k);
   }
 }
 

@@ -88,6 +88,10 @@ class SpringTerm final : public Term {
     // admissible(): collapsed at ‖d‖² ≤ min_len2 = min_len², unless slack at ‖d‖² ≤ slack_len2
     // (l₀² for a unilateral spring, −∞ otherwise), as its tests of the other springs.
     double min_len2, slack_len2;
+    int stencil = -1;  // stencil_[spring]
+    // One past the last pair of this pair's run: pairs_[i … run_end) are consecutive springs
+    // (evaluate() scatters a run in one loop over pairs_, in spring order).
+    int run_end = 0;
   };
   std::vector<PairSpring> pairs_;
   std::vector<int> pair_index_;  // per spring: its index in pairs_, −1 if none
