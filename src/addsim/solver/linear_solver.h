@@ -104,6 +104,7 @@ void refine_direct_solve(const SparsePattern& pattern, const VecX& values, const
   }
   if (counted && !met) ++counts.unmet;
 }
+
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
 /// SparseLU without it). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
