@@ -115,6 +115,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                                      std::to_string(s.chord_acceleration));
   s.contact_correction = r.boolean("contact_correction", false);
   s.fresh_factorization_iterations = r.integer("fresh_factorization_iterations", 0, 0);
+  s.refine_to_tolerance = r.boolean("refine_to_tolerance", false);
   s.threads = r.integer("threads", 1, 1);
   if (s.threads > 2) r.fail("threads", "must be 1 or 2 (one helper thread splits the element loops), got " + std::to_string(s.threads));
   if (r.has("substep_retry")) {

@@ -72,6 +72,13 @@ struct SolverSettings {
   /// before (docs/solver.md "Soft-feet quadruped: fresh LUs for a step's first iterations").
   /// Same roots, another path at round-off.
   int fresh_factorization_iterations = 0;
+  /// Direct solves of Newton directions refined only to the requested accuracy
+  /// (solver.refine_to_tolerance): a direct solve on a fresh LU stops its iterative refinement
+  /// once ‖b − A x‖ is within the tolerance the direction was asked for (the inexact-Newton
+  /// forcing, as GMRES on a kept LU), instead of refining while the residual halves. The
+  /// adjoint and direct-sensitivity solves are unchanged. Same roots, another path (docs/solver.md
+  /// "Direct solves to the requested tolerance").
+  bool refine_to_tolerance = false;
 };
 
 class Model {

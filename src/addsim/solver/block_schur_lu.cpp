@@ -734,11 +734,15 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool inter
   for (int d = 0; d < n; ++d) x[d] = y[position_[d]];
 }
 
-void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) {
+void BlockSchurLu::solve(const VecX& b, VecX& x, bool transpose) { solve_within(b, x, transpose, 0.0, false); }
+
+void BlockSchurLu::solve_within(const VecX& b, VecX& x, bool transpose, double tolerance, bool stop_at_tolerance) {
   substitute(b, x, transpose, true);
-  // No pivoting crosses blocks, so a badly conditioned diagonal block may cost digits.
-  refine_direct_solve(*pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
-                      [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t, true); });
+  // No pivoting crosses blocks, so a badly conditioned diagonal block may cost digits; a
+  // caller that asked for a tolerance gets no more refinement than it needs.
+  refine_direct_solve(
+      *pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
+      [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t, true); }, tolerance, stop_at_tolerance);
 }
 
 }  // namespace addsim

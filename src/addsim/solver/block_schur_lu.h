@@ -48,6 +48,8 @@ class BlockSchurLu final : public LinearSolver {
   explicit BlockSchurLu(const SparsePattern* pattern);
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
+  void solve_within(const VecX& b, VecX& x, bool transpose, double tolerance, bool stop_at_tolerance) override;
+  const RefinementCounts* refinement_counts() const override { return &refinement_.counts; }
   void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose, true); }
   /// precondition() with the forward substitution one block after another (no lanes): the
   /// reference whose bits the interleaved one must give (tests).

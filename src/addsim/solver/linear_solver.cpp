@@ -207,11 +207,14 @@ class Klu final : public LinearSolver {
     return true;
   }
   void precondition(const VecX& b, VecX& x, bool transpose) override { substitute(b, x, transpose); }
-  void solve(const VecX& b, VecX& x, bool transpose) override {
+  void solve(const VecX& b, VecX& x, bool transpose) override { solve_within(b, x, transpose, 0.0, false); }
+  void solve_within(const VecX& b, VecX& x, bool transpose, double tolerance, bool stop_at_tolerance) override {
     substitute(b, x, transpose);
-    refine_direct_solve(*pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
-                        [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t); });
+    refine_direct_solve(
+        *pattern_, values_, b, x, transpose, kMaxRefinements, refinement_,
+        [this](const VecX& rhs, VecX& out, bool t) { substitute(rhs, out, t); }, tolerance, stop_at_tolerance);
   }
+  const RefinementCounts* refinement_counts() const override { return &refinement_.counts; }
   double factor_flops() const override { return factor_flops_; }
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }

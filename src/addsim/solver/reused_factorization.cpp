@@ -226,7 +226,12 @@ bool ReusedFactorization::solve(const VecX& values, const VecX& b, VecX& x, bool
   }
   if (!factorize(values)) return false;
   const auto t0 = start_timer();
-  lu_->solve(b, x, transpose);
+  ++stats_.direct_solves;
+  if (absolute_tolerance > 0.0)
+    lu_->solve_within(b, x, transpose, std::max(relative_tolerance_ * b.norm(), absolute_tolerance),
+                      refine_to_tolerance_);
+  else
+    lu_->solve(b, x, transpose);
   stats_.solve_ms += stop_timer(t0);
   return true;
 }
@@ -322,6 +327,7 @@ std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model) {
       &model.pattern(), make_linear_solver(model.solver().linear_solver, &model.pattern()),
       model.solver().reuse_factorization);
   lu->set_rotation_groups(fem_rotation_groups(model));
+  lu->set_refine_to_tolerance(model.solver().refine_to_tolerance);
   return lu;
 }
 

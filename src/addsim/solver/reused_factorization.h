@@ -39,7 +39,9 @@ class ReusedFactorization {
 
   /// Solves A x = b (transpose: Aᵀ x = b) for the matrix with nonzero `values` on the
   /// pattern, to ‖b − A x‖ ≤ max(relative_tolerance() ‖b‖, absolute_tolerance) when GMRES
-  /// runs. False if A had to be factorised and is singular (x is then unspecified).
+  /// runs; a direct solve (on a new LU) refines to that residual too with
+  /// set_refine_to_tolerance() and absolute_tolerance > 0, else as LinearSolver::solve().
+  /// False if A had to be factorised and is singular (x is then unspecified).
   /// `initial_guess` (optional) starts GMRES there (e.g. the previous system's solution).
   bool solve(const VecX& values, const VecX& b, VecX& x, bool transpose = false, double absolute_tolerance = 0.0,
              const VecX* initial_guess = nullptr);
@@ -108,6 +110,9 @@ class ReusedFactorization {
   /// (ms) spent factorising and solving (solve time includes GMRES).
   struct Stats {
     long factorizations = 0, solves = 0, krylov_iterations = 0;
+    /// Solves by substitution on a new LU (after a factorisation), the rest of `solves`
+    /// being GMRES on a kept one or solve_with_current_lu().
+    long direct_solves = 0;
     double factor_ms = 0.0, solve_ms = 0.0;
     /// Factorisations made in the background and adopted (not in `factorizations`), and
     /// the worker's time on all of them (off the caller's critical path).
@@ -129,6 +134,13 @@ class ReusedFactorization {
   /// far predicts more iterations than a refactorisation costs (instead of after that many;
   /// thresholds in reused_factorization.cpp). The solution is unchanged, only the work.
   void set_early_refactorization(bool enabled) { early_refactorization_ = enabled; }
+  /// With `enabled` (solver.refine_to_tolerance), a direct solve given an absolute tolerance
+  /// stops its iterative refinement once the residual meets the tolerance GMRES would stop at
+  /// (LinearSolver::solve_within); off by default: refinement while the residual halves.
+  void set_refine_to_tolerance(bool enabled) { refine_to_tolerance_ = enabled; }
+  /// The refinement counters of the current LU's solver (null if it does not refine; after
+  /// adopt() those of the adopted solver).
+  const RefinementCounts* refinement_counts() const { return lu_->refinement_counts(); }
 
  private:
   bool factorize(const VecX& values);
@@ -153,6 +165,7 @@ class ReusedFactorization {
   bool refactor_next_ = false;
   double relative_tolerance_ = kRelativeTolerance;
   bool early_refactorization_ = true;
+  bool refine_to_tolerance_ = false;
   bool timed_ = false;  ///< set_timing
   // Cost of one factorisation in units of one GMRES iteration (flop ratio).
   double factor_to_iteration_ = 0.0;
