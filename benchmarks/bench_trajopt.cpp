@@ -9,7 +9,7 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--threads N] [--dense-dofs N] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
@@ -17,7 +17,8 @@
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
 // |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
 // only the simulation and the sweep (for a profiler); --sim-only only the simulation (median,
-// minimum and maximum CPU time in ms; for a profiler or alternating comparisons); --dense-dofs N
+// minimum and maximum CPU and wall time in ms; for a profiler or alternating comparisons); --threads N
+// runs the simulator on N (1 or 2) threads instead of the scene's solver.threads; --dense-dofs N
 // moves the sweep's switch from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
@@ -64,6 +65,7 @@ struct Options {
   bool per_parameter = false;
   bool sweep_only = false;
   bool sim_only = false;
+  int threads = 0;  ///< --threads: the simulator's threads (0: the scene's solver.threads)
   int dense_dofs = kDenseSensitivityDofs;
   std::vector<std::string> tasks;
 };
@@ -81,7 +83,7 @@ void run_task(const std::string& name, const Options& o) {
   const Model& model = *task.scene.model;
   const VecX& p = task.p();
   const std::vector<int>& params = task.selection.indices();
-  Simulator sim(model);
+  Simulator sim(model, o.threads);
   // Wall times and CPU times (the ratios under load: the machines are shared, and CPU time
   // does not count the waits for a core; it adds up a helper thread's work).
   std::vector<double> t_sim, t_grad, t_sweep, t_resjac, t_reverse, c_sim, c_sweep, c_resjac, c_reverse;
@@ -145,6 +147,11 @@ void run_task(const std::string& name, const Options& o) {
     std::printf("%-16s sim CPU time: median %7.3f ms, min %7.3f ms, max %7.3f ms (%d runs)\n", name.c_str(),
                 1e3 * median(c_sim), 1e3 * *std::min_element(c_sim.begin(), c_sim.end()),
                 1e3 * *std::max_element(c_sim.begin(), c_sim.end()), o.repeat);
+    // Wall time: what a second thread shortens (CPU time adds up both threads' work).
+    std::printf("%-16s sim wall time: median %7.3f ms, min %7.3f ms, max %7.3f ms (%d thread%s)\n", name.c_str(),
+                1e3 * median(t_sim), 1e3 * *std::min_element(t_sim.begin(), t_sim.end()),
+                1e3 * *std::max_element(t_sim.begin(), t_sim.end()), o.threads > 0 ? o.threads : model.solver().threads,
+                (o.threads > 0 ? o.threads : model.solver().threads) == 1 ? "" : "s");
     return;
   }
   if (o.sweep_only) {
@@ -232,10 +239,12 @@ int main(int argc, char** argv) {
       o.sweep_only = true;
     } else if (a == "--sim-only") {
       o.sim_only = true;
+    } else if (a == "--threads" && k + 1 < argc) {
+      o.threads = std::atoi(argv[++k]);
     } else if (a == "--dense-dofs" && k + 1 < argc) {
       o.dense_dofs = std::atoi(argv[++k]);
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--threads N] [--dense-dofs N] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

@@ -13,6 +13,8 @@
 
 namespace addsim {
 
+class WorkerThread;
+
 class LinearSolver {
  public:
   virtual ~LinearSolver() = default;
@@ -29,6 +31,8 @@ class LinearSolver {
   /// True if factor_flops() and solve_flops() are reported after a factorisation.
   virtual bool counts_flops() const { return false; }
   virtual const char* name() const = 0;
+  /// A helper thread the factorisation may fork work to (null: none); ignored by default.
+  virtual void set_worker(WorkerThread*) {}
 };
 
 /// Work vectors of refine_direct_solve(), kept by the solver so that a solve allocates nothing.
