@@ -30,10 +30,32 @@ class WorkerThread {
   /// Longest time (µs) either side spins before it blocks (see the header comment).
   static constexpr int kSpinMicroseconds = 100;
   /// Spin rounds with a pause instruction before rounds that yield the core.
-  static constexpr int kPauseRounds = 2000;
+  static constexpr int kPauseRounds = 50;
 
   WorkerThread();
   ~WorkerThread();
+
+  /// Thread CPU seconds of the fork–joins since profiling was switched on (bench_trajopt's
+  /// estimate of the two-thread critical path on a machine too loaded to give both threads a
+  /// core): the caller's own shares (run_alongside), its waits, the worker's tasks, and per
+  /// fork–join by how much the task took longer than the caller's share (summed: what the
+  /// caller would have waited with a core for each thread).
+  struct Profile {
+    double own = 0.0, wait = 0.0, task = 0.0, excess = 0.0;
+    long forks = 0;
+  };
+  /// Off by default (four clock reads per fork–join). Switch on only between fork–joins.
+  void set_profiling(bool on) {
+    profiling_ = on;
+    profile_ = Profile{};
+    task_seconds_.store(0.0);
+  }
+  Profile profile() const {
+    Profile p = profile_;
+    p.task = task_seconds_.load();
+    return p;
+  }
+  static double thread_cpu_seconds();
   WorkerThread(const WorkerThread&) = delete;
   WorkerThread& operator=(const WorkerThread&) = delete;
 
@@ -55,7 +77,14 @@ class WorkerThread {
   void run_alongside(std::function<void()> task, F&& own) {
     start(std::move(task));
     try {
-      own();
+      if (profiling_) {
+        const double t0 = thread_cpu_seconds();
+        own();
+        last_own_ = thread_cpu_seconds() - t0;
+        profile_.own += last_own_;
+      } else {
+        own();
+      }
     } catch (...) {
       try {
         wait();
@@ -68,6 +97,7 @@ class WorkerThread {
 
  private:
   void loop();
+  void wake_worker();
 
   std::mutex mutex_;
   std::condition_variable wake_, done_;
@@ -76,7 +106,13 @@ class WorkerThread {
   std::atomic<bool> posted_{false};  ///< a task waits for the worker (set by start, taken by the worker)
   std::atomic<bool> busy_{false};    ///< started and not yet finished
   std::atomic<bool> stop_{false};
+  std::atomic<bool> worker_asleep_{false}, caller_asleep_{false};  ///< blocked (or about to) on wake_ / done_
   bool pending_ = false;  ///< started and not yet waited for (the caller's side)
+  std::atomic<bool> profiling_{false};
+  Profile profile_;                      ///< the caller's side
+  std::atomic<double> task_seconds_{0.0};  ///< the worker's side
+  std::atomic<double> last_task_{0.0};     ///< the worker's last task
+  double last_own_ = 0.0;                  ///< the caller's share of the current fork–join
   std::thread thread_;  ///< last: started after the state above is initialised
 };
 
