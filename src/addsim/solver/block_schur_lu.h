@@ -36,16 +36,17 @@
 /// until their shins — with the pushes kept in elimination order: the same bits as block by
 /// block (precondition_in_order, the tests' reference).
 ///
-/// Two threads (set_worker): the elimination tree (block k's parent: the first block of its
-/// front) has subtrees that are closed — every block in them but the root has its whole
-/// front inside — so their factorisations write only entries that no other subtree touches
-/// (on the quadruped: each leg with its foot, below the torso). Those subtrees are split
-/// into two sets of about equal flops; the worker factorises one, the calling thread the
-/// other, each block by block in elimination order, the roots without their Schur updates
-/// into the rest. Then the calling thread factorises the remaining blocks (torso) in
-/// elimination order, with each deferred root update in its place in that order. Every
-/// entry so gets the same operations in the same order as in one thread's factorisation:
-/// the same bits (tests: memcmp of the solves).
+/// Two threads (set_worker): in the elimination tree (block k's parent: the first block of
+/// its front; fronts hold only ancestors) a block's Schur update writes entries of its
+/// ancestors. Subtrees of at most a fraction of the flops (on the quadruped: three feet up
+/// to their 36-DOF blocks, one of them with the torso, hips and thighs below a shin, and the
+/// pieces of the fourth foot) are split into two sets of about equal flops; the worker factorises one, the
+/// calling thread the other, each block by block in elimination order with only the part
+/// of its update that lands in its own subtree (the front's first DOFs). Then the calling
+/// thread factorises the remaining blocks (two shins and the 42-DOF root) and applies the
+/// deferred rest of those updates, all in elimination order. Every entry so gets the same
+/// operations in the same order as in one thread's factorisation: the same bits (tests:
+/// memcmp of the solves).
 
 #include <vector>
 
@@ -69,13 +70,13 @@ class BlockSchurLu final : public LinearSolver {
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
   const char* name() const override { return "block_schur_lu"; }
-  /// Factorises the closed subtrees on `worker` and the calling thread together (header
-  /// comment; null: one thread). The worker must outlive this solver's factorisations. A
+  /// Factorises the subtrees on `worker` and the calling thread together (header comment;
+  /// null: one thread). The worker must outlive this solver's factorisations. A
   /// factorisation whose caller cannot fork now (WorkerThread::available: it is the worker,
   /// or a task of it is pending) runs on one thread, with the same bits.
   void set_worker(WorkerThread* worker) override { worker_ = worker; }
-  /// Blocks factorised in the two concurrent sets (0 if the pattern has no two closed
-  /// subtrees, or without a worker), and their share of the factorisation's flops.
+  /// Blocks factorised in the two concurrent sets (0 without a worker or if the tree has no
+  /// two subtrees to split), and their share of the factorisation's flops.
   int parallel_blocks() const { return worker_ ? static_cast<int>(bin_[0].size() + bin_[1].size()) : 0; }
   double parallel_flop_share() const { return worker_ ? parallel_share_ : 0.0; }
 
@@ -125,9 +126,9 @@ class BlockSchurLu final : public LinearSolver {
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   double total_factor_flops_ = 0.0, total_solve_flops_ = 0.0;  ///< of every (successful) factorisation
-  // Two threads (set_worker): the two sets of closed subtrees' blocks (elimination order
-  // each; bin_[1] the worker's), the roots whose Schur updates wait for the serial phase, and
-  // the serial phase: per entry a block, eliminated (≥ 0) or only its deferred update (−1 − k).
+  // Two threads (set_worker): the two sets of subtrees' blocks (elimination order each;
+  // bin_[1] the worker's), and the serial phase: per entry a block, eliminated with its whole
+  // update (≥ 0), or only the deferred outside part of a subtree block's update (−1 − k).
   WorkerThread* worker_ = nullptr;
   std::vector<int> bin_[2];
   std::vector<int> inside_;  ///< per block of a subtree: its front's DOFs inside the subtree (a prefix)
