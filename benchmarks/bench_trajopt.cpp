@@ -9,7 +9,7 @@
 // A plain timed program (medians of repeated runs), not a Google Benchmark: the optimisation
 // runs are one-off measurements.
 //
-//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]
+//   bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--threads N] [--fork-join] [--dense-dofs N] [TASK ...]
 //
 // TASK: a task name under tasks/ (default: cube_drag cube_drag_11cm kr5_cube_drag sheet_flip
 // quadruped_short; kr5_cube_drag needs scripts/fetch-robots.sh and is skipped without it).
@@ -17,7 +17,10 @@
 // simulations, wall time, Φ/Φ₀, stop reason); --per-parameter also times the Jacobian as
 // |p| single-parameter direct passes (slow: minutes for the larger tasks); --sweep-only times
 // only the simulation and the sweep (for a profiler); --sim-only only the simulation (median,
-// minimum and maximum CPU time in ms; for a profiler or alternating comparisons); --dense-dofs N
+// minimum and maximum CPU and wall time in ms; for a profiler or alternating comparisons); --threads N
+// runs the simulator on N (1 or 2) threads instead of the scene's solver.threads; --fork-join
+// times what a second thread splits (an empty fork–join, one evaluation and one block-LU
+// factorisation at the last state, one thread and two; run_fork_join); --dense-dofs N
 // moves the sweep's switch from the dense LU to the model's sparse solver (default 300 DOFs).
 
 #include <algorithm>
@@ -37,6 +40,8 @@
 #include "addsim/sensitivity/direct.h"
 #include "addsim/sensitivity/direct_jacobian.h"
 #include "addsim/sensitivity/reverse_jacobian.h"
+#include "addsim/solver/block_schur_lu.h"
+#include "addsim/solver/worker_thread.h"
 
 namespace {
 
@@ -64,9 +69,71 @@ struct Options {
   bool per_parameter = false;
   bool sweep_only = false;
   bool sim_only = false;
+  bool fork_join = false;
+  int threads = 0;  ///< --threads: the simulator's threads (0: the scene's solver.threads)
   int dense_dofs = kDenseSensitivityDofs;
   std::vector<std::string> tasks;
 };
+
+// --fork-join: the pieces a second thread splits, timed in a loop at the task's last state
+// (minimum and median of `repeat` × 50 calls, µs; minima are robust on a loaded machine):
+// an empty fork–join, one evaluation with the step Jacobian on one and on two threads, and
+// one block-LU factorisation of that Jacobian on one and on two threads.
+void run_fork_join(const std::string& name, const Task& task, const Options& o) {
+  const Model& model = *task.scene.model;
+  const VecX& p = task.p();
+  Simulator one(model, 1), two(model, 2);
+  const Trajectory t = one.run(p);
+  if (!t.completed()) return;
+  const int i = model.scheme().steps;
+  const TermContext ctx{t.q[i], t.velocity(model.scheme(), i), t.acceleration(model.scheme(), i), p, i,
+                        model.scheme()};
+  Assembly out(&model.pattern(), &model.stencils());
+  const auto time_us = [&](auto&& f) {
+    std::vector<double> us;
+    for (int r = 0; r < 50 * o.repeat; ++r) {
+      const auto t0 = Clock::now();
+      f();
+      us.push_back(1e6 * seconds_since(t0));
+    }
+    return std::make_pair(*std::min_element(us.begin(), us.end()), median(us));
+  };
+  const auto report = [&](const char* what, std::pair<double, double> v) {
+    std::printf("%-16s %-28s min %8.2f us, median %8.2f us\n", name.c_str(), what, v.first, v.second);
+  };
+  WorkerThread worker;
+  report("empty fork-join", time_us([&] { worker.run_alongside([] {}, [] {}); }));
+  const auto evaluate = [&](const Simulator& sim) {
+    return time_us([&] {
+      out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(model.scheme(), i, 0));
+      sim.evaluate(ctx, out);
+    });
+  };
+  report("evaluate, 1 thread", evaluate(one));
+  report("evaluate, 2 threads", evaluate(two));
+  const auto shares = [&](WorkerThread& w, auto&& f) {
+    w.set_profiling(true);
+    for (int r = 0; r < 50 * o.repeat; ++r) f();
+    const WorkerThread::Profile pr = w.profile();
+    w.set_profiling(false);
+    std::printf("%-16s   thread CPU per call: caller's share %.2f us, worker's %.2f us\n", name.c_str(),
+                1e6 * pr.own / pr.forks, 1e6 * pr.task / pr.forks);
+  };
+  shares(*two.worker(), [&] {
+    out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(model.scheme(), i, 0));
+    two.evaluate(ctx, out);
+  });
+  out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(model.scheme(), i, 0));
+  one.evaluate(ctx, out);
+  BlockSchurLu lu1(&model.pattern()), lu2(&model.pattern());
+  lu2.set_worker(&worker);
+  if (lu2.parallel_blocks() == 0) return;
+  std::printf("%-16s block LU: %d of %d blocks in subtrees, %.0f %% of the flops\n", name.c_str(),
+              lu2.parallel_blocks(), lu2.blocks(), 100.0 * lu2.parallel_flop_share());
+  report("block LU, 1 thread", time_us([&] { lu1.factorize(out.jac); }));
+  report("block LU, 2 threads", time_us([&] { lu2.factorize(out.jac); }));
+  shares(worker, [&] { lu2.factorize(out.jac); });
+}
 
 void run_task(const std::string& name, const Options& o) {
   const fs::path file = fs::path(ADDSIM_SOURCE_DIR) / "tasks" / (name + ".json");
@@ -78,10 +145,14 @@ void run_task(const std::string& name, const Options& o) {
     return;
   }
   const Task& task = *loaded;
+  if (o.fork_join) {
+    run_fork_join(name, task, o);
+    return;
+  }
   const Model& model = *task.scene.model;
   const VecX& p = task.p();
   const std::vector<int>& params = task.selection.indices();
-  Simulator sim(model);
+  Simulator sim(model, o.threads);
   // Wall times and CPU times (the ratios under load: the machines are shared, and CPU time
   // does not count the waits for a core; it adds up a helper thread's work).
   std::vector<double> t_sim, t_grad, t_sweep, t_resjac, t_reverse, c_sim, c_sweep, c_resjac, c_reverse;
@@ -93,12 +164,23 @@ void run_task(const std::string& name, const Options& o) {
   MatX jacobian, reverse_jacobian;
   std::vector<MatX> parts;
   std::vector<ResidualStateRows> rows;
+  // Two threads: the critical path with a core for each thread, estimated from thread CPU
+  // times (the calling thread's, without its waits, plus what the worker's tasks took beyond
+  // the caller's shares; WorkerThread::Profile).
+  std::vector<double> t_path;
   for (int r = 0; r < o.repeat; ++r) {
+    if (sim.worker() && o.sim_only) sim.worker()->set_profiling(true);
+    const double m0 = WorkerThread::thread_cpu_seconds();
     auto t0 = Clock::now();
     double c0 = cpu_seconds();
     const Trajectory traj = sim.run(p);
     t_sim.push_back(seconds_since(t0));
     c_sim.push_back(cpu_seconds() - c0);
+    if (sim.worker() && o.sim_only) {
+      const WorkerThread::Profile f = sim.worker()->profile();
+      t_path.push_back(WorkerThread::thread_cpu_seconds() - m0 - f.wait + f.excess);
+      sim.worker()->set_profiling(false);
+    }
     if (!traj.completed()) {
       std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
       return;
@@ -145,6 +227,14 @@ void run_task(const std::string& name, const Options& o) {
     std::printf("%-16s sim CPU time: median %7.3f ms, min %7.3f ms, max %7.3f ms (%d runs)\n", name.c_str(),
                 1e3 * median(c_sim), 1e3 * *std::min_element(c_sim.begin(), c_sim.end()),
                 1e3 * *std::max_element(c_sim.begin(), c_sim.end()), o.repeat);
+    // Wall time: what a second thread shortens (CPU time adds up both threads' work).
+    std::printf("%-16s sim wall time: median %7.3f ms, min %7.3f ms, max %7.3f ms (%d thread%s)\n", name.c_str(),
+                1e3 * median(t_sim), 1e3 * *std::min_element(t_sim.begin(), t_sim.end()),
+                1e3 * *std::max_element(t_sim.begin(), t_sim.end()), o.threads > 0 ? o.threads : model.solver().threads,
+                (o.threads > 0 ? o.threads : model.solver().threads) == 1 ? "" : "s");
+    if (!t_path.empty())
+      std::printf("%-16s two-thread critical path (thread CPU): median %7.3f ms, min %7.3f ms\n", name.c_str(),
+                  1e3 * median(t_path), 1e3 * *std::min_element(t_path.begin(), t_path.end()));
     return;
   }
   if (o.sweep_only) {
@@ -232,10 +322,14 @@ int main(int argc, char** argv) {
       o.sweep_only = true;
     } else if (a == "--sim-only") {
       o.sim_only = true;
+    } else if (a == "--fork-join") {
+      o.fork_join = true;
+    } else if (a == "--threads" && k + 1 < argc) {
+      o.threads = std::atoi(argv[++k]);
     } else if (a == "--dense-dofs" && k + 1 < argc) {
       o.dense_dofs = std::atoi(argv[++k]);
     } else if (a == "--help" || a == "-h" || a.starts_with("--")) {
-      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--dense-dofs N] [TASK ...]\n");
+      std::printf("usage: bench_trajopt [--repeat N] [--optimize] [--per-parameter] [--sweep-only] [--sim-only] [--threads N] [--fork-join] [--dense-dofs N] [TASK ...]\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     } else {
       o.tasks.push_back(a);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "addsim/core/error.h"
+#include "addsim/solver/worker_thread.h"
 
 #ifdef ADDSIM_HAVE_LAPACK
 // LAPACK's LU with partial pivoting (column-major, LP64 integers as in Debian's liblapack).
@@ -379,27 +380,51 @@ inline void push_front_impl(double* y, const int* front, const double* c, const 
   for (int a = 0; a < t; ++a) y[front[a]] -= column[a];
 }
 
-// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W:
-// column by column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …)
-// into the work column (vectorised over a) and then subtracted where the map says. S > 0
-// fixes s at compile time (the 3- and 6-DOF blocks). Compiled for AVX2 and the baseline,
-// chosen at load time; both clones do the same element-wise operations in the same order
-// (GCC's avx2 target has no FMA to contract them), so they give the same numbers to the bit.
+// data[map[a + b t]] −= (C W)(a, b) for the t × s column panel C and the s × t row panel W,
+// for the rows a0 ≤ a < a1 of the columns b0 ≤ b < b1 (all of them: 0, t, 0, t): column by
+// column, each entry of C W summed over r in order (c_a0 w_0b + c_a1 w_1b + …) into the work
+// column (vectorised over a) and then subtracted where the map says. Each entry's sum does
+// not depend on the range, so an update done in parts (two threads) gives the same numbers.
+// S > 0 fixes s at compile time (the 3- and 6-DOF blocks). Compiled for AVX2 and the
+// baseline, chosen at load time; both clones do the same element-wise operations in the
+// same order (GCC's avx2 target has no FMA to contract them), so they give the same numbers
+// to the bit.
 template <int S>
 inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t,
-                              double* column) {
+                              int a0, int a1, int b0, int b1, double* column) {
   const int s = S > 0 ? S : s_dynamic;
-  for (int b = 0; b < t; ++b) push_front_impl<S>(data, map + b * t, c, w + b * s, s_dynamic, t, column);
+  const int rows = a1 - a0;
+  for (int b = b0; b < b1; ++b) {
+    const double* v = w + b * s;
+    const double* ca = c + a0;
+    if constexpr (S > 0) {
+      for (int a = 0; a < rows; ++a) {
+        double u = ca[a] * v[0];
+        for (int r = 1; r < S; ++r) u += ca[a + r * t] * v[r];
+        column[a] = u;
+      }
+    } else {
+      for (int a = 0; a < rows; ++a) column[a] = ca[a] * v[0];
+      for (int r = 1; r < s; ++r) {
+        const double* cr = ca + r * t;
+        const double vr = v[r];
+        for (int a = 0; a < rows; ++a) column[a] += cr[a] * vr;
+      }
+    }
+    const int* m = map + b * t + a0;
+    for (int a = 0; a < rows; ++a) data[m[a]] -= column[a];
+  }
 }
 
 __attribute__((target_clones("avx2", "default"))) void schur_update(double* data, const double* c, const double* w,
-                                                                   const int* map, int s, int t, double* column) {
+                                                                   const int* map, int s, int t, int a0, int a1,
+                                                                   int b0, int b1, double* column) {
   if (s == 3) {
-    schur_update_impl<3>(data, c, w, map, s, t, column);
+    schur_update_impl<3>(data, c, w, map, s, t, a0, a1, b0, b1, column);
   } else if (s == 6) {
-    schur_update_impl<6>(data, c, w, map, s, t, column);
+    schur_update_impl<6>(data, c, w, map, s, t, a0, a1, b0, b1, column);
   } else {
-    schur_update_impl<0>(data, c, w, map, s, t, column);
+    schur_update_impl<0>(data, c, w, map, s, t, a0, a1, b0, b1, column);
   }
 }
 
@@ -508,7 +533,8 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
     for (int d = group_start[g]; d < group_start[g + 1]; ++d) dofs_.back().push_back(d);
   }
   const int m = blocks();
-  std::vector<int> block_of(n);
+  std::vector<int>& block_of = block_of_dof_;
+  block_of.resize(n);
   local_.resize(n);
   for (int k = 0; k < m; ++k) {
     for (int a = 0; a < size(k); ++a) {
@@ -640,32 +666,209 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
     marked.clear();
   }
   lane_base_[m] = static_cast<int>(lane_blocks_.size());
+  plan_parallel();
+}
+
+bool BlockSchurLu::eliminate_block(int k) {
+  const int s = size(k), t = width(k);
+  double* d = data_.data() + diag_base_[k];
+  int* swaps = swaps_.data() + offset_[k];
+  if (!factor_diagonal_block(d, s, swaps)) return false;
+  // W_k = D_k⁻¹ A_k,N(k) in place of the row panel.
+  if (t > 0) solve_columns(d, swaps, data_.data() + row_base_[k], s, t);
+  return true;
+}
+
+void BlockSchurLu::schur(int k, int part, double* work) {
+  // A_N(k),N(k) −= C_k W_k: all of it, or the part of the entries of block k's subtree (the
+  // front's first inside_[k] DOFs: the rows and columns of the update that involve them), or
+  // the rest (rows and columns both beyond them).
+  const int t = width(k);
+  if (t == 0) return;
+  const int in = part == kWholeUpdate ? t : inside_[k];
+  const double* c = data_.data() + col_base_[k];
+  const double* w = data_.data() + row_base_[k];
+  const int* map = update_map_.data() + update_base_[k];
+  if (part == kOutsideUpdate) {
+    if (in < t) schur_update(data_.data(), c, w, map, size(k), t, in, t, in, t, work);
+    return;
+  }
+  schur_update(data_.data(), c, w, map, size(k), t, 0, t, 0, in, work);
+  if (in < t) schur_update(data_.data(), c, w, map, size(k), t, 0, in, in, t, work);
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
   values_ = values;
   std::fill(data_.begin(), data_.end(), 0.0);
   for (size_t e = 0; e < slot_.size(); ++e) data_[slot_[e]] = values[e];
-  double factor = 0.0, substitution = 0.0;
-  for (int k : order_) {
-    const int s = size(k), t = width(k);
-    double* d = data_.data() + diag_base_[k];
-    int* swaps = swaps_.data() + offset_[k];
-    if (!factor_diagonal_block(d, s, swaps)) return false;
-    factor += 2.0 * s * s * s / 3.0;
-    substitution += 2.0 * s * s;
-    if (t == 0) continue;
-    // W_k = D_k⁻¹ A_k,N(k) in place of the row panel; then A_N(k),N(k) −= C_k W_k.
-    double* w = data_.data() + row_base_[k];
-    solve_columns(d, swaps, w, s, t);
-    schur_update(data_.data(), data_.data() + col_base_[k], w, update_map_.data() + update_base_[k], s, t,
-                 pushed_.data());
-    factor += 2.0 * s * s * t + 2.0 * s * t * t;
-    substitution += 4.0 * s * t;
+  if (worker_ && !bin_[0].empty() && worker_->available()) {
+    // The two sets of subtrees concurrently (each writing only its own subtrees' entries),
+    // then the rest and the updates of entries outside the subtrees, in elimination order.
+    const auto run_bin = [this](int bin, double* work) {
+      for (int k : bin_[bin]) {
+        if (!eliminate_block(k)) return false;
+        schur(k, kInsideUpdate, work);
+      }
+      return true;
+    };
+    bool worker_ok = false, own_ok = false;
+    worker_->run_alongside([&] { worker_ok = run_bin(1, worker_pushed_.data()); },
+                           [&] { own_ok = run_bin(0, pushed_.data()); });
+    if (!worker_ok || !own_ok) return false;
+    for (int e : serial_) {
+      if (e < 0) {
+        schur(-1 - e, kOutsideUpdate, pushed_.data());
+      } else {
+        if (!eliminate_block(e)) return false;
+        schur(e, kWholeUpdate, pushed_.data());
+      }
+    }
+  } else {
+    for (int k : order_) {
+      if (!eliminate_block(k)) return false;
+      schur(k, kWholeUpdate, pushed_.data());
+    }
   }
-  factor_flops_ = factor;
-  solve_flops_ = substitution;
+  factor_flops_ = total_factor_flops_;
+  solve_flops_ = total_solve_flops_;
   return true;
+}
+
+void BlockSchurLu::plan_parallel() {
+  const int m = blocks();
+  // Flops per block (the counts of factorize, summed in elimination order).
+  std::vector<double> flops(m);
+  for (int k : order_) {
+    const double s = size(k), t = width(k);
+    flops[k] = 2.0 * s * s * s / 3.0 + (t > 0 ? 2.0 * s * s * t + 2.0 * s * t * t : 0.0);
+    total_factor_flops_ += 2.0 * s * s * s / 3.0;
+    total_solve_flops_ += 2.0 * s * s;
+    if (t == 0) continue;
+    total_factor_flops_ += 2.0 * s * s * t + 2.0 * s * t * t;
+    total_solve_flops_ += 4.0 * s * t;
+  }
+  // Elimination tree: block k's parent is the first block of its front (blocks are numbered
+  // in elimination order and later_ is sorted). Every block of a front must be an ancestor,
+  // or the subtree argument fails: then no schedule.
+  std::vector<int> parent(m, -1);
+  std::vector<std::vector<int>> children(m);
+  std::vector<int> roots;
+  for (int k = 0; k < m; ++k) {
+    if (later_[k].empty()) {
+      roots.push_back(k);
+      continue;
+    }
+    parent[k] = later_[k].front();
+    children[parent[k]].push_back(k);
+  }
+  // Depth-first entry and exit numbers: a is an ancestor of k (or k itself) iff k's entry
+  // number lies in a's range.
+  std::vector<int> enter(m, 0), leave(m, 0);
+  {
+    int clock = 0;
+    std::vector<std::pair<int, size_t>> path;
+    for (int r : roots) {
+      path.emplace_back(r, 0);
+      enter[r] = clock++;
+      while (!path.empty()) {
+        auto& [k, next] = path.back();
+        if (next < children[k].size()) {
+          const int c = children[k][next++];
+          enter[c] = clock++;
+          path.emplace_back(c, 0);
+        } else {
+          leave[k] = clock;
+          path.pop_back();
+        }
+      }
+    }
+  }
+  const auto in_subtree = [&](int k, int r) { return enter[r] <= enter[k] && enter[k] < leave[r]; };
+  for (int k = 0; k < m; ++k)
+    for (int b : later_[k])
+      if (b == k || !in_subtree(k, b)) return;
+  // Subtree flops (children before parents: numbered before them).
+  std::vector<double> subtree(flops);
+  for (int k = 0; k < m; ++k)
+    if (parent[k] >= 0) subtree[parent[k]] += subtree[k];
+  double total = 0.0;
+  for (int r : roots) total += subtree[r];
+  // Units: the largest subtrees of at most a fraction of the flops, found from the roots
+  // down (the blocks above them stay in the serial phase); per block of a unit, the DOFs of
+  // its front inside the unit — a prefix of the front, as fronts hold ancestors in
+  // elimination order and those inside number at most the root (false if not); the units
+  // in two bins of about equal flops, largest first into the lighter one (ties: bin 0).
+  struct Plan {
+    std::vector<int> unit_of, inside, bin_of;
+    double load[2] = {0.0, 0.0};
+    double makespan = 0.0;
+  };
+  const auto make_plan = [&](double fraction, Plan& plan) {
+    std::vector<int> units;
+    std::vector<int> stack(roots.rbegin(), roots.rend());
+    while (!stack.empty()) {
+      const int r = stack.back();
+      stack.pop_back();
+      if (subtree[r] <= fraction * total) {
+        units.push_back(r);
+      } else {
+        for (auto c = children[r].rbegin(); c != children[r].rend(); ++c) stack.push_back(*c);
+      }
+    }
+    if (units.size() < 2) return false;
+    plan.unit_of.assign(m, -1);
+    for (int r : units)
+      for (int k = 0; k <= r; ++k)
+        if (in_subtree(k, r)) plan.unit_of[k] = r;
+    plan.inside.assign(m, 0);
+    std::vector<double> work(m, 0.0);  // per unit root: its blocks' flops but the outside updates
+    for (int k = 0; k < m; ++k) {
+      const int u = plan.unit_of[k];
+      if (u < 0) continue;
+      const auto& front = later_dofs_[k];
+      const int t = width(k);
+      int in = 0;
+      while (in < t && plan.unit_of[block_of_dof_[front[in]]] == u) ++in;
+      for (int a = in; a < t; ++a)
+        if (plan.unit_of[block_of_dof_[front[a]]] == u) return false;
+      plan.inside[k] = in;
+      work[u] += flops[k] - 2.0 * size(k) * (t - in) * (t - in);
+    }
+    std::stable_sort(units.begin(), units.end(), [&](int x, int y) { return work[x] > work[y]; });
+    plan.bin_of.assign(m, -1);
+    for (int r : units) {
+      const int bin = plan.load[1] < plan.load[0] ? 1 : 0;
+      plan.load[bin] += work[r];
+      plan.bin_of[r] = bin;
+    }
+    // The serial phase follows the longer bin.
+    plan.makespan = total - std::min(plan.load[0], plan.load[1]);
+    return true;
+  };
+  // The finest subtrees are not always best: their roots' ancestors stay serial. The plan
+  // of least estimated critical path (flops) among a few fractions.
+  Plan best;
+  bool found = false;
+  for (double fraction : {0.5, 0.35, 0.25, 0.18, 0.12}) {
+    Plan plan;
+    if (make_plan(fraction, plan) && (!found || plan.makespan < best.makespan)) {
+      best = std::move(plan);
+      found = true;
+    }
+  }
+  if (!found) return;
+  inside_ = std::move(best.inside);
+  for (int k = 0; k < m; ++k) {
+    const int u = best.unit_of[k];
+    if (u < 0) {
+      serial_.push_back(k);
+      continue;
+    }
+    bin_[best.bin_of[u]].push_back(k);
+    if (inside_[k] < width(k)) serial_.push_back(-1 - k);
+  }
+  parallel_share_ = (best.load[0] + best.load[1]) / total;
+  worker_pushed_.resize(pushed_.size());
 }
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool interleave) {

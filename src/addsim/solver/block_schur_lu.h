@@ -35,6 +35,18 @@
 /// into their entries — on the quadruped the four feet's nodes, eliminated independently
 /// until their shins — with the pushes kept in elimination order: the same bits as block by
 /// block (precondition_in_order, the tests' reference).
+///
+/// Two threads (set_worker): in the elimination tree (block k's parent: the first block of
+/// its front; fronts hold only ancestors) a block's Schur update writes entries of its
+/// ancestors. Subtrees of at most a fraction of the flops (on the quadruped: three feet up
+/// to their 36-DOF blocks, one of them with the torso, hips and thighs below a shin, and the
+/// pieces of the fourth foot) are split into two sets of about equal flops; the worker factorises one, the
+/// calling thread the other, each block by block in elimination order with only the part
+/// of its update that lands in its own subtree (the front's first DOFs). Then the calling
+/// thread factorises the remaining blocks (two shins and the 42-DOF root) and applies the
+/// deferred rest of those updates, all in elimination order. Every entry so gets the same
+/// operations in the same order as in one thread's factorisation: the same bits (tests:
+/// memcmp of the solves).
 
 #include <vector>
 
@@ -42,6 +54,8 @@
 #include "addsim/solver/linear_solver.h"
 
 namespace addsim {
+
+class WorkerThread;
 
 class BlockSchurLu final : public LinearSolver {
  public:
@@ -58,6 +72,15 @@ class BlockSchurLu final : public LinearSolver {
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
   const char* name() const override { return "block_schur_lu"; }
+  /// Factorises the subtrees on `worker` and the calling thread together (header comment;
+  /// null: one thread). The worker must outlive this solver's factorisations. A
+  /// factorisation whose caller cannot fork now (WorkerThread::available: it is the worker,
+  /// or a task of it is pending) runs on one thread, with the same bits.
+  void set_worker(WorkerThread* worker) override { worker_ = worker; }
+  /// Blocks factorised in the two concurrent sets (0 without a worker or if the tree has no
+  /// two subtrees to split), and their share of the factorisation's flops.
+  int parallel_blocks() const { return worker_ ? static_cast<int>(bin_[0].size() + bin_[1].size()) : 0; }
+  double parallel_flop_share() const { return worker_ ? parallel_share_ : 0.0; }
 
   /// Block k's DOFs (in the order of its dense LU).
   const std::vector<int>& dofs(int k) const { return dofs_[k]; }
@@ -104,11 +127,29 @@ class BlockSchurLu final : public LinearSolver {
   VecX pushed_;  ///< work column (widest front): the panels' products before they are scattered
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
+  double total_factor_flops_ = 0.0, total_solve_flops_ = 0.0;  ///< of every (successful) factorisation
+  // Two threads (set_worker): the two sets of subtrees' blocks (elimination order each;
+  // bin_[1] the worker's), and the serial phase: per entry a block, eliminated with its whole
+  // update (≥ 0), or only the deferred outside part of a subtree block's update (−1 − k).
+  WorkerThread* worker_ = nullptr;
+  std::vector<int> bin_[2];
+  std::vector<int> inside_;  ///< per block of a subtree: its front's DOFs inside the subtree (a prefix)
+  std::vector<int> serial_;
+  std::vector<int> block_of_dof_;  ///< per DOF: its block
+  double parallel_share_ = 0.0;
+  VecX worker_pushed_;  ///< the worker's work column of the Schur updates
   int fill_pairs_ = 0;
 
   int size(int k) const { return static_cast<int>(dofs_[k].size()); }
   int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
   void substitute(const VecX& b, VecX& x, bool transpose, bool interleave);
+  // The subtree schedule of the two-thread factorisation (constructor).
+  void plan_parallel();
+  // Block k's diagonal LU and row panel W_k (false on a singular block); its Schur update
+  // A_N(k),N(k) −= C_k W_k with `work` as the work column.
+  bool eliminate_block(int k);
+  enum UpdatePart { kWholeUpdate, kInsideUpdate, kOutsideUpdate };
+  void schur(int k, int part, double* work);
 };
 
 /// The block LU's panel solve, exposed for tests: W ← D⁻¹ W for the s × t column-major panel

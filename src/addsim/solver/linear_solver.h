@@ -28,6 +28,7 @@ struct RefinementCounts {
   long met_after[3] = {0, 0, 0};
   long unmet = 0;
 };
+class WorkerThread;
 
 class LinearSolver {
  public:
@@ -58,6 +59,8 @@ class LinearSolver {
   /// The counters of refine_direct_solve() since construction; null for solvers that do
   /// not refine.
   virtual const RefinementCounts* refinement_counts() const { return nullptr; }
+  /// A helper thread the factorisation may fork work to (null: none); ignored by default.
+  virtual void set_worker(WorkerThread*) {}
 };
 
 /// Work vectors of refine_direct_solve(), kept by the solver so that a solve allocates nothing.

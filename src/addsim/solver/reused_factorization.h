@@ -83,6 +83,12 @@ class ReusedFactorization {
   /// (not this object).
   void set_background(WorkerThread* worker, std::unique_ptr<LinearSolver> spare);
   bool has_background() const { return worker_ != nullptr; }
+  /// Lets the LU, and the spare if set_background gave one, fork work to `worker` inside
+  /// their factorisations (LinearSolver::set_worker; BlockSchurLu's subtrees).
+  void set_worker(WorkerThread* worker) {
+    lu_->set_worker(worker);
+    if (spare_) spare_->set_worker(worker);
+  }
   /// Starts factorising the matrix with nonzero `values`, linearised at configuration q
   /// (the rotation reference of that LU), unless a background factorisation is already
   /// pending or the next solve would refactorise anyway. True if started.

@@ -98,6 +98,8 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   // Two threads: the helper also factorises ahead (solve_step), between evaluations.
   if (worker_ && lu_->reuses())
     lu_->set_background(worker_.get(), make_linear_solver(model.solver().linear_solver, &model.pattern()));
+  // ... and takes independent subtrees of a block LU's factorisation (BlockSchurLu).
+  if (worker_) lu_->set_worker(worker_.get());
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
   if (model.solver().contact_correction)
     if (auto c = std::make_unique<ContactCorrection>(model); c->active()) contact_correction_ = std::move(c);

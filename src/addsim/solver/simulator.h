@@ -171,6 +171,8 @@ class Simulator {
                         const std::function<const VecX&(const TermContext&)>& finish = {}) const;
 
   const Model& model() const { return model_; }
+  /// The helper thread with two threads, else null (bench_trajopt reads its profile).
+  WorkerThread* worker() const { return worker_.get(); }
   const char* linear_solver_name() const { return lu_->name(); }
   /// Linear tolerance for the next Newton direction at residual `norm` (inexact Newton),
   /// given the step's residual history (ending with norm) and the convergence tolerance.
