@@ -134,9 +134,8 @@ TEST(BandedLu, ExchangesRowsWhereTheDiagonalIsSmall) {
 
 // Partial-pivoting LU of the dense n × n matrix B (column-major), right-looking and scalar,
 // then B x = c or Bᵀ x = c column by column: the operations of LAPACK's dgbtf2/dgbtrs, with
-// the band's zeros included (they change nothing: a − 0 · b = a), the multipliers scaled by
-// the pivot's reciprocal as dgbtf2 does, and U's diagonal applied as its reciprocal (BandedLu
-// keeps 1 / U(j, j) where dgbtrs divides).
+// the band's zeros included (they change nothing: a − 0 · b = a) and the multipliers scaled by
+// the pivot's reciprocal as dgbtf2 does.
 VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpose) {
   auto at = [&](int i, int j) -> double& { return a[static_cast<size_t>(j) * n + i]; };
   std::vector<int> piv(n);
@@ -158,14 +157,14 @@ VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpo
       for (int i = j + 1; i < n; ++i) y[i] -= at(i, j) * y[j];
     }
     for (int j = n - 1; j >= 0; --j) {
-      y[j] *= 1.0 / at(j, j);
+      y[j] /= at(j, j);
       for (int i = 0; i < j; ++i) y[i] -= at(i, j) * y[j];
     }
   } else {
     for (int j = 0; j < n; ++j) {
       double s = y[j];
       for (int i = 0; i < j; ++i) s -= at(i, j) * y[i];
-      y[j] = s * (1.0 / at(j, j));
+      y[j] = s / at(j, j);
     }
     for (int j = n - 2; j >= 0; --j) {
       double s = y[j];

@@ -137,7 +137,6 @@ BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern
   ldab_ = ordering_.lower + kv_ + 1;
   ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
   pivot_.assign(n_, 0);
-  inv_diag_.assign(n_, 0.0);
   work_.assign(n_, 0.0);
   // Entry (i, j) of the permuted matrix lives at ab(kv + i − j, j).
   const auto& outer = pattern->outer();
@@ -267,11 +266,11 @@ inline __attribute__((always_inline)) void rank_one_update(const double* l, doub
 // LAPACK's dgbtf2 on band storage `ab` (ldab × n, entry (i, j) at ab[kv + i − j + ldab j],
 // kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with pivot[j] the row exchanged
 // with row j. As dgbtf2 (DSCAL by ONE / AB(KV+1, J)), the multipliers are the column's entries
-// times the pivot's reciprocal 1/p — one division per column instead of one per entry — and
-// the reciprocals of U's diagonal are kept in inv_diag for the substitutions. Returns false on
-// a zero or non-finite pivot, or one whose reciprocal overflows (|p| < 2⁻¹⁰²⁴, subnormal);
-// `flops` counts the multipliers (as km divisions, the count the reuse rule was tuned on) and
-// the rank-one updates done, `widest` the largest pivot offset below the diagonal. Compiled
+// times the pivot's reciprocal 1/p: one division per column instead of one per entry. Returns
+// false on a zero or non-finite pivot, or one whose reciprocal overflows (|p| < 2⁻¹⁰²⁴,
+// subnormal); `flops` counts the multipliers (as km divisions, the count the reuse rule was
+// tuned on) and the rank-one updates done, `widest` the largest pivot offset below the
+// diagonal. Compiled
 // for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
 // operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
 // multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar
@@ -280,8 +279,7 @@ inline __attribute__((always_inline)) void rank_one_update(const double* l, doub
 // keeps the column's multipliers in registers (rank_one_update; the sheet's km = kl = 20 is
 // five AVX registers): ≈ 2× fewer instructions than the plain loop.
 __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, int n, int kl, int ku, int ldab,
-                                                                    int* pivot, double* inv_diag, double& flops,
-                                                                    int& widest) {
+                                                                    int* pivot, double& flops, int& widest) {
   const int kv = kl + ku;
   const int ld = ldab - 1;  // one column right and one row down: the same band row
   flops = 0.0;
@@ -304,7 +302,6 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
     }
     const double inv_p = 1.0 / col[0];
     if (!std::isfinite(inv_p)) return false;
-    inv_diag[j] = inv_p;
     if (km == 0) continue;
     for (int r = 1; r <= km; ++r) col[r] *= inv_p;
     // Rank-one update of rows j+1..j+km in columns j+1..ju.
@@ -331,13 +328,10 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
 
 // B y = c for the factors of band_factor (y holds c on entry): the exchanges and L's columns
 // forwards, then U's columns (u_band of them above the diagonal) backwards — column-oriented
-// updates, element by element as the scalar loops; each y[j] of the backward pass is
-// multiplied by U(j, j)'s reciprocal inv_diag[j] (dgbtrs divides: a division's latency in the
-// chain, 75 per solve on the sheet). Cloned like band_factor.
+// updates, element by element as the scalar loops. Cloned like band_factor.
 __attribute__((target_clones("avx2", "default"))) void band_solve(const double* ab, int n, int kl, int kv, int ldab,
-                                                                   int u_band, const int* pivot,
-                                                                   const double* inv_diag, double* y) {
-  // Each substitution is a chain from one entry to the next (an update, then the scaling or
+                                                                   int u_band, const int* pivot, double* y) {
+  // Each substitution is a chain from one entry to the next (an update, then the division or
   // the next update). The entry the next column needs, y[j + 1] (forwards) or y[j − 1]
   // (backwards), is updated in a register and only the rest of the column in vectors, so the
   // chain does not wait for a vector store to be forwarded to a load — the same operations
@@ -362,7 +356,7 @@ __attribute__((target_clones("avx2", "default"))) void band_solve(const double* 
   y[n - 1] = next;
   for (int j = n - 1; j >= 0; --j) {
     const double* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
-    const double yj = next * inv_diag[j];
+    const double yj = next / u[0];
     y[j] = yj;
     if (j == 0) break;
     const int top = std::min(u_band, j);
@@ -396,7 +390,7 @@ bool BandedLu::factorize(const VecX& values) {
   const int kl = ordering_.lower, ku = ordering_.upper;
   int widest = 0;
   double flops = 0.0;
-  if (!band_factor(ab_.data(), n_, kl, ku, ldab_, pivot_.data(), inv_diag_.data(), flops, widest)) return false;
+  if (!band_factor(ab_.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest)) return false;
   u_band_ = std::min(kv_, ku + widest);
   factor_flops_ = flops;
   double solve = 0.0;
@@ -412,16 +406,15 @@ void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
   for (int k = 0; k < n_; ++k) y[k] = b[order[k]];
   const double* ab = ab_.data();
   if (!transpose) {
-    band_solve(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), inv_diag_.data(), y);
+    band_solve(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
   } else {
-    // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards (scaled by U's diagonal reciprocals), then Lᵀ
-    // backwards with the exchanges undone.
+    // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards, then Lᵀ backwards with the exchanges undone.
     for (int j = 0; j < n_; ++j) {
       const double* u = ab + kv_ + static_cast<size_t>(ldab_) * j;
       const int top = std::min(u_band_, j);
       double s = y[j];
       for (int t = top; t >= 1; --t) s -= u[-t] * y[j - t];
-      y[j] = s * inv_diag_[j];
+      y[j] = s / u[0];
     }
     for (int j = n_ - 2; j >= 0; --j) {
       const int km = std::min(kl, n_ - 1 - j);

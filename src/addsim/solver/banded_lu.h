@@ -7,10 +7,9 @@
 /// factorised as B = P L U in LAPACK's band layout (dgbtf2's algorithm): the pivot of column
 /// j is the largest of its at most `lower` entries below the diagonal — the same choice as a
 /// dense partial-pivoting LU of B — and U's band widens by at most `lower` columns. As in
-/// dgbtf2, the multipliers are scaled by the pivot's reciprocal (one division per column);
-/// the reciprocals of U's diagonal are kept, and the backward substitutions (B x = b and
-/// Bᵀ x = b) multiply by them where dgbtrs divides (round-off: results differ from dividing
-/// in the last bits). The work
+/// dgbtf2, the multipliers are scaled by the pivot's reciprocal (one division per column; the
+/// substitutions divide by U's diagonal as dgbtrs does: multiplying by stored reciprocals was
+/// measured slower on the sheet, docs/solver.md). The work
 /// is that of the band, ≈ 2 n lower (lower + upper) flops instead of 2n³/3 (sheet: ≈ 5×
 /// fewer), counted exactly per factorisation for the reuse rule of
 /// solver/reused_factorization.h.
@@ -65,7 +64,6 @@ class BandedLu final : public LinearSolver {
   };
   std::vector<SlotRun> runs_;
   std::vector<int> pivot_;         ///< row exchanged with row j at step j
-  std::vector<double> inv_diag_;   ///< 1 / U(j, j): the substitutions multiply by it
   std::vector<double> work_;       ///< the permuted right-hand side
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
 };
