@@ -270,8 +270,7 @@ inline __attribute__((always_inline)) void rank_one_update(const double* l, doub
 // false on a zero or non-finite pivot, or one whose reciprocal overflows (|p| < 2⁻¹⁰²⁴,
 // subnormal); `flops` counts the multipliers (as km divisions, the count the reuse rule was
 // tuned on) and the rank-one updates done, `widest` the largest pivot offset below the
-// diagonal. Compiled
-// for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
+// diagonal. Compiled for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
 // operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
 // multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar
 // loops, give the same numbers to the bit. (An avx512f clone would not: GCC's avx512f
