@@ -400,7 +400,7 @@ TEST(BlockSchurLu, SolvesTheSoftFeetQuadrupedsJacobian) {
 // column loop's operations in the same order, so the panel is the column loop's to the bit —
 // for the unrolled 3- and 6-DOF kernels, the generic sizes (the soft-feet quadruped's 36 and
 // 42), the lanes' row limit (64) and beyond it, for every width (lane groups and remainders),
-// with row swaps and U's diagonal far from one (the divisions round).
+// with row swaps and U's diagonal far from one (the products with its reciprocals round).
 TEST(BlockSchurLu, PanelSolveLanesGiveTheColumnLoopsBits) {
   std::mt19937 rng(4);
   std::uniform_real_distribution<double> entry(-1.0, 1.0);

@@ -77,11 +77,13 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
   return adj;
 }
 
-// In-place LU with partial pivoting of the s × s column-major block `a`, as Eigen's
-// unblocked PartialPivLU does it: per column the entry of largest magnitude below the
-// diagonal as pivot (swaps[j]: the row exchanged with row j), the column below divided by
-// it, then the rank-one update of the trailing columns (vectorised down each column). L
-// (unit lower) ends below the diagonal, U on and above. False on a zero or non-finite pivot.
+// In-place LU with partial pivoting of the s × s column-major block `a`, as LAPACK's
+// unblocked dgetf2 does it: per column the entry of largest magnitude below the diagonal as
+// pivot (swaps[j]: the row exchanged with row j), its reciprocal 1/u_jj (one division per
+// pivot, kept at a[s² + j] for the substitutions), the column below multiplied by it, then
+// the rank-one update of the trailing columns (vectorised down each column). L (unit lower)
+// ends below the diagonal, U on and above, the s reciprocals of U's diagonal after them (the
+// block's storage is s² + s doubles). False on a zero or non-finite pivot.
 // S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
 // nodes and rigid bodies: the same operations in the same order).
 template <int S>
@@ -100,8 +102,9 @@ inline __attribute__((always_inline)) bool factor_block_impl(double* a, int s_dy
     if (biggest == 0.0) return false;
     if (p != j)
       for (int c = 0; c < s; ++c) std::swap(a[j + c * s], a[p + c * s]);
-    const double pivot = aj[j];
-    for (int i = j + 1; i < s; ++i) aj[i] /= pivot;
+    const double reciprocal = 1.0 / aj[j];
+    a[s * s + j] = reciprocal;
+    for (int i = j + 1; i < s; ++i) aj[i] *= reciprocal;
     for (int c = j + 1; c < s; ++c) {
       double* ac = a + c * s;
       const double f = ac[j];
@@ -109,7 +112,7 @@ inline __attribute__((always_inline)) bool factor_block_impl(double* a, int s_dy
     }
   }
   for (int j = 0; j < s; ++j)
-    if (!std::isfinite(a[j + j * s])) return false;
+    if (!std::isfinite(a[j + j * s]) || !std::isfinite(a[s * s + j])) return false;
   return true;
 }
 
@@ -126,10 +129,11 @@ __attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, i
 // (FEM nodes, rigid bodies, the soft-feet quadruped's blocks of ≤ 42 DOFs) keep the loops.
 constexpr int kLapackMinBlock = 48;
 
-// factor_block's result for D (s × s, column-major, in place; swaps 0-based) from dgetrf for
-// large blocks: the same partial pivoting (largest magnitude in the column) and the same
-// packed L \ U and row interchanges, with the updates blocked, so the same factors up to
-// round-off. False on an exactly zero or a non-finite pivot.
+// factor_block's result for D (s × s, column-major, in place; swaps 0-based; U's reciprocal
+// diagonal at a[s² + j]) from dgetrf for large blocks: the same partial pivoting (largest
+// magnitude in the column) and the same packed L \ U and row interchanges, with the updates
+// blocked (dgetrf's own arithmetic), so the same factors up to round-off. False on an
+// exactly zero or a non-finite pivot.
 bool factor_diagonal_block(double* a, int s, int* swaps) {
 #ifdef ADDSIM_HAVE_LAPACK
   if (s >= kLapackMinBlock) {
@@ -137,8 +141,10 @@ bool factor_diagonal_block(double* a, int s, int* swaps) {
     dgetrf_(&s, &s, a, &s, swaps, &info);
     for (int j = 0; j < s; ++j) --swaps[j];
     if (info != 0) return false;
-    for (int j = 0; j < s; ++j)
-      if (!std::isfinite(a[j + j * s])) return false;
+    for (int j = 0; j < s; ++j) {
+      a[s * s + j] = 1.0 / a[j + j * s];
+      if (!std::isfinite(a[j + j * s]) || !std::isfinite(a[s * s + j])) return false;
+    }
     return true;
   }
 #endif
@@ -147,7 +153,8 @@ bool factor_diagonal_block(double* a, int s, int* swaps) {
 
 // W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U packed in `f` by
 // factor_block: per column the row swaps in order (P), then L y = y eliminating one unknown
-// at a time from the rows below, then U x = y from the last unknown up — column-oriented,
+// at a time from the rows below, then U x = y from the last unknown up, each unknown
+// multiplied by U's reciprocal diagonal entry (f[s² + j]; no division) — column-oriented,
 // so that the inner loops run down contiguous columns of L and U (vectorised), in place.
 // S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
 // nodes and rigid bodies: the same operations in the same order).
@@ -171,7 +178,7 @@ inline void solve_columns_impl(const double* f, const int* swaps, double* w, int
       }
       for (int j = S - 1; j >= 0; --j) {
         const double* uj = f + j * S;
-        x[j] = x[j] / uj[j];
+        x[j] = x[j] * f[S * S + j];
         for (int i = 0; i < j; ++i) x[i] -= uj[i] * x[j];
       }
       for (int i = 0; i < S; ++i) column[i] = x[i];
@@ -188,7 +195,7 @@ inline void solve_columns_impl(const double* f, const int* swaps, double* w, int
     }
     for (int j = s - 1; j >= 0; --j) {
       const double* uj = f + j * s;
-      const double xj = x[j] / uj[j];
+      const double xj = x[j] * f[s * s + j];
       x[j] = xj;
       for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
     }
@@ -208,9 +215,9 @@ constexpr int kMaxLaneRows = 64;
 // solve_columns_impl on four columns at once, lane l holding column b + l: each lane does
 // exactly the scalar column's operations in the same order — the row swaps (applied as the
 // permutation `perm` they compose to, while the four columns are loaded into the lanes: a
-// swap only moves values), each L elimination, each division by u_jj and each U elimination
-// — so the four results are those of solve_columns_impl to the bit. The four independent
-// division chains share one vector division per unknown. `x`: s vectors of scratch.
+// swap only moves values), each L elimination, each product with 1/u_jj and each U
+// elimination — so the four results are those of solve_columns_impl to the bit. The four
+// independent chains share one vector product per unknown. `x`: s vectors of scratch.
 template <int S>
 inline __attribute__((always_inline)) void solve_four_columns(const double* f, const int* perm, double* w,
                                                               int s_dynamic, Lane4* x) {
@@ -230,8 +237,8 @@ inline __attribute__((always_inline)) void solve_four_columns(const double* f, c
   }
   for (int j = s - 1; j >= 0; --j) {
     const double* uj = f + j * s;
-    const double d = uj[j];
-    const Lane4 xj = x[j] / Lane4{d, d, d, d};
+    const double d = f[s * s + j];
+    const Lane4 xj = x[j] * Lane4{d, d, d, d};
     x[j] = xj;
     for (int i = 0; i < j; ++i) {
       const double u = uj[i];
@@ -281,10 +288,10 @@ __attribute__((target_clones("avx2", "default"))) void solve_columns(const doubl
 // The diagonal solves y_l ← D_l⁻¹ y_l of `count` (2 … 4) blocks of s DOFs at once, lane l
 // holding block l (a missing lane repeats block 0 and is not stored): each lane does exactly
 // solve_columns_impl's operations on one column in the same order — the row swaps (as the
-// permutation they compose to), each L elimination, each division by u_jj, each U
-// elimination — so each block gets the bits of its own solve. Independent blocks' division
+// permutation they compose to), each L elimination, each product with 1/u_jj, each U
+// elimination — so each block gets the bits of its own solve. Independent blocks' dependent
 // chains, which a substitution otherwise waits out one block after another, share one vector
-// division per unknown. `x`: s vectors of scratch.
+// operation per step. `x`: s vectors of scratch.
 template <int S>
 inline __attribute__((always_inline)) void solve_blocks_impl(const double* const* factors, const int* const* swaps,
                                                              double* const* y, int count, int s_dynamic, Lane4* x) {
@@ -307,7 +314,8 @@ inline __attribute__((always_inline)) void solve_blocks_impl(const double* const
   }
   for (int j = s - 1; j >= 0; --j) {
     const int c = j * s;
-    const Lane4 xj = x[j] / Lane4{f[0][c + j], f[1][c + j], f[2][c + j], f[3][c + j]};
+    const int r = s * s + j;
+    const Lane4 xj = x[j] * Lane4{f[0][r], f[1][r], f[2][r], f[3][r]};
     x[j] = xj;
     for (int i = 0; i < j; ++i) x[i] -= Lane4{f[0][c + i], f[1][c + i], f[2][c + i], f[3][c + i]} * xj;
   }
@@ -330,15 +338,15 @@ __attribute__((target_clones("avx2", "default"))) void solve_blocks(const double
   }
 }
 
-// x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards, Lᵀ z = y
-// backwards (unit diagonal), both as dot products down the columns of U and L, then x = Pᵀ z:
-// the row swaps in reverse order.
+// x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards (each sum times
+// U's reciprocal diagonal entry f[s² + i]), Lᵀ z = y backwards (unit diagonal), both as dot
+// products down the columns of U and L, then x = Pᵀ z: the row swaps in reverse order.
 void solve_transposed_columns(const double* f, const int* swaps, double* x, int s) {
   for (int i = 0; i < s; ++i) {
     const double* ui = f + i * s;
     double sum = x[i];
     for (int j = 0; j < i; ++j) sum -= ui[j] * x[j];
-    x[i] = sum / ui[i];
+    x[i] = sum * f[s * s + i];
   }
   for (int i = s - 2; i >= 0; --i) {
     const double* li = f + i * s;
@@ -475,10 +483,23 @@ void pull_front(double* v, const int* front, const double* w, const double* y, i
 
 namespace block_schur_kernels {
 
-void solve_panel(const double* f, const int* swaps, double* w, int s, int t) { solve_columns(f, swaps, w, s, t); }
+namespace {
+
+// `f` (s × s) followed by the reciprocals of its diagonal, as factor_block stores them.
+std::vector<double> with_reciprocal_diagonal(const double* f, int s) {
+  std::vector<double> packed(f, f + static_cast<size_t>(s) * s);
+  for (int j = 0; j < s; ++j) packed.push_back(1.0 / f[j + j * s]);
+  return packed;
+}
+
+}  // namespace
+
+void solve_panel(const double* f, const int* swaps, double* w, int s, int t) {
+  solve_columns(with_reciprocal_diagonal(f, s).data(), swaps, w, s, t);
+}
 
 void solve_panel_by_columns(const double* f, const int* swaps, double* w, int s, int t) {
-  solve_columns_impl<0>(f, swaps, w, s, t);
+  solve_columns_impl<0>(with_reciprocal_diagonal(f, s).data(), swaps, w, s, t);
 }
 
 }  // namespace block_schur_kernels
@@ -572,7 +593,7 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   for (int k = 0; k < m; ++k) {
     const int t = width(k);
     diag_base_[k] = total;
-    total += size(k) * size(k);
+    total += size(k) * size(k) + size(k);  // D_k, then the reciprocals of U_k's diagonal
     row_base_[k] = total;
     total += size(k) * t;
     col_base_[k] = total;

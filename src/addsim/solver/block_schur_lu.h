@@ -17,9 +17,10 @@
 /// The numeric factorisation is a right-looking block LU in that order, A = L U with L_kk =
 /// D_k (block k's diagonal after the updates of the blocks before it), L_N(k),k = C_k =
 /// A_N(k),k, U_kk = I and U_k,N(k) = W_k = D_k⁻¹ A_k,N(k): per block a dense LU of D_k with
-/// partial pivoting in place (plain loops, the operations of Eigen's unblocked LU; blocks of
-/// 48 DOFs or more — the soft ball's root block — by LAPACK's blocked dgetrf when the build
-/// has LAPACK), its substitutions on the row panel (column-oriented loops), and the Schur
+/// partial pivoting in place (plain loops, the operations of LAPACK's unblocked dgetf2: one
+/// division per pivot, its reciprocal, which scales the multipliers; blocks of 48 DOFs or more
+/// — the soft ball's root block — by LAPACK's blocked dgetrf when the build has LAPACK), its
+/// substitutions on the row panel (column-oriented loops), and the Schur
 /// update A_N(k),N(k) −= C_k W_k column by column: each column of C_k W_k into a contiguous
 /// work column (vectorised), then subtracted where a precomputed map puts each entry (a
 /// diagonal block or another block's panel). No pivoting crosses blocks, so the diagonal blocks must stay non-singular
@@ -28,10 +29,15 @@
 /// factorisation (2s³/3 per diagonal block of size s, 2 s² t for its panel of width t, 2 s t²
 /// for its update) for the reuse rule of solver/reused_factorization.h.
 ///
+/// The reciprocals of U_k's diagonal are stored in data_ right after D_k (s² + s doubles per
+/// diagonal block), so that every substitution — the row panel's, the forward and backward
+/// ones, the transposed one — multiplies by 1/u_jj instead of dividing by u_jj: on the chain
+/// of dependent unknowns a division's latency is that of 3–4 multiplications.
+///
 /// The substitutions work on a permuted copy of the right-hand side in which each block's
 /// DOFs are contiguous (blocks in elimination order), so that only the fronts are gathered
 /// and scattered. The forward substitution solves up to four blocks of one size together in
-/// vector lanes (their dependent division chains overlap) when no block between them pushes
+/// vector lanes (their chains of dependent unknowns overlap) when no block between them pushes
 /// into their entries — on the quadruped the four feet's nodes, eliminated independently
 /// until their shins — with the pushes kept in elimination order: the same bits as block by
 /// block (precondition_in_order, the tests' reference).
@@ -154,7 +160,8 @@ class BlockSchurLu final : public LinearSolver {
 
 /// The block LU's panel solve, exposed for tests: W ← D⁻¹ W for the s × t column-major panel
 /// W, with D = P⁻¹ L U packed in `f` (L unit lower below the diagonal, U on and above, s × s
-/// column-major) and `swaps` its row swaps (row i exchanged with swaps[i], in order) — as the
+/// column-major; the reciprocals of U's diagonal that the factorisation stores after it are
+/// computed here) and `swaps` its row swaps (row i exchanged with swaps[i], in order) — as the
 /// factorisation runs it (four columns per vector lane group where it can), and column by
 /// column (the reference: solve_panel must give its bits).
 namespace block_schur_kernels {
