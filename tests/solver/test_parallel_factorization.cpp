@@ -213,41 +213,6 @@ TEST(ParallelBlockLu, SingularBlockFailsOnEitherThread) {
   }
 }
 
-// The substitutions on both threads (the subtrees' forward pushes kept and their outside
-// parts applied in the serial phase, the back substitution's subtrees after the rest): the
-// bits of one thread's block-by-block substitution (precondition_in_order), also for right-
-// hand sides with zero entries of either sign (the kept pushes start from −0), and for many
-// substitutions in a row (GMRES's preconditioner).
-TEST(ParallelBlockLu, SubstitutionsOnTwoThreadsGiveOneThreadsBits) {
-  WorkerThread worker;
-  std::mt19937 rng(19);
-  for (int foot_nodes : {3, 8, 27}) {
-    const ParTreeSystem s = par_quadruped_tree(foot_nodes);
-    const VecX values = par_tree_values(s.pattern, s.n, rng);
-    BlockSchurLu one(&s.pattern), two(&s.pattern);
-    two.set_worker(&worker);
-    ASSERT_TRUE(one.factorize(values));
-    ASSERT_TRUE(two.factorize(values));
-    ASSERT_GT(two.parallel_blocks(), 0);
-    for (int round = 0; round < 50; ++round) {
-      VecX b = test::random_rhs(s.n, rng);
-      if (round % 3 == 1) {
-        for (int d = 0; d < s.n; d += 2) b[d] = 0.0;
-      } else if (round % 3 == 2) {
-        b.setZero();
-        b[round % s.n] = -0.0;
-        b[(7 * round) % s.n] = 1.0;
-      }
-      VecX x1, x2, x3;
-      one.precondition_in_order(b, x1, false);
-      two.precondition(b, x2, false);
-      two.precondition_in_order(b, x3, false);
-      EXPECT_TRUE(par_same_bits(x1, x2)) << foot_nodes << " nodes, round " << round;
-      EXPECT_TRUE(par_same_bits(x1, x3)) << foot_nodes << " nodes, round " << round;
-    }
-  }
-}
-
 // The soft-feet quadruped's step Jacobian (needs gmsh): the legs with their feet run
 // concurrently, with one thread's bits.
 TEST(ParallelBlockLu, SoftFeetQuadrupedsJacobian) {

@@ -869,89 +869,6 @@ void BlockSchurLu::plan_parallel() {
   }
   parallel_share_ = (best.load[0] + best.load[1]) / total;
   worker_pushed_.resize(pushed_.size());
-
-  // The substitutions' plan: a lane group is solved together in the bin phase when all its
-  // blocks are in one set (solving a block early gives the same bits, constructor), else
-  // its blocks one by one; the pushes of the subtrees' blocks are kept in stash_.
-  std::vector<int> bin_of_block(m, -1), leader(m, -1);
-  for (int bin = 0; bin < 2; ++bin)
-    for (int k : bin_[bin]) bin_of_block[k] = bin;
-  for (int k = 0; k < m; ++k)
-    for (int l = lane_base_[k]; l < lane_base_[k + 1]; ++l) leader[lane_blocks_[l]] = k;
-  bin_lanes_.assign(m, 1);
-  stash_base_.assign(m + 1, 0);
-  for (int k = 0; k < m; ++k) {
-    stash_base_[k + 1] = stash_base_[k] + (bin_of_block[k] >= 0 ? width(k) : 0);
-    const int g = leader[k];
-    if (bin_of_block[k] < 0) continue;
-    bool together = true;
-    for (int l = lane_base_[g]; l < lane_base_[g + 1]; ++l) together &= bin_of_block[lane_blocks_[l]] == bin_of_block[k];
-    if (together) bin_lanes_[k] = g == k ? lane_base_[k + 1] - lane_base_[k] : 0;
-  }
-  stash_.resize(stash_base_[m]);
-  identity_.resize(pushed_.size());
-  for (size_t a = 0; a < identity_.size(); ++a) identity_[a] = static_cast<int>(a);
-}
-
-void BlockSchurLu::substitute_two_threads(double* y) {
-  const auto solve_own = [&](int k, int count) {
-    if (count == 1) {
-      solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
-    } else if (count > 1) {
-      const int* group = lane_blocks_.data() + lane_base_[k];
-      const double* factors[4];
-      const int* swaps[4];
-      double* own[4];
-      for (int l = 0; l < count; ++l) {
-        factors[l] = data_.data() + diag_base_[group[l]];
-        swaps[l] = swaps_.data() + offset_[group[l]];
-        own[l] = y + offset_[group[l]];
-      }
-      solve_blocks(factors, swaps, own, count, size(k));
-    }
-  };
-  // L z = b on a set of subtrees: each block's push −C_k z_k into stash_ (from −0: the
-  // same bits as push_front's subtraction, as y − c = y + (−0 − c) for every c, zeros
-  // included), added to the entries of its own subtree at once.
-  const auto forward_bin = [&](int bin, double* work) {
-    for (int k : bin_[bin]) {
-      solve_own(k, bin_lanes_[k]);
-      const int t = width(k);
-      if (t == 0) continue;
-      double* stash = stash_.data() + stash_base_[k];
-      std::fill(stash, stash + t, -0.0);
-      push_front(stash, identity_.data(), data_.data() + col_base_[k], y + offset_[k], size(k), t, work);
-      const int* f = front_position_.data() + front_base_[k];
-      for (int a = 0; a < inside_[k]; ++a) y[f[a]] += stash[a];
-    }
-  };
-  // U x = z backwards on a set of subtrees (their fronts' entries outside are final).
-  const auto back_bin = [&](int bin) {
-    for (auto k = bin_[bin].rbegin(); k != bin_[bin].rend(); ++k)
-      if (width(*k) > 0)
-        pull_front(y + offset_[*k], front_position_.data() + front_base_[*k], data_.data() + row_base_[*k], y,
-                   size(*k), width(*k));
-  };
-  worker_->run_alongside([&] { forward_bin(1, worker_pushed_.data()); }, [&] { forward_bin(0, pushed_.data()); });
-  // The rest in elimination order: the kept pushes' outside parts and the remaining blocks.
-  for (int e : serial_) {
-    if (e < 0) {
-      const int k = -1 - e;
-      const double* stash = stash_.data() + stash_base_[k];
-      const int* f = front_position_.data() + front_base_[k];
-      for (int a = inside_[k]; a < width(k); ++a) y[f[a]] += stash[a];
-      continue;
-    }
-    solve_own(e, 1);
-    if (width(e) > 0)
-      push_front(y, front_position_.data() + front_base_[e], data_.data() + col_base_[e], y + offset_[e], size(e),
-                 width(e), pushed_.data());
-  }
-  for (auto e = serial_.rbegin(); e != serial_.rend(); ++e)
-    if (*e >= 0 && width(*e) > 0)
-      pull_front(y + offset_[*e], front_position_.data() + front_base_[*e], data_.data() + row_base_[*e], y,
-                 size(*e), width(*e));
-  worker_->run_alongside([&] { back_bin(1); }, [&] { back_bin(0); });
 }
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool interleave) {
@@ -971,9 +888,7 @@ void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool inter
     const int* f = front_position_.data() + front_base_[k];
     for (int a = 0; a < width(k); ++a) y[f[a]] -= pushed_[a];
   };
-  if (!transpose && interleave && worker_ && !bin_[0].empty() && worker_->available()) {
-    substitute_two_threads(y);
-  } else if (!transpose) {
+  if (!transpose) {
     // L z = b: z_k = D_k⁻¹ z_k, then z_N(k) −= C_k z_k; U x = z backwards: x_k −= W_k x_N(k).
     // Block k's lane group is solved when the substitution reaches k (no push before its
     // blocks' own places reaches them); the pushes stay in elimination order, so every entry

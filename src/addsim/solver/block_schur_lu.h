@@ -138,23 +138,11 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> block_of_dof_;  ///< per DOF: its block
   double parallel_share_ = 0.0;
   VecX worker_pushed_;  ///< the worker's work column of the Schur updates
-  // Two-thread substitutions (substitute): per block of a subtree, the diagonal solves its
-  // thread does when it reaches it in the forward substitution (its lane group if the whole
-  // group is in the same set, 1 alone, 0 when solved with an earlier block), and where its
-  // push −(C_k z_k) is kept (width(k) entries in stash_) until the serial phase applies the
-  // part outside its subtree; identity_: 0, 1, …, widest front − 1.
-  std::vector<int> bin_lanes_;
-  std::vector<int> stash_base_;
-  std::vector<double> stash_;
-  std::vector<int> identity_;
   int fill_pairs_ = 0;
 
   int size(int k) const { return static_cast<int>(dofs_[k].size()); }
   int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
   void substitute(const VecX& b, VecX& x, bool transpose, bool interleave);
-  // The forward and back substitutions of substitute() (not transposed, lanes) on both
-  // threads: the two sets of subtrees concurrently, the rest in between (same bits).
-  void substitute_two_threads(double* y);
   // The subtree schedule of the two-thread factorisation (constructor).
   void plan_parallel();
   // Block k's diagonal LU and row panel W_k (false on a singular block); its Schur update
