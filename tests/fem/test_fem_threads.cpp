@@ -1,5 +1,5 @@
 // Two-thread evaluation (solver.threads = 2, Simulator::evaluate): the helper thread
-// assembles the upper half of every FEM element loop into its own Assembly. The split
+// assembles the upper items (Simulator::helper_share) of every FEM element loop into its own Assembly. The split
 // evaluation must equal the one-thread sum in every mode, whole trajectories must agree to
 // the Newton tolerance (the helper also factorises step Jacobians ahead, and runs stay
 // reproducible bit for bit), and a failing task must surface its exception in the caller.

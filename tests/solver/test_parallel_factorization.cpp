@@ -236,6 +236,20 @@ TEST(ParallelBlockLu, SoftFeetQuadrupedsJacobian) {
   EXPECT_GT(lu.parallel_flop_share(), 0.5);
 }
 
+// The helper's share of the FEM items (Simulator::helper_share): fixed by the cost model, so
+// that the caller's unsplittable terms (13 bodies' inertia and gravity, 4 contacts, the
+// joints) are balanced by giving the helper about 70 % of the feet's items.
+TEST(ParallelBlockLu, HelperShareFollowsTheCostModel) {
+  if (!gmsh_available()) GTEST_SKIP() << "the soft feet need gmsh";
+  const auto model = load_scene_file(test::scene_path("quadruped_soft_feet.json"), {"steps=2"}).model;
+  Simulator two(*model, 2);
+  double items = 0.0, unsplit = 0.0;
+  for (const auto& t : model->terms()) (t->item_count() > 1 ? items += t->item_count() : unsplit += 1.0);
+  EXPECT_DOUBLE_EQ(two.helper_share(), 0.5 * (1.0 + Simulator::kUnsplitTermItems * unsplit / items));
+  EXPECT_GT(two.helper_share(), 0.65);
+  EXPECT_LT(two.helper_share(), 0.75);
+}
+
 // Two threads: a run repeats itself bit for bit (the split of the evaluations and the
 // LU's schedule are fixed; which LU preconditions which solve depends on counted work only).
 TEST(ParallelBlockLu, TwoThreadRunsRepeatBitForBit) {

@@ -93,6 +93,19 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   if (threads == 2 && splittable) {
     worker_ = std::make_unique<WorkerThread>();
     worker_assembly_ = Assembly(&model.pattern(), &model.stencils());
+    // The fixed split (helper_share): the helper takes the upper items of each splittable term.
+    double unsplit = 0.0, items = 0.0;
+    for (const auto& t : model.terms()) {
+      if (const int n = t->item_count(); n > 1)
+        items += n;
+      else
+        unsplit += kUnsplitTermItems;
+    }
+    helper_share_ = std::min(1.0, 0.5 * (1.0 + unsplit / items));
+    for (const auto& t : model.terms()) {
+      const int n = t->item_count();
+      helper_begin_.push_back(n > 1 ? n - static_cast<int>(std::lround(helper_share_ * n)) : 0);
+    }
   }
   lu_ = make_step_solver(model);
   // Two threads: the helper also factorises ahead (solve_step), between evaluations.
@@ -173,8 +186,8 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
     for (const auto& t : model_.terms()) t->evaluate(ctx, out);
     return;
   }
-  // Fork–join: the helper takes the upper half of every splittable term's items, this
-  // thread the lower halves and the other terms. The split is fixed, so results are
+  // Fork–join: the helper takes the upper items of every splittable term (helper_share),
+  // this thread the lower ones and the other terms. The split is fixed, so results are
   // reproducible run to run (they differ from one thread's at round-off). While the helper
   // is still factorising ahead (solve_step), this thread does both halves, into the same two
   // assemblies: the sums, and so the results, do not depend on which thread did them.
@@ -183,15 +196,19 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
   auto upper = [&] {
     worker_assembly_.stick_predictor_ratio = out.stick_predictor_ratio;
     worker_assembly_.reset(mode, weights);
-    for (const auto& t : model_.terms())
-      if (const int n = t->item_count(); n > 1) t->evaluate_items(ctx, worker_assembly_, n / 2, n);
+    const auto& terms = model_.terms();
+    for (size_t j = 0; j < terms.size(); ++j)
+      if (const int n = terms[j]->item_count(); n > 1 && helper_begin_[j] < n)
+        terms[j]->evaluate_items(ctx, worker_assembly_, helper_begin_[j], n);
   };
   auto lower = [&] {
-    for (const auto& t : model_.terms()) {
-      if (const int n = t->item_count(); n > 1)
-        t->evaluate_items(ctx, out, 0, n / 2);
-      else
-        t->evaluate(ctx, out);
+    const auto& terms = model_.terms();
+    for (size_t j = 0; j < terms.size(); ++j) {
+      if (const int n = terms[j]->item_count(); n > 1) {
+        if (helper_begin_[j] > 0) terms[j]->evaluate_items(ctx, out, 0, helper_begin_[j]);
+      } else {
+        terms[j]->evaluate(ctx, out);
+      }
     }
   };
   if (lu_->background_running()) {
