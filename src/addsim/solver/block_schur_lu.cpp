@@ -357,24 +357,25 @@ void solve_transposed_columns(const double* f, const int* swaps, double* x, int 
   for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
 }
 
-// column[a] = (C v)_a for the t × s column panel C (column-major) and the s entries v:
-// each entry summed over r in order (c_a0 v_0 + c_a1 v_1 + …) into the contiguous work
-// column, so that the products vectorise over a (no scattered stores in the loop).
-// S > 0 fixes s at compile time (one pass over a, r unrolled); otherwise one pass per r.
+// column[a] = (C v)_a for the rows a = 0 … rows − 1 of the column panel C (column-major,
+// leading dimension ld) and its s entries v: each entry summed over r in order
+// (c_a0 v_0 + c_a1 v_1 + …) into the contiguous work column, so that the products vectorise
+// over a (no scattered stores in the loop). S > 0 fixes s at compile time (one pass over a,
+// r unrolled); otherwise one pass per r. Each entry's sum does not depend on `rows`.
 template <int S>
-inline void panel_times_impl(double* column, const double* c, const double* v, int s_dynamic, int t) {
+inline void panel_times_impl(double* column, const double* c, const double* v, int s_dynamic, int rows, int ld) {
   if constexpr (S > 0) {
-    for (int a = 0; a < t; ++a) {
+    for (int a = 0; a < rows; ++a) {
       double u = c[a] * v[0];
-      for (int r = 1; r < S; ++r) u += c[a + r * t] * v[r];
+      for (int r = 1; r < S; ++r) u += c[a + r * ld] * v[r];
       column[a] = u;
     }
   } else {
-    for (int a = 0; a < t; ++a) column[a] = c[a] * v[0];
+    for (int a = 0; a < rows; ++a) column[a] = c[a] * v[0];
     for (int r = 1; r < s_dynamic; ++r) {
-      const double* cr = c + r * t;
+      const double* cr = c + r * ld;
       const double vr = v[r];
-      for (int a = 0; a < t; ++a) column[a] += cr[a] * vr;
+      for (int a = 0; a < rows; ++a) column[a] += cr[a] * vr;
     }
   }
 }
@@ -384,7 +385,7 @@ inline void panel_times_impl(double* column, const double* c, const double* v, i
 template <int S>
 inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t,
                             double* column) {
-  panel_times_impl<S>(column, c, v, s_dynamic, t);
+  panel_times_impl<S>(column, c, v, s_dynamic, t, t);
   for (int a = 0; a < t; ++a) y[front[a]] -= column[a];
 }
 
@@ -403,22 +404,7 @@ inline void schur_update_impl(double* data, const double* c, const double* w, co
   const int s = S > 0 ? S : s_dynamic;
   const int rows = a1 - a0;
   for (int b = b0; b < b1; ++b) {
-    const double* v = w + b * s;
-    const double* ca = c + a0;
-    if constexpr (S > 0) {
-      for (int a = 0; a < rows; ++a) {
-        double u = ca[a] * v[0];
-        for (int r = 1; r < S; ++r) u += ca[a + r * t] * v[r];
-        column[a] = u;
-      }
-    } else {
-      for (int a = 0; a < rows; ++a) column[a] = ca[a] * v[0];
-      for (int r = 1; r < s; ++r) {
-        const double* cr = ca + r * t;
-        const double vr = v[r];
-        for (int a = 0; a < rows; ++a) column[a] += cr[a] * vr;
-      }
-    }
+    panel_times_impl<S>(column, c + a0, w + b * s, s, rows, t);
     const int* m = map + b * t + a0;
     for (int a = 0; a < rows; ++a) data[m[a]] -= column[a];
   }
