@@ -134,8 +134,7 @@ TEST(BandedLu, ExchangesRowsWhereTheDiagonalIsSmall) {
 
 // Partial-pivoting LU of the dense n × n matrix B (column-major), right-looking and scalar,
 // then B x = c or Bᵀ x = c column by column: the operations of LAPACK's dgbtf2/dgbtrs, with
-// the band's zeros included (they change nothing: a − 0 · b = a) and the multipliers scaled by
-// the pivot's reciprocal as dgbtf2 does.
+// the band's zeros included (they change nothing: a − 0 · b = a).
 VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpose) {
   auto at = [&](int i, int j) -> double& { return a[static_cast<size_t>(j) * n + i]; };
   std::vector<int> piv(n);
@@ -146,8 +145,7 @@ VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpo
     piv[j] = p;
     if (p != j)
       for (int c = j; c < n; ++c) std::swap(at(j, c), at(p, c));
-    const double inv_pivot = 1.0 / at(j, j);
-    for (int i = j + 1; i < n; ++i) at(i, j) *= inv_pivot;
+    for (int i = j + 1; i < n; ++i) at(i, j) /= at(j, j);
     for (int c = j + 1; c < n; ++c)
       for (int i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
   }

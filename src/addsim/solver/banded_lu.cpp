@@ -265,12 +265,9 @@ inline __attribute__((always_inline)) void rank_one_update(const double* l, doub
 
 // LAPACK's dgbtf2 on band storage `ab` (ldab × n, entry (i, j) at ab[kv + i − j + ldab j],
 // kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with pivot[j] the row exchanged
-// with row j. As dgbtf2 (DSCAL by ONE / AB(KV+1, J)), the multipliers are the column's entries
-// times the pivot's reciprocal 1/p: one division per column instead of one per entry. Returns
-// false on a zero or non-finite pivot, or one whose reciprocal overflows (|p| < 2⁻¹⁰²⁴,
-// subnormal); `flops` counts the multipliers (as km divisions, the count the reuse rule was
-// tuned on) and the rank-one updates done, `widest` the largest pivot offset below the
-// diagonal. Compiled for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
+// with row j. Returns false on a zero or non-finite pivot; `flops` counts the divisions and
+// the rank-one updates done, `widest` the largest pivot offset below the diagonal. Compiled
+// for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
 // operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
 // multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar
 // loops, give the same numbers to the bit. (An avx512f clone would not: GCC's avx512f
@@ -299,10 +296,9 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
       double* b = col + jp;
       for (int c = j; c <= ju; ++c, a += ld, b += ld) std::swap(*a, *b);
     }
-    const double inv_p = 1.0 / col[0];
-    if (!std::isfinite(inv_p)) return false;
     if (km == 0) continue;
-    for (int r = 1; r <= km; ++r) col[r] *= inv_p;
+    const double p = col[0];
+    for (int r = 1; r <= km; ++r) col[r] /= p;
     // Rank-one update of rows j+1..j+km in columns j+1..ju.
     double* u = col + ld;
     const int cols = ju - j;

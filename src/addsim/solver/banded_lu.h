@@ -6,10 +6,7 @@
 /// smaller band (the pattern's own or reverse Cuthill–McKee), and the permuted matrix B is
 /// factorised as B = P L U in LAPACK's band layout (dgbtf2's algorithm): the pivot of column
 /// j is the largest of its at most `lower` entries below the diagonal — the same choice as a
-/// dense partial-pivoting LU of B — and U's band widens by at most `lower` columns. As in
-/// dgbtf2, the multipliers are scaled by the pivot's reciprocal (one division per column; the
-/// substitutions divide by U's diagonal as dgbtrs does: multiplying by stored reciprocals was
-/// measured slower on the sheet, docs/solver.md). The work
+/// dense partial-pivoting LU of B — and U's band widens by at most `lower` columns. The work
 /// is that of the band, ≈ 2 n lower (lower + upper) flops instead of 2n³/3 (sheet: ≈ 5×
 /// fewer), counted exactly per factorisation for the reuse rule of
 /// solver/reused_factorization.h.
