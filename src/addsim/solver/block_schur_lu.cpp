@@ -704,6 +704,14 @@ void BlockSchurLu::schur(int k, int part, double* work) {
   if (in < t) schur_update(data_.data(), c, w, map, size(k), t, 0, in, in, t, work);
 }
 
+bool BlockSchurLu::eliminate_bin(int bin, double* work) {
+  for (int k : bin_[bin]) {
+    if (!eliminate_block(k)) return false;
+    schur(k, kInsideUpdate, work);
+  }
+  return true;
+}
+
 bool BlockSchurLu::factorize(const VecX& values) {
   values_ = values;
   std::fill(data_.begin(), data_.end(), 0.0);
@@ -711,16 +719,10 @@ bool BlockSchurLu::factorize(const VecX& values) {
   if (worker_ && !bin_[0].empty() && worker_->available()) {
     // The two sets of subtrees concurrently (each writing only its own subtrees' entries),
     // then the rest and the updates of entries outside the subtrees, in elimination order.
-    const auto run_bin = [this](int bin, double* work) {
-      for (int k : bin_[bin]) {
-        if (!eliminate_block(k)) return false;
-        schur(k, kInsideUpdate, work);
-      }
-      return true;
-    };
+    // The task captures two pointers, which std::function keeps without a heap allocation.
     bool worker_ok = false, own_ok = false;
-    worker_->run_alongside([&] { worker_ok = run_bin(1, worker_pushed_.data()); },
-                           [&] { own_ok = run_bin(0, pushed_.data()); });
+    worker_->run_alongside([this, &worker_ok] { worker_ok = eliminate_bin(1, worker_pushed_.data()); },
+                           [&] { own_ok = eliminate_bin(0, pushed_.data()); });
     if (!worker_ok || !own_ok) return false;
     for (int e : serial_) {
       if (e < 0) {

@@ -154,6 +154,9 @@ class BlockSchurLu final : public LinearSolver {
   // Block k's diagonal LU and row panel W_k (false on a singular block); its Schur update
   // A_N(k),N(k) −= C_k W_k with `work` as the work column.
   bool eliminate_block(int k);
+  // The blocks of subtree bin `bin` in elimination order, each with its updates inside the
+  // subtrees (work: a column of the widest front); false on a singular block.
+  bool eliminate_bin(int bin, double* work);
   enum UpdatePart { kWholeUpdate, kInsideUpdate, kOutsideUpdate };
   void schur(int k, int part, double* work);
 };
