@@ -1,6 +1,7 @@
 #include "addsim/math/sparse_assembly.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace addsim {
 
@@ -144,6 +145,22 @@ void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, Ve
         double acc = 0.0;
         for (int k = 0; k < len; ++k) acc += v[k] * x[rows[k]];
         y[c] += acc;
+      });
+}
+
+void SparsePattern::abs_multiply_add(const VecX& values, const VecX& x, VecX& y) const {
+  for_each_group(
+      values,
+      [&](int c, int len, const int* rows, const double* v) {
+        const double x0 = std::abs(x[c]), x1 = std::abs(x[c + 1]), x2 = std::abs(x[c + 2]);
+        for (int k = 0; k < len; ++k) {
+          double& yr = y[rows[k]];
+          yr = ((yr + std::abs(v[k]) * x0) + std::abs(v[k + len]) * x1) + std::abs(v[k + 2 * len]) * x2;
+        }
+      },
+      [&](int c, int len, const int* rows, const double* v) {
+        const double xc = std::abs(x[c]);
+        for (int k = 0; k < len; ++k) y[rows[k]] += std::abs(v[k]) * xc;
       });
 }
 

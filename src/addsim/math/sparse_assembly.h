@@ -61,6 +61,10 @@ class SparsePattern {
   void multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// y += Aᵀ x for A with this pattern and `values`.
   void transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
+  /// y += |A| |x| (entry-wise absolute values), each y[r] summing its columns in increasing
+  /// order with no term skipped: the bits of the plain column-by-column loop
+  /// `y[row] += |a| |x_c|`, with one load and store of y[row] per column triple.
+  void abs_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// Value-array index of the diagonal entry (i, i) (the pattern always holds it).
   int diagonal_index(int i) const { return diag_[i]; }
   const std::vector<int>& outer() const { return outer_; }

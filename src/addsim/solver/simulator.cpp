@@ -602,12 +602,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   auto exact_jq = [&]() {
     if (!jq_exact) {
       jq_abs_.setZero(model_.num_dofs());
-      const auto& outer = model_.pattern().outer();
-      const auto& inner = model_.pattern().inner();
-      for (int c = 0; c < model_.num_dofs(); ++c) {
-        const double qc = std::abs(floor_q_[c]);
-        for (int k = outer[c]; k < outer[c + 1]; ++k) jq_abs_[inner[k]] += std::abs(jac_[k]) * qc;
-      }
+      model_.pattern().abs_multiply_add(jac_, floor_q_, jq_abs_);
       jq_norm = jq_abs_.norm();
       jq_exact = true;
     }
