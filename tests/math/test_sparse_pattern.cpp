@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "addsim/math/sparse_assembly.h"
@@ -60,6 +63,33 @@ TEST(SparsePattern, ProductsMatchTheMatrixAndTheColumnByColumnOrderBitForBit) {
   }
   EXPECT_EQ(y, y_plain);
   EXPECT_EQ(z, z_plain);
+}
+
+TEST(SparsePattern, AbsoluteProductMatchesThePlainColumnLoopBitForBit) {
+  // |A| |x| as the round-off floor's |J||q| pass (solver/simulator.cpp) formed it column by
+  // column: zeros of x are not skipped, and ±0, subnormal, infinite and NaN entries give the
+  // same bits.
+  Fixture f;
+  f.values[3] = -0.0;
+  f.values[7] = std::numeric_limits<double>::denorm_min();
+  f.values[11] = -std::numeric_limits<double>::infinity();
+  f.values[20] = std::numeric_limits<double>::quiet_NaN();
+  f.values[f.pattern.nnz() - 2] = 1e308;
+  f.x[4] = -0.0;
+  f.x[5] = 1e300;
+  f.x[10] = -3.0;  // point 3 was all zero: one non-zero column of the triple
+  VecX y = VecX::Constant(18, 0.25);
+  f.pattern.abs_multiply_add(f.values, f.x, y);
+  VecX y_plain = VecX::Constant(18, 0.25);
+  const auto& outer = f.pattern.outer();
+  const auto& inner = f.pattern.inner();
+  for (int c = 0; c < 18; ++c) {
+    const double xc = std::abs(f.x[c]);
+    for (int k = outer[c]; k < outer[c + 1]; ++k) y_plain[inner[k]] += std::abs(f.values[k]) * xc;
+  }
+  ASSERT_EQ(y.size(), y_plain.size());
+  EXPECT_EQ(std::memcmp(y.data(), y_plain.data(), sizeof(double) * y.size()), 0);
+  EXPECT_TRUE(std::isnan(y[inner[20]]));
 }
 
 TEST(SparsePattern, StencilsOfWholePointsHaveConsecutiveRowsAndEqualListsShareAnId) {

@@ -1,6 +1,7 @@
 #include "addsim/math/sparse_assembly.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace addsim {
 
@@ -147,6 +148,22 @@ void SparsePattern::transpose_multiply_add(const VecX& values, const VecX& x, Ve
       });
 }
 
+void SparsePattern::abs_multiply_add(const VecX& values, const VecX& x, VecX& y) const {
+  for_each_group(
+      values,
+      [&](int c, int len, const int* rows, const double* v) {
+        const double x0 = std::abs(x[c]), x1 = std::abs(x[c + 1]), x2 = std::abs(x[c + 2]);
+        for (int k = 0; k < len; ++k) {
+          double& yr = y[rows[k]];
+          yr = ((yr + std::abs(v[k]) * x0) + std::abs(v[k + len]) * x1) + std::abs(v[k + 2 * len]) * x2;
+        }
+      },
+      [&](int c, int len, const int* rows, const double* v) {
+        const double xc = std::abs(x[c]);
+        for (int k = 0; k < len; ++k) y[rows[k]] += std::abs(v[k]) * xc;
+      });
+}
+
 Assembly::Assembly(const SparsePattern* pattern, const StencilSet* stencils)
     : r(VecX::Zero(pattern->size())),
       r_abs(VecX::Zero(pattern->size())),
@@ -157,6 +174,7 @@ Assembly::Assembly(const SparsePattern* pattern, const StencilSet* stencils)
       stencils_(stencils) {}
 
 void Assembly::reset(EvalMode mode, const JacobianWeights& weights) {
+  completing_ = false;
   mode_ = mode;
   weights_ = weights;
   r.setZero();
@@ -170,6 +188,27 @@ void Assembly::reset(EvalMode mode, const JacobianWeights& weights) {
   }
   predictor_active_ = predicts_stick();
   if (predictor_active_) r_predictor.setZero(pattern_->size());
+}
+
+void Assembly::reset_step_partials(const JacobianWeights& weights) {
+  ADDSIM_CHECK(mode_ == EvalMode::kResidual && !completing_, "reset_step_partials: needs a residual-only evaluation");
+  mode_ = EvalMode::kResidualAndStepJacobian;
+  weights_ = weights;
+  r.swap(kept_r_);
+  r_abs.swap(kept_r_abs_);
+  r.setZero(pattern_->size());
+  r_abs.setZero(pattern_->size());
+  jac.setZero(pattern_->nnz());
+  predictor_active_ = predicts_stick();
+  if (predictor_active_) r_predictor.setZero(pattern_->size());
+  completing_ = true;
+}
+
+void Assembly::finish_step_partials() {
+  ADDSIM_CHECK(completing_, "finish_step_partials without reset_step_partials");
+  r.swap(kept_r_);
+  r_abs.swap(kept_r_abs_);
+  completing_ = false;
 }
 
 void Assembly::add_from(const Assembly& other) {
@@ -190,7 +229,7 @@ void Assembly::add_dynamic(int id, const VecX& r_local, const MatX* dr_dq, const
   const auto dofs = stencils_->dofs(id);
   const int n = static_cast<int>(dofs.size());
   ADDSIM_CHECK(r_local.size() == n, "local residual size does not match the stencil");
-  for (int k = 0; k < n; ++k) {
+  for (int k = 0; k < n && !completing_; ++k) {
     r[dofs[k]] += r_local[k];
     r_abs[dofs[k]] += std::abs(r_local[k]);
   }

@@ -61,6 +61,10 @@ class SparsePattern {
   void multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// y += Aᵀ x for A with this pattern and `values`.
   void transpose_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
+  /// y += |A| |x| (entry-wise absolute values), each y[r] summing its columns in increasing
+  /// order with no term skipped: the bits of the plain column-by-column loop
+  /// `y[row] += |a| |x_c|`, with one load and store of y[row] per column triple.
+  void abs_multiply_add(const VecX& values, const VecX& x, VecX& y) const;
   /// Value-array index of the diagonal entry (i, i) (the pattern always holds it).
   int diagonal_index(int i) const { return diag_[i]; }
   const std::vector<int>& outer() const { return outer_; }
@@ -125,6 +129,20 @@ class Assembly {
 
   /// Clears the outputs of `mode`; `weights` are those of jac in kResidualAndStepJacobian.
   void reset(EvalMode mode, const JacobianWeights& weights = {1.0, 0.0, 0.0});
+  /// Completes a residual-only evaluation with its step Jacobian: the caller evaluates the
+  /// terms again at the same state, now in kResidualAndStepJacobian, and then calls
+  /// finish_step_partials(). r and r_abs of the residual pass are set aside meanwhile and
+  /// the residual scatters of this class (add, add_residual_pair, add_point_pair*, …) add
+  /// nothing, so the pass costs the partials only; a term that writes r itself writes into a
+  /// scratch vector that finish_step_partials() drops. Evaluations are functions of the state,
+  /// so r, r_abs and jac are those of a full kResidualAndStepJacobian evaluation bit for bit.
+  /// Requires the last reset() to have been kResidual.
+  void reset_step_partials(const JacobianWeights& weights);
+  /// Ends reset_step_partials(): r and r_abs are the residual pass's again.
+  void finish_step_partials();
+  /// True between reset_step_partials() and finish_step_partials(): the residual is already
+  /// assembled, terms may skip the work that only feeds it.
+  bool completing() const { return completing_; }
   /// True when terms should add their local partials (either Jacobian mode).
   bool wants_jacobians() const { return mode_ != EvalMode::kResidual; }
   EvalMode mode() const { return mode_; }
@@ -256,7 +274,7 @@ class Assembly {
   /// sums it (null: kResidual, or both weights zero): r += (r_a, −r_a), jac += ±s.
   void add_point_pair_step(int id, const Vec3& ra, const Mat3* s) {
     const std::span<const DofIndex> dofs = stencils_->dofs(id);
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < 3 && !completing_; ++c) {
       const double rb = -ra[c];
       r[dofs[c]] += ra[c];
       r_abs[dofs[c]] += std::abs(ra[c]);
@@ -282,6 +300,15 @@ class Assembly {
       pm = pattern_->point_map(id);
       if (mode_ != EvalMode::kResidualAndStepJacobian || !pm) return false;
     }
+    if (!completing_) add_point_pair_residual(da, db, ra, stride);
+    if (!pm || !s) return true;
+    add_pair_step_block(pm, [s, stride](int i, int j) { return s[(i + 3 * j) * stride]; });
+    return true;
+  }
+
+  /// add_point_pair_lane()'s residual: r += (r_a, −r_a), r_abs += (|r_a|, |r_a|) at the pair's
+  /// first DOFs da, db.
+  void add_point_pair_residual(int da, int db, const double* ra, int stride) {
     // Components 0 and 1 as one two-double vector, component 2 scalar: each entry gets the
     // same single addition (|−a| is |a| bit for bit), in half the instructions.
     const Pair2 a = {ra[0], ra[stride]};
@@ -295,9 +322,6 @@ class Assembly {
     r_abs[da + 2] += std::abs(a2);
     r[db + 2] += -a2;
     r_abs[db + 2] += std::abs(-a2);
-    if (!pm || !s) return true;
-    add_pair_step_block(pm, [s, stride](int i, int j) { return s[(i + 3 * j) * stride]; });
-    return true;
   }
 
   /// The pair step block's scatter of add_point_pair() / add_point_pair_lane(): ±s(i, j) into
@@ -364,6 +388,7 @@ class Assembly {
   /// count separately (FEM elastic and viscous stress).
   template <int N>
   void add_residual_pair(int id, const Eigen::Matrix<double, N, 1>& a, const Eigen::Matrix<double, N, 1>& b) {
+    if (completing_) return;
     const std::span<const DofIndex> dofs = stencils_->dofs(id);
     for (int k = 0; k < N; ++k) {
       const DofIndex d = dofs[k];
@@ -412,6 +437,7 @@ class Assembly {
   // r and r_abs += the local residual of stencil `id`.
   template <int N>
   void add_residual(int id, const Eigen::Matrix<double, N, 1>& r_local) {
+    if (completing_) return;
     const std::span<const DofIndex> dofs = stencils_->dofs(id);
     for (int k = 0; k < N; ++k) {
       r[dofs[k]] += r_local[k];
@@ -445,6 +471,8 @@ class Assembly {
   EvalMode mode_ = EvalMode::kResidual;
   JacobianWeights weights_{1.0, 0.0, 0.0};
   bool predictor_active_ = false;  ///< see has_predictor()
+  bool completing_ = false;        ///< see completing()
+  VecX kept_r_, kept_r_abs_;       ///< the residual pass's r and r_abs while completing()
 };
 
 /// Receives local parameter derivatives ∂r_local/∂p (N × m, columns = the listed global

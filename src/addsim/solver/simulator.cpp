@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -517,6 +518,10 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   bool chord_next = false;  // the next direction solves with the current LU (a chord step)
   // solver.chord_acceleration m: Anderson mixing of the chord steps (chord_accelerate).
   const int chord_depth = chord > 0.0 ? opt.chord_acceleration : 0;
+  // The state of assembly_'s evaluation while it is a residual-only one (residual_only):
+  // partials at that state can be added to it (complete_partials).
+  VecX residual_q(q.size());
+  bool residual_only = false;
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
   auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
@@ -524,9 +529,34 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
     if (predictor > 0.0) assembly_.stick_predictor_ratio = rep.iterations == 0 ? predictor : 0.0;
     const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
+    residual_only = mode == EvalMode::kResidual && std::isfinite(norm);
+    if (residual_only) std::memcpy(residual_q.data(), q_eval.data(), sizeof(double) * q_eval.size());
     if (phase_timing_) rep.assembly_ms += ms_since(t0);
     ++rep.assemblies;
     return norm;
+  };
+  // The step Jacobian at q: added to the residual-only evaluation at q when assembly_ holds
+  // one (Assembly::reset_step_partials: the terms' partials without their residual scatter,
+  // the admissibility test and the reset of r), else by eval(). The same numbers either way:
+  // evaluations are functions of the state.
+  auto complete_partials = [&](std::string* why) {
+    // Only if assembly_ still holds that evaluation: not after an evaluation outside eval()
+    // (retry_with_clamped_springs), whose reset left another mode.
+    if (!(residual_only && assembly_.mode() == EvalMode::kResidual &&
+          std::memcmp(residual_q.data(), q.data(), sizeof(double) * q.size()) == 0))
+      return eval(q, EvalMode::kResidualAndStepJacobian, why);
+    residual_only = false;
+    const auto t0 = phase_timing_ ? Clock::now() : Clock::time_point{};
+    if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
+    if (predictor > 0.0) assembly_.stick_predictor_ratio = rep.iterations == 0 ? predictor : 0.0;
+    bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
+    const TermContext ctx{q, v_, a_, p, s.row(step), s};
+    assembly_.reset_step_partials(bdf_weights(s, step, 0));
+    evaluate(ctx, assembly_);
+    assembly_.finish_step_partials();
+    if (phase_timing_) rep.assembly_ms += ms_since(t0);
+    ++rep.assemblies;
+    return assembly_.r.norm();
   };
 
   std::string why;
@@ -572,12 +602,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   auto exact_jq = [&]() {
     if (!jq_exact) {
       jq_abs_.setZero(model_.num_dofs());
-      const auto& outer = model_.pattern().outer();
-      const auto& inner = model_.pattern().inner();
-      for (int c = 0; c < model_.num_dofs(); ++c) {
-        const double qc = std::abs(floor_q_[c]);
-        for (int k = outer[c]; k < outer[c + 1]; ++k) jq_abs_[inner[k]] += std::abs(jac_[k]) * qc;
-      }
+      model_.pattern().abs_multiply_add(jac_, floor_q_, jq_abs_);
       jq_norm = jq_abs_.norm();
       jq_exact = true;
     }
@@ -714,7 +739,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
         }
       }
       // It shrank ‖r‖ by less than ρ (or not at all): the partials at q, and Newton again.
-      norm = eval(q, EvalMode::kResidualAndStepJacobian, &why);
+      // After a decrease assembly_ holds the residual-only evaluation at q (the accepted trial).
+      norm = complete_partials(&why);
       jacobian_and_floor();
       continue;
     }
@@ -839,8 +865,9 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
       if (chord_depth > 0) chord_history_ = -1;  // a new chord sequence: no differences yet
       continue;
     }
-    // The partials at q: from the accepted trial if it was evaluated with them.
-    norm = it.halvings == 0 && eager ? it.trial : eval(q, EvalMode::kResidualAndStepJacobian, &why);
+    // The partials at q: from the accepted trial if it was evaluated with them, else added to
+    // its residual-only evaluation (trials other than an eager first one are residual-only).
+    norm = it.halvings == 0 && eager ? it.trial : complete_partials(&why);
     jacobian_and_floor();
   }
   last_step_iterations_ = rep.iterations;

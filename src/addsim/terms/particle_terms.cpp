@@ -40,6 +40,7 @@ void ParticleGravityTerm::declare(StencilSet& stencils) {
 }
 
 void ParticleGravityTerm::evaluate(const TermContext& ctx, Assembly& out) const {
+  if (out.completing()) return;  // a constant force: no partials, and its residual is assembled
   for (int k = 0; k < body_->count(); ++k) {
     const Vec3 r = -ctx.p[body_->mass_param() + k] * gravity_;
     out.add<3>(stencil_[k], r, nullptr, nullptr, nullptr);
