@@ -54,6 +54,7 @@
 /// operations in the same order as in one thread's factorisation: the same bits (tests:
 /// memcmp of the solves).
 
+#include <atomic>
 #include <vector>
 
 #include "addsim/math/sparse_assembly.h"
@@ -141,6 +142,12 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> bin_[2];
   std::vector<int> inside_;  ///< per block of a subtree: its front's DOFs inside the subtree (a prefix)
   std::vector<int> serial_;
+  // The deferred outside updates that open the serial phase (before its first block) run
+  // inside the fork–join after a barrier, split by the destination's column: block k's
+  // columns in ≤ b < outside_split_[k] on the calling thread, the rest on the worker.
+  int outside_lead_ = 0;              ///< leading entries of serial_ done so
+  std::vector<int> outside_split_;    ///< per block: its split column (see above)
+  std::atomic<int> bins_done_{0};     ///< the barrier: sides that have finished their bin
   std::vector<int> block_of_dof_;  ///< per DOF: its block
   double parallel_share_ = 0.0;
   VecX worker_pushed_;  ///< the worker's work column of the Schur updates
@@ -157,6 +164,10 @@ class BlockSchurLu final : public LinearSolver {
   // The blocks of subtree bin `bin` in elimination order, each with its updates inside the
   // subtrees (work: a column of the widest front); false on a singular block.
   bool eliminate_bin(int bin, double* work);
+  // One side of the two-thread factorisation: its bin, the barrier, then its columns of the
+  // leading outside updates (side 0 the calling thread's, 1 the worker's); false on a
+  // singular block of its bin (the barrier is passed either way).
+  bool eliminate_side(int side, double* work);
   enum UpdatePart { kWholeUpdate, kInsideUpdate, kOutsideUpdate };
   void schur(int k, int part, double* work);
 };
