@@ -48,9 +48,13 @@
 /// to their 36-DOF blocks, one of them with the torso, hips and thighs below a shin, and the
 /// pieces of the fourth foot) are split into two sets of about equal flops; the worker factorises one, the
 /// calling thread the other, each block by block in elimination order with only the part
-/// of its update that lands in its own subtree (the front's first DOFs). Then the calling
-/// thread factorises the remaining blocks (two shins and the 42-DOF root) and applies the
-/// deferred rest of those updates, all in elimination order. Every entry so gets the same
+/// of its update that lands in its own subtree (the front's first DOFs). After a barrier
+/// (both sets done) the deferred rest of those updates that precede the first remaining
+/// block in elimination order — they write only entries of blocks outside the subtrees,
+/// which nothing else touches until then — run on both threads, split by the destination
+/// entry's column (each entry on one thread, its updates in elimination order). Then the
+/// calling thread factorises the remaining blocks (two shins and the 42-DOF root) and
+/// applies the other deferred updates, all in elimination order. Every entry so gets the same
 /// operations in the same order as in one thread's factorisation: the same bits (tests:
 /// memcmp of the solves).
 
