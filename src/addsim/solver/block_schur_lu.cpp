@@ -928,6 +928,7 @@ void BlockSchurLu::plan_parallel() {
     if (const double cost = std::max(lower, outside_total - lower); cost < best_cost) {
       best_cost = cost;
       best_place = place;
+      outside_caller_share_ = lower / outside_total;
     }
   }
   for (int i = 0; i < outside_lead_; ++i) {

@@ -92,6 +92,10 @@ class BlockSchurLu final : public LinearSolver {
   /// two subtrees to split), and their share of the factorisation's flops.
   int parallel_blocks() const { return worker_ ? static_cast<int>(bin_[0].size() + bin_[1].size()) : 0; }
   double parallel_flop_share() const { return worker_ ? parallel_share_ : 0.0; }
+  /// Deferred outside updates done on both threads after the barrier (0 without a worker),
+  /// and the calling thread's share of their flops.
+  int shared_outside_updates() const { return worker_ ? outside_lead_ : 0; }
+  double outside_caller_share() const { return outside_caller_share_; }
 
   /// Block k's DOFs (in the order of its dense LU).
   const std::vector<int>& dofs(int k) const { return dofs_[k]; }
@@ -151,6 +155,7 @@ class BlockSchurLu final : public LinearSolver {
   // columns in ≤ b < outside_split_[k] on the calling thread, the rest on the worker.
   int outside_lead_ = 0;              ///< leading entries of serial_ done so
   std::vector<int> outside_split_;    ///< per block: its split column (see above)
+  double outside_caller_share_ = 0.0; ///< the calling thread's share of their flops
   std::atomic<int> bins_done_{0};     ///< the barrier: sides that have finished their bin
   std::vector<int> block_of_dof_;  ///< per DOF: its block
   double parallel_share_ = 0.0;
