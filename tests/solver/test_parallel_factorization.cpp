@@ -163,6 +163,10 @@ TEST(ParallelBlockLu, SubtreesOnTwoThreadsGiveOneThreadsBits) {
   BlockSchurLu lu(&big.pattern);
   lu.set_worker(&worker);
   EXPECT_GT(lu.parallel_flop_share(), 0.7);
+  // The outside updates before the first serial block run on both threads, split about evenly.
+  EXPECT_GT(lu.shared_outside_updates(), 0);
+  EXPECT_GT(lu.outside_caller_share(), 0.3);
+  EXPECT_LT(lu.outside_caller_share(), 0.7);
 }
 
 TEST(ParallelBlockLu, FallsBackToOneThreadWhileTheWorkerIsBusy) {
@@ -234,6 +238,9 @@ TEST(ParallelBlockLu, SoftFeetQuadrupedsJacobian) {
   BlockSchurLu lu(&m.pattern());
   lu.set_worker(&worker);
   EXPECT_GT(lu.parallel_flop_share(), 0.5);
+  EXPECT_GT(lu.shared_outside_updates(), 0);
+  EXPECT_GT(lu.outside_caller_share(), 0.3);
+  EXPECT_LT(lu.outside_caller_share(), 0.7);
 }
 
 // The helper's share of the FEM items (Simulator::helper_share): fixed by the cost model, so

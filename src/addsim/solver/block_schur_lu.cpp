@@ -712,19 +712,41 @@ bool BlockSchurLu::eliminate_bin(int bin, double* work) {
   return true;
 }
 
+bool BlockSchurLu::eliminate_side(int side, double* work) {
+  const bool ok = eliminate_bin(side, work);
+  // Both bins must be done before any outside update: a destination entry gets updates
+  // from blocks of both bins, in elimination order.
+  bins_done_.fetch_add(1, std::memory_order_acq_rel);
+  WorkerThread::spin_until_at_least(bins_done_, 2);
+  if (!ok) return false;
+  for (int i = 0; i < outside_lead_; ++i) {
+    const int k = -1 - serial_[i];
+    const int t = width(k), in = inside_[k], split = outside_split_[k];
+    const int b0 = side == 0 ? in : split, b1 = side == 0 ? split : t;
+    if (b0 < b1)
+      schur_update(data_.data(), data_.data() + col_base_[k], data_.data() + row_base_[k],
+                   update_map_.data() + update_base_[k], size(k), t, in, t, b0, b1, work);
+  }
+  return true;
+}
+
 bool BlockSchurLu::factorize(const VecX& values) {
   values_ = values;
   std::fill(data_.begin(), data_.end(), 0.0);
   for (size_t e = 0; e < slot_.size(); ++e) data_[slot_[e]] = values[e];
   if (worker_ && !bin_[0].empty() && worker_->available()) {
     // The two sets of subtrees concurrently (each writing only its own subtrees' entries),
-    // then the rest and the updates of entries outside the subtrees, in elimination order.
-    // The task captures two pointers, which std::function keeps without a heap allocation.
+    // then, after a barrier, the leading outside updates split by destination column; then
+    // the rest and the remaining outside updates, in elimination order. Every entry gets
+    // its updates in elimination order either way. The task captures two pointers, which
+    // std::function keeps without a heap allocation.
     bool worker_ok = false, own_ok = false;
-    worker_->run_alongside([this, &worker_ok] { worker_ok = eliminate_bin(1, worker_pushed_.data()); },
-                           [&] { own_ok = eliminate_bin(0, pushed_.data()); });
+    bins_done_.store(0, std::memory_order_relaxed);
+    worker_->run_alongside([this, &worker_ok] { worker_ok = eliminate_side(1, worker_pushed_.data()); },
+                           [&] { own_ok = eliminate_side(0, pushed_.data()); });
     if (!worker_ok || !own_ok) return false;
-    for (int e : serial_) {
+    for (size_t i = outside_lead_; i < serial_.size(); ++i) {
+      const int e = serial_[i];
       if (e < 0) {
         schur(-1 - e, kOutsideUpdate, pushed_.data());
       } else {
@@ -877,6 +899,42 @@ void BlockSchurLu::plan_parallel() {
     if (inside_[k] < width(k)) serial_.push_back(-1 - k);
   }
   parallel_share_ = (best.load[0] + best.load[1]) / total;
+  // The outside updates before the serial phase's first block write only entries of serial
+  // blocks, which nothing else touches until then: split them between the threads by the
+  // destination's column, at the place in elimination order (position_) that balances their
+  // flops (2 s per row and column) — each entry stays with one thread, its updates in order.
+  while (outside_lead_ < static_cast<int>(serial_.size()) && serial_[outside_lead_] < 0) ++outside_lead_;
+  outside_split_.assign(m, 0);
+  const auto column_place = [&](int k, int b) { return position_[later_dofs_[k][b]]; };
+  const auto split_at = [&](int k, int place) {
+    int b = inside_[k];
+    while (b < width(k) && column_place(k, b) < place) ++b;
+    return b;
+  };
+  double outside_total = 0.0;
+  for (int i = 0; i < outside_lead_; ++i) {
+    const int k = -1 - serial_[i];
+    outside_total += 2.0 * size(k) * (width(k) - inside_[k]) * (width(k) - inside_[k]);
+  }
+  int best_place = 0;
+  double best_cost = outside_total;
+  for (int place = 0; place <= pattern_->size(); ++place) {
+    double lower = 0.0;
+    for (int i = 0; i < outside_lead_; ++i) {
+      const int k = -1 - serial_[i];
+      const int rows = width(k) - inside_[k];
+      lower += 2.0 * size(k) * rows * (split_at(k, place) - inside_[k]);
+    }
+    if (const double cost = std::max(lower, outside_total - lower); cost < best_cost) {
+      best_cost = cost;
+      best_place = place;
+      outside_caller_share_ = lower / outside_total;
+    }
+  }
+  for (int i = 0; i < outside_lead_; ++i) {
+    const int k = -1 - serial_[i];
+    outside_split_[k] = split_at(k, best_place);
+  }
   worker_pushed_.resize(pushed_.size());
 }
 

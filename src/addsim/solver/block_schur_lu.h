@@ -48,12 +48,17 @@
 /// to their 36-DOF blocks, one of them with the torso, hips and thighs below a shin, and the
 /// pieces of the fourth foot) are split into two sets of about equal flops; the worker factorises one, the
 /// calling thread the other, each block by block in elimination order with only the part
-/// of its update that lands in its own subtree (the front's first DOFs). Then the calling
-/// thread factorises the remaining blocks (two shins and the 42-DOF root) and applies the
-/// deferred rest of those updates, all in elimination order. Every entry so gets the same
+/// of its update that lands in its own subtree (the front's first DOFs). After a barrier
+/// (both sets done) the deferred rest of those updates that precede the first remaining
+/// block in elimination order — they write only entries of blocks outside the subtrees,
+/// which nothing else touches until then — run on both threads, split by the destination
+/// entry's column (each entry on one thread, its updates in elimination order). Then the
+/// calling thread factorises the remaining blocks (two shins and the 42-DOF root) and
+/// applies the other deferred updates, all in elimination order. Every entry so gets the same
 /// operations in the same order as in one thread's factorisation: the same bits (tests:
 /// memcmp of the solves).
 
+#include <atomic>
 #include <vector>
 
 #include "addsim/math/sparse_assembly.h"
@@ -87,6 +92,10 @@ class BlockSchurLu final : public LinearSolver {
   /// two subtrees to split), and their share of the factorisation's flops.
   int parallel_blocks() const { return worker_ ? static_cast<int>(bin_[0].size() + bin_[1].size()) : 0; }
   double parallel_flop_share() const { return worker_ ? parallel_share_ : 0.0; }
+  /// Deferred outside updates done on both threads after the barrier (0 without a worker),
+  /// and the calling thread's share of their flops.
+  int shared_outside_updates() const { return worker_ ? outside_lead_ : 0; }
+  double outside_caller_share() const { return outside_caller_share_; }
 
   /// Block k's DOFs (in the order of its dense LU).
   const std::vector<int>& dofs(int k) const { return dofs_[k]; }
@@ -141,6 +150,13 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> bin_[2];
   std::vector<int> inside_;  ///< per block of a subtree: its front's DOFs inside the subtree (a prefix)
   std::vector<int> serial_;
+  // The deferred outside updates that open the serial phase (before its first block) run
+  // inside the fork–join after a barrier, split by the destination's column: block k's
+  // columns in ≤ b < outside_split_[k] on the calling thread, the rest on the worker.
+  int outside_lead_ = 0;              ///< leading entries of serial_ done so
+  std::vector<int> outside_split_;    ///< per block: its split column (see above)
+  double outside_caller_share_ = 0.0; ///< the calling thread's share of their flops
+  std::atomic<int> bins_done_{0};     ///< the barrier: sides that have finished their bin
   std::vector<int> block_of_dof_;  ///< per DOF: its block
   double parallel_share_ = 0.0;
   VecX worker_pushed_;  ///< the worker's work column of the Schur updates
@@ -157,6 +173,10 @@ class BlockSchurLu final : public LinearSolver {
   // The blocks of subtree bin `bin` in elimination order, each with its updates inside the
   // subtrees (work: a column of the widest front); false on a singular block.
   bool eliminate_bin(int bin, double* work);
+  // One side of the two-thread factorisation: its bin, the barrier, then its columns of the
+  // leading outside updates (side 0 the calling thread's, 1 the worker's); false on a
+  // singular block of its bin (the barrier is passed either way).
+  bool eliminate_side(int side, double* work);
   enum UpdatePart { kWholeUpdate, kInsideUpdate, kOutsideUpdate };
   void schur(int k, int part, double* work);
 };

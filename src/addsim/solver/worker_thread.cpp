@@ -39,6 +39,15 @@ bool spin_until(Ready ready) {
 
 }  // namespace
 
+void WorkerThread::spin_until_at_least(const std::atomic<int>& counter, int value) {
+  for (int round = 0; counter.load(std::memory_order_acquire) < value; ++round) {
+    if (round < kPauseRounds)
+      cpu_pause();
+    else
+      std::this_thread::yield();
+  }
+}
+
 double WorkerThread::thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);

@@ -70,6 +70,11 @@ class WorkerThread {
   /// itself and has no task started and not yet waited for (e.g. a background
   /// factorisation). Only the thread that starts tasks may ask.
   bool available() const { return std::this_thread::get_id() != thread_.get_id() && !pending_; }
+  /// Spins until `counter` reaches at least `value`: pauses first, then yields the core
+  /// each round (so that on an oversubscribed machine the thread waited for can run). For
+  /// a barrier between the two sides of one fork–join (both are running, so the wait is
+  /// short and never blocks); acquire ordering.
+  static void spin_until_at_least(const std::atomic<int>& counter, int value);
   /// Fork–join: runs `task` on the worker and `own` on the calling thread, then waits. If
   /// `own` throws, the task is still waited for (it may use the caller's data) and own's
   /// exception propagates; otherwise the task's, if any.
