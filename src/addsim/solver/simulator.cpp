@@ -846,8 +846,13 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // crumpled sheet), where ‖r‖ creeps down by tiny steps until the iteration cap. Then the
     // direction of the clamped, positive semi-definite spring blocks is tried on the same
     // merit, and the lower of the two trials is kept.
-    if (!clamped && !it.at_floor && (!it.accepted || it.halvings >= kClampedRetryHalvings) &&
-        retry_with_clamped_springs(step, q, p, rep)) {
+    const bool try_clamped = !clamped && !it.at_floor && (!it.accepted || it.halvings >= kClampedRetryHalvings);
+    const bool retry = try_clamped && retry_with_clamped_springs(step, q, p, rep);
+    // A retry that found no compressed spring to clamp (or an inadmissible q) has still
+    // evaluated assembly_ at q: the accepted trial's r and r_abs are gone from it, so the tests
+    // below must not read it (the partials at the trial are formed by a full evaluation).
+    if (try_clamped && !retry && has_springs_) trial_in_assembly = false;
+    if (retry) {
       clamped_q_.swap(newton_.q_trial);  // the exact direction's trial (if accepted)
       const NewtonStepResult exact = it;
       it = newton_step(*this, model_.pattern(), clamped_jac_, r_, q, norm, floor_for(norm), linear_tol, opt.max_halvings,
