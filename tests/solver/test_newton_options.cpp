@@ -8,13 +8,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "addsim/core/error.h"
 #include "addsim/io/scene.h"
+#include "addsim/solver/contact_correction.h"
 #include "addsim/solver/simulator.h"
+#include "addsim/solver/worker_thread.h"
 #include "../support/source_dir.h"
 
 namespace addsim {
@@ -221,6 +225,44 @@ TEST(NewtonOptions, ContactCorrectionLeavesOtherContactModelsAlone) {
   EXPECT_EQ(total_corrected_points(on), 0);
   ASSERT_EQ(off.q.size(), on.q.size());
   for (std::size_t i = 0; i < off.q.size(); ++i) EXPECT_TRUE((off.q[i].array() == on.q[i].array()).all()) << "state " << i;
+}
+
+TEST(NewtonOptions, ContactCorrectionOnTwoThreadsGivesOneThreadsBits) {
+  // The soft feet's four contact groups split two and two between the threads: each group's
+  // correction reads q, v, the Jacobian and its own points' rows of Δq and writes only those
+  // rows, so Δq + δ is the same bits with a worker thread as without.
+  const std::vector<std::string> tanh = {"contact.model=\"tanh\"", "contact.kt=100.0", "contact.smoothing=0.002",
+                                         "steps=20"};
+  const Scene scene = load_scene_file(test::scene_path("quadruped_soft_feet.json"), tanh);
+  const Model& model = *scene.model;
+  Simulator sim(model);
+  const Trajectory t = sim.run(model.params().defaults());
+  ASSERT_TRUE(t.completed()) << t.failure;
+  const ContactCorrection correction(model);
+  ASSERT_EQ(correction.num_groups(), 4);
+  EXPECT_EQ(correction.split(), 2);
+  WorkerThread worker;
+  const double h = model.scheme().h;
+  const JacobianWeights w{1.0, 1.5 / h, 0.0};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  VecX jac(model.pattern().nnz());
+  for (Eigen::Index k = 0; k < jac.size(); ++k) jac[k] = 1e3 * unit(rng);
+  for (int i = 0; i < model.num_dofs(); ++i) jac[model.pattern().diagonal_index(i)] += 1e6;
+  int corrected_total = 0;
+  for (int step : {4, 10, 16, 20}) {
+    const VecX& q = t.q[step];
+    const VecX v = (t.q[step] - t.q[step - 1]) / h;
+    VecX dq(q.size());
+    for (Eigen::Index k = 0; k < dq.size(); ++k) dq[k] = 1e-3 * unit(rng);
+    VecX one = dq, two = dq;
+    const int n1 = correction.correct(q, v, model.params().defaults(), h, w, jac, 1e3, one, nullptr);
+    const int n2 = correction.correct(q, v, model.params().defaults(), h, w, jac, 1e3, two, &worker);
+    EXPECT_EQ(n1, n2) << "step " << step;
+    EXPECT_EQ(std::memcmp(one.data(), two.data(), sizeof(double) * one.size()), 0) << "step " << step;
+    corrected_total += n1;
+  }
+  EXPECT_GT(corrected_total, 0);  // the comparison covered corrected points
 }
 
 TEST(NewtonOptions, ContactCorrectionIsValidated) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "addsim/model/model.h"
+#include "addsim/solver/worker_thread.h"
 #include "addsim/terms/contact_term.h"
 
 namespace addsim {
@@ -34,17 +35,57 @@ ContactCorrection::ContactCorrection(const Model& model) : model_(model) {
     if (!g.empty()) groups_.push_back(std::move(g));
   }
   local_.assign(model.num_dofs(), -1);
+  // The two threads' split: the worker takes the groups from split_ on, the first place where
+  // the calling thread's groups hold at least half of the points (the soft-feet quadruped:
+  // two feet each). A fixed place, so which thread computes a group never depends on timing.
+  size_t total = 0, lower = 0;
+  for (const auto& g : groups_) total += g.size();
+  split_ = static_cast<int>(groups_.size());
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    lower += groups_[k].size();
+    if (2 * lower >= total) {
+      split_ = static_cast<int>(k) + 1;
+      break;
+    }
+  }
 }
 
 int ContactCorrection::correct(const VecX& q, const VecX& v, const VecX& p, double h, const JacobianWeights& w,
-                               const VecX& jac, double norm, VecX& dq) const {
+                               const VecX& jac, double norm, VecX& dq, WorkerThread* worker) const {
+  const Call call{q, v, p, h, w, jac, norm, dq};
+  const int n = static_cast<int>(groups_.size());
+  if (!worker || split_ >= n || !worker->available()) return correct_groups(call, 0, n, scratch_[0]);
+  // The task captures two pointers, which std::function keeps without a heap allocation.
+  struct Task {
+    const ContactCorrection* self;
+    const Call* call;
+    int corrected = 0;
+  } task{this, &call};
+  Task* t = &task;
+  int lower = 0;
+  worker->run_alongside([t] { t->corrected = t->self->correct_groups(*t->call, t->self->split_, t->self->num_groups(),
+                                                                      t->self->scratch_[1]); },
+                        [&] { lower = correct_groups(call, 0, split_, scratch_[0]); });
+  return lower + task.corrected;
+}
+
+int ContactCorrection::correct_groups(const Call& call, int begin, int end, Scratch& sc) const {
+  const VecX& q = call.q;
+  const VecX& v = call.v;
+  const VecX& p = call.p;
+  const double h = call.h;
+  const JacobianWeights& w = call.w;
+  const VecX& jac = call.jac;
+  const double norm = call.norm;
+  VecX& dq = call.dq;
   const auto& outer = model_.pattern().outer();
   const auto& inner = model_.pattern().inner();
   int corrected = 0;
-  for (const auto& group : groups_) {
-    active_.clear();
+  for (int gi = begin; gi < end; ++gi) {
+    const std::vector<Point>& group = groups_[gi];
+    sc.active.clear();
     const int n_max = 3 * static_cast<int>(group.size());
-    r_pred_.resize(n_max);
+    sc.r_pred.resize(n_max);
     for (const Point& pt : group) {
       const Obstacle& ob = *pt.term->obstacles()[pt.obstacle];
       const ContactCoefficients c = coefficients(pt.term->settings(), ob, p, h);
@@ -55,57 +96,57 @@ int ContactCorrection::correct(const VecX& q, const VecX& v, const VecX& p, doub
       if (f0.regime == ContactRegime::kSeparated && f1.regime == ContactRegime::kSeparated) continue;
       const Mat3 k0 = w.wq * f0.df_dx + w.wv * f0.df_dxdot;
       // r^pred (the residual carries −f).
-      r_pred_.segment<3>(3 * static_cast<int>(active_.size())) = -(f1.f - f0.f - k0 * dx);
-      active_.push_back({&pt, c, x1, xd1, f1, k0});
+      sc.r_pred.segment<3>(3 * static_cast<int>(sc.active.size())) = -(f1.f - f0.f - k0 * dx);
+      sc.active.push_back({&pt, c, x1, xd1, f1, k0});
     }
-    const int m = static_cast<int>(active_.size());
+    const int m = static_cast<int>(sc.active.size());
     if (m == 0) continue;
-    const auto r_pred = r_pred_.head(3 * m);
+    const auto r_pred = sc.r_pred.head(3 * m);
     // A group whose predicted residual is far below ‖r(q)‖ barely changes the next iterate.
     const double r_pred_norm = r_pred.norm();
     if (!(r_pred_norm > kNegligible * norm)) continue;
     for (int a = 0; a < m; ++a)
-      for (int i = 0; i < 3; ++i) local_[active_[a].point->dof + i] = 3 * a + i;
+      for (int i = 0; i < 3; ++i) local_[sc.active[a].point->dof + i] = 3 * a + i;
     // J restricted to the group, with the contact laws' partials at q taken back out.
-    j_rest_.setZero(3 * m, 3 * m);
+    sc.j_rest.setZero(3 * m, 3 * m);
     for (int a = 0; a < m; ++a) {
       for (int i = 0; i < 3; ++i) {
-        const int col = active_[a].point->dof + i;
+        const int col = sc.active[a].point->dof + i;
         for (int k = outer[col]; k < outer[col + 1]; ++k)
-          if (const int row = local_[inner[k]]; row >= 0) j_rest_(row, 3 * a + i) = jac[k];
+          if (const int row = local_[inner[k]]; row >= 0) sc.j_rest(row, 3 * a + i) = jac[k];
       }
-      j_rest_.block<3, 3>(3 * a, 3 * a) += active_[a].k0;
+      sc.j_rest.block<3, 3>(3 * a, 3 * a) += sc.active[a].k0;
     }
     for (int a = 0; a < m; ++a)
-      for (int i = 0; i < 3; ++i) local_[active_[a].point->dof + i] = -1;
+      for (int i = 0; i < 3; ++i) local_[sc.active[a].point->dof + i] = -1;
     // Newton on g(δ) = r^pred + J_rest δ − [f(q + Δq + δ) − f(q + Δq)] from δ = 0, where
     // g = r^pred and the contact partials are those at q + Δq.
     const double target = kLocalReduction * r_pred_norm;
-    delta_.setZero(3 * m);
-    g_ = r_pred;
+    sc.delta.setZero(3 * m);
+    sc.g = r_pred;
     bool ok = true;
     for (int it = 0;; ++it) {
-      jg_ = j_rest_;
+      sc.jg = sc.j_rest;
       for (int a = 0; a < m; ++a) {
-        const Active& ac = active_[a];
+        const Active& ac = sc.active[a];
         ContactForce f;
         if (it > 0) {
-          const Vec3 d = delta_.segment<3>(3 * a);
+          const Vec3 d = sc.delta.segment<3>(3 * a);
           f = contact_force(ac.x1 + d, ac.xd1 + w.wv * d, *ac.point->term->obstacles()[ac.point->obstacle], ac.c);
-          g_.segment<3>(3 * a) -= f.f - ac.f1.f;
+          sc.g.segment<3>(3 * a) -= f.f - ac.f1.f;
         }
         const ContactForce& fa = it > 0 ? f : ac.f1;
-        jg_.block<3, 3>(3 * a, 3 * a) -= w.wq * fa.df_dx + w.wv * fa.df_dxdot;
+        sc.jg.block<3, 3>(3 * a, 3 * a) -= w.wq * fa.df_dx + w.wv * fa.df_dxdot;
       }
-      if (it > 0 && g_.norm() <= target) break;
+      if (it > 0 && sc.g.norm() <= target) break;
       if (it == kMaxLocalIterations) break;
-      local_lu_.compute(jg_);
-      delta_ -= local_lu_.solve(g_);
-      if (!(ok = delta_.allFinite())) break;
-      g_ = r_pred + j_rest_ * delta_;
+      sc.lu.compute(sc.jg);
+      sc.delta -= sc.lu.solve(sc.g);
+      if (!(ok = sc.delta.allFinite())) break;
+      sc.g = r_pred + sc.j_rest * sc.delta;
     }
     if (!ok) continue;
-    for (int a = 0; a < m; ++a) dq.segment<3>(active_[a].point->dof) += delta_.segment<3>(3 * a);
+    for (int a = 0; a < m; ++a) dq.segment<3>(sc.active[a].point->dof) += sc.delta.segment<3>(3 * a);
     corrected += m;
   }
   return corrected;

@@ -35,6 +35,7 @@ namespace addsim {
 class Model;
 class PointContactTerm;
 class SparsePattern;
+class WorkerThread;
 
 class ContactCorrection {
  public:
@@ -51,8 +52,16 @@ class ContactCorrection {
   /// 1e-3 ‖r(q)‖ (the end phase) or whose local solve gives no finite δ. The local Newton
   /// solve stops at ‖g‖ ≤ 1e-2 ‖r_G^pred‖ or after three LU solves. Returns the number of
   /// points corrected.
+  ///
+  /// With a worker thread (solver.threads = 2) that is free, the groups are split between the
+  /// two threads at a fixed place (about half of the points on each side, set at construction):
+  /// each group's correction is computed from q, v, jac and Δq alone and writes only its own
+  /// points' rows of dq, so the result is the same bits on one thread or two.
   int correct(const VecX& q, const VecX& v, const VecX& p, double h, const JacobianWeights& w, const VecX& jac,
-              double norm, VecX& dq) const;
+              double norm, VecX& dq, WorkerThread* worker = nullptr) const;
+  /// The first group the worker takes when the groups are split (groups().size() if never).
+  int split() const { return split_; }
+  int num_groups() const { return static_cast<int>(groups_.size()); }
 
  private:
   struct Point {
@@ -69,13 +78,32 @@ class ContactCorrection {
     ContactForce f1;  ///< force there
     Mat3 k0;          ///< w_q ∂f/∂x + w_v ∂f/∂ẋ at q
   };
-  // Scratch of correct(): a group's local index of each global DOF (−1 outside the group), its
-  // active points, r^pred, J_rest, the local Newton matrix, residual and δ.
+  // Scratch of one thread's groups: the active points, r^pred, J_rest, the local Newton matrix,
+  // residual and δ, and the LU (its storage kept between solves).
+  struct Scratch {
+    std::vector<Active> active;
+    VecX r_pred, g, delta;
+    MatX j_rest, jg;
+    Eigen::PartialPivLU<MatX> lu;
+  };
+  // The arguments of one correct() call, shared by the two threads' group ranges.
+  struct Call {
+    const VecX& q;
+    const VecX& v;
+    const VecX& p;
+    double h;
+    const JacobianWeights& w;
+    const VecX& jac;
+    double norm;
+    VecX& dq;
+  };
+  // Corrects groups [begin, end) with `scratch`; returns the points corrected.
+  int correct_groups(const Call& call, int begin, int end, Scratch& scratch) const;
+  // A group's local index of each global DOF (−1 outside the group). Groups are bodies, so
+  // their DOFs are disjoint and the two threads never touch the same entry.
   mutable std::vector<int> local_;
-  mutable std::vector<Active> active_;
-  mutable VecX r_pred_, g_, delta_;
-  mutable MatX j_rest_, jg_;
-  mutable Eigen::PartialPivLU<MatX> local_lu_;  ///< LU of jg_ (its storage kept between solves)
+  mutable Scratch scratch_[2];  ///< the calling thread's, the worker's
+  int split_ = 0;
 };
 
 }  // namespace addsim

@@ -732,7 +732,8 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     correct_contacts = [&, step_weights = bdf_weights(s, step, 0)](VecX& dq) {
       bdf_rates(s, step, q, v_hist_, a_hist_, correction_v_, correction_a_);
       rep.corrected_contact_points +=
-          contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq);
+          contact_correction_->correct(q, correction_v_, p, s.h, step_weights, *refine_jac, norm, dq,
+                                            worker_.get());
     };
   const std::function<void(VecX&)> no_correction;
 
