@@ -218,7 +218,7 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
       lower();
       upper();
     } else {
-      worker_->run_alongside(upper, lower);
+      worker_->run_alongside([task = &upper] { (*task)(); }, lower);
     }
     out.add_from(worker_assembly_);
     return;
@@ -247,15 +247,17 @@ void Simulator::evaluate(const TermContext& ctx, Assembly& out) const {
       add(out.jac, worker_assembly_.jac);
     }
   };
+  const auto helper_side = [&] {
+    {
+      Arrive arrive{arrived};
+      upper();
+    }
+    WorkerThread::spin_until_at_least(arrived, 2);
+    add_half(1);
+  };
+  // The task captures one pointer, which std::function keeps without a heap allocation.
   worker_->run_alongside(
-      [&] {
-        {
-          Arrive arrive{arrived};
-          upper();
-        }
-        WorkerThread::spin_until_at_least(arrived, 2);
-        add_half(1);
-      },
+      [task = &helper_side] { (*task)(); },
       [&] {
         {
           Arrive arrive{arrived};
@@ -568,17 +570,22 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
   const int chord_depth = chord > 0.0 ? opt.chord_acceleration : 0;
   // The state of assembly_'s evaluation while it is a residual-only one (residual_only):
   // partials at that state can be added to it (complete_partials).
-  VecX residual_q(q.size());
+  residual_q_.resize(q.size());
   bool residual_only = false;
   // Evaluates r at q_eval (and partials if asked); returns ‖r‖ or +inf when the state is
   // inadmissible or not finite (then `why` says which).
-  auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
-    const auto t0 = phase_timing_ ? Clock::now() : Clock::time_point{};
+  // The first-iteration models (clamped springs, stick predictor) apply to the evaluations
+  // before the first iteration only.
+  auto set_first_iteration_models = [&]() {
     if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
     if (predictor > 0.0) assembly_.stick_predictor_ratio = rep.iterations == 0 ? predictor : 0.0;
+  };
+  auto eval = [&](const VecX& q_eval, EvalMode mode, std::string* why) {
+    const auto t0 = phase_timing_ ? Clock::now() : Clock::time_point{};
+    set_first_iteration_models();
     const double norm = evaluate_trial(step, q_eval, v_hist_, a_hist_, p, mode, v_, a_, assembly_, why);
     residual_only = mode == EvalMode::kResidual && std::isfinite(norm);
-    if (residual_only) std::memcpy(residual_q.data(), q_eval.data(), sizeof(double) * q_eval.size());
+    if (residual_only) std::memcpy(residual_q_.data(), q_eval.data(), sizeof(double) * q_eval.size());
     if (phase_timing_) rep.assembly_ms += ms_since(t0);
     ++rep.assemblies;
     return norm;
@@ -591,12 +598,11 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // Only if assembly_ still holds that evaluation: not after an evaluation outside eval()
     // (retry_with_clamped_springs), whose reset left another mode.
     if (!(residual_only && assembly_.mode() == EvalMode::kResidual &&
-          std::memcmp(residual_q.data(), q.data(), sizeof(double) * q.size()) == 0))
+          std::memcmp(residual_q_.data(), q.data(), sizeof(double) * q.size()) == 0))
       return eval(q, EvalMode::kResidualAndStepJacobian, why);
     residual_only = false;
     const auto t0 = phase_timing_ ? Clock::now() : Clock::time_point{};
-    if (clamp_first) assembly_.clamp_compressed_springs = rep.iterations == 0;
-    if (predictor > 0.0) assembly_.stick_predictor_ratio = rep.iterations == 0 ? predictor : 0.0;
+    set_first_iteration_models();
     bdf_rates(s, step, q, v_hist_, a_hist_, v_, a_);
     const TermContext ctx{q, v_, a_, p, s.row(step), s};
     assembly_.reset_step_partials(bdf_weights(s, step, 0));

@@ -243,6 +243,7 @@ class Simulator {
   bool alt_guess_won_ = true;
   VecX v_hist_, a_hist_, v_, a_, jac_, r_, jq_abs_, guess_ca_, q_guess_;
   VecX floor_q_;  ///< the state of the last step Jacobian, for its round-off floor (solve_step)
+  VecX residual_q_;  ///< the state of assembly_'s residual-only evaluation (solve_step's complete_partials)
   bool phase_timing_ = false;  ///< set_phase_timing
   bool has_springs_ = false;  ///< the model has a spring term (else no clamped retry)
   VecX clamped_jac_;  ///< step Jacobian with clamped compressed springs (retry_with_clamped_springs)

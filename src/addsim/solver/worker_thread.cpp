@@ -40,11 +40,9 @@ bool spin_until(Ready ready) {
 }  // namespace
 
 void WorkerThread::spin_until_at_least(const std::atomic<int>& counter, int value) {
-  for (int round = 0; counter.load(std::memory_order_acquire) < value; ++round) {
-    if (round < kPauseRounds)
-      cpu_pause();
-    else
-      std::this_thread::yield();
+  // Both sides of the fork–join are running, so the wait is short: spin rounds of
+  // spin_until's schedule until the count is reached, never block.
+  while (!spin_until([&] { return counter.load(std::memory_order_acquire) >= value; })) {
   }
 }
 
