@@ -166,21 +166,16 @@ void run_task(const std::string& name, const Options& o) {
   std::vector<ResidualStateRows> rows;
   // Two threads: the critical path with a core for each thread, estimated from thread CPU
   // times (the calling thread's, without its waits, plus what the worker's tasks took beyond
-  // the caller's shares; WorkerThread::Profile).
+  // the caller's shares; WorkerThread::Profile). Measured in runs of their own after the
+  // timed ones: the profile reads four thread-CPU clocks per fork–join (system calls of
+  // ≈ 0.5–1 µs each), which would inflate the wall times of short fork–joins.
   std::vector<double> t_path;
   for (int r = 0; r < o.repeat; ++r) {
-    if (sim.worker() && o.sim_only) sim.worker()->set_profiling(true);
-    const double m0 = WorkerThread::thread_cpu_seconds();
     auto t0 = Clock::now();
     double c0 = cpu_seconds();
     const Trajectory traj = sim.run(p);
     t_sim.push_back(seconds_since(t0));
     c_sim.push_back(cpu_seconds() - c0);
-    if (sim.worker() && o.sim_only) {
-      const WorkerThread::Profile f = sim.worker()->profile();
-      t_path.push_back(WorkerThread::thread_cpu_seconds() - m0 - f.wait + f.excess);
-      sim.worker()->set_profiling(false);
-    }
     if (!traj.completed()) {
       std::printf("%-16s forward run failed: %s\n", name.c_str(), traj.failure.c_str());
       return;
@@ -221,6 +216,16 @@ void run_task(const std::string& name, const Options& o) {
     if (r == 0) {
       const double dev = (reverse_jacobian - jacobian).cwiseAbs().maxCoeff() / jacobian.cwiseAbs().maxCoeff();
       std::printf("%-16s reverse vs direct dρ/dp: max deviation %.2e of the largest entry\n", name.c_str(), dev);
+    }
+  }
+  if (sim.worker() && o.sim_only) {
+    for (int r = 0; r < o.repeat; ++r) {
+      sim.worker()->set_profiling(true);
+      const double m0 = WorkerThread::thread_cpu_seconds();
+      sim.run(p);
+      const WorkerThread::Profile f = sim.worker()->profile();
+      t_path.push_back(WorkerThread::thread_cpu_seconds() - m0 - f.wait + f.excess);
+      sim.worker()->set_profiling(false);
     }
   }
   if (o.sim_only) {
