@@ -55,18 +55,12 @@ int ContactCorrection::correct(const VecX& q, const VecX& v, const VecX& p, doub
   const Call call{q, v, p, h, w, jac, norm, dq};
   const int n = static_cast<int>(groups_.size());
   if (!worker || split_ >= n || !worker->available()) return correct_groups(call, 0, n, scratch_[0]);
-  // The task captures two pointers, which std::function keeps without a heap allocation.
-  struct Task {
-    const ContactCorrection* self;
-    const Call* call;
-    int corrected = 0;
-  } task{this, &call};
-  Task* t = &task;
-  int lower = 0;
-  worker->run_alongside([t] { t->corrected = t->self->correct_groups(*t->call, t->self->split_, t->self->num_groups(),
-                                                                      t->self->scratch_[1]); },
+  int lower = 0, upper = 0;
+  const auto worker_side = [&] { upper = correct_groups(call, split_, n, scratch_[1]); };
+  // The task captures one pointer, which std::function keeps without a heap allocation.
+  worker->run_alongside([task = &worker_side] { (*task)(); },
                         [&] { lower = correct_groups(call, 0, split_, scratch_[0]); });
-  return lower + task.corrected;
+  return lower + upper;
 }
 
 int ContactCorrection::correct_groups(const Call& call, int begin, int end, Scratch& sc) const {

@@ -833,7 +833,7 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // Once a step has taken a clamped-spring direction, it keeps that Newton matrix until a full
     // step is accepted: back on the exact one too early, the iterates return to the fold
     // (docs/solver.md, "Compressed springs").
-    const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep);
+    const bool clamped = clamped_step && retry_with_clamped_springs(step, q, p, rep) == ClampedRetry::kClamped;
     bool trial_in_assembly = true;  // assembly_ holds the evaluation at the accepted trial
     refine_jac = clamped ? &clamped_jac_ : &jac_;
     // (The predictor moved the first matrix only if it shifted some point's force: r_predictor ≠ 0.)
@@ -853,13 +853,14 @@ StepReport Simulator::solve_step(int step, const StateHistory& hist, const VecX&
     // crumpled sheet), where ‖r‖ creeps down by tiny steps until the iteration cap. Then the
     // direction of the clamped, positive semi-definite spring blocks is tried on the same
     // merit, and the lower of the two trials is kept.
-    const bool try_clamped = !clamped && !it.at_floor && (!it.accepted || it.halvings >= kClampedRetryHalvings);
-    const bool retry = try_clamped && retry_with_clamped_springs(step, q, p, rep);
+    const ClampedRetry retry = !clamped && !it.at_floor && (!it.accepted || it.halvings >= kClampedRetryHalvings)
+                                   ? retry_with_clamped_springs(step, q, p, rep)
+                                   : ClampedRetry::kNotEvaluated;
     // A retry that found no compressed spring to clamp (or an inadmissible q) has still
     // evaluated assembly_ at q: the accepted trial's r and r_abs are gone from it, so the tests
     // below must not read it (the partials at the trial are formed by a full evaluation).
-    if (try_clamped && !retry && has_springs_) trial_in_assembly = false;
-    if (retry) {
+    if (retry == ClampedRetry::kNothingClamped) trial_in_assembly = false;
+    if (retry == ClampedRetry::kClamped) {
       clamped_q_.swap(newton_.q_trial);  // the exact direction's trial (if accepted)
       const NewtonStepResult exact = it;
       it = newton_step(*this, model_.pattern(), clamped_jac_, r_, q, norm, floor_for(norm), linear_tol, opt.max_halvings,
@@ -1010,17 +1011,18 @@ void Simulator::chord_accelerate(const VecX& q, VecX& dq, int depth) {
   for (int j = 0; j < m; ++j) dq -= gamma[j] * (chord_dx_.col(j) + chord_df_.col(j));
 }
 
-bool Simulator::retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep) {
-  if (!has_springs_) return false;  // nothing to clamp: no assembly spent on it
+Simulator::ClampedRetry Simulator::retry_with_clamped_springs(int step, const VecX& q, const VecX& p,
+                                                              StepReport& rep) {
+  if (!has_springs_) return ClampedRetry::kNotEvaluated;  // nothing to clamp: no assembly spent on it
   assembly_.clamp_compressed_springs = true;
   std::string why;
   const double norm =
       evaluate_trial(step, q, v_hist_, a_hist_, p, EvalMode::kResidualAndStepJacobian, v_, a_, assembly_, &why);
   assembly_.clamp_compressed_springs = false;
   ++rep.assemblies;
-  if (!std::isfinite(norm)) return false;
+  if (!std::isfinite(norm)) return ClampedRetry::kNothingClamped;
   clamped_jac_.swap(assembly_.jac);
-  return (clamped_jac_.array() != jac_.array()).any();
+  return (clamped_jac_.array() != jac_.array()).any() ? ClampedRetry::kClamped : ClampedRetry::kNothingClamped;
 }
 
 }  // namespace addsim

@@ -215,10 +215,13 @@ class Simulator {
   // retried deeper on failure, down to retry_.max_depth) into `traj`'s grid; `agg` sums the
   // reports. False (agg.failure set) if a step at the deepest level failed.
   bool solve_substeps(Trajectory& traj, int row, int depth, const VecX& p, StepReport& agg);
+  // What a clamped retry did: nothing (not tried, or the model has no springs; assembly_ is
+  // untouched), evaluated assembly_ at q without a usable clamped matrix (no spring is
+  // compressed, or q is inadmissible), or formed clamped_jac_.
+  enum class ClampedRetry { kNotEvaluated, kNothingClamped, kClamped };
   // Forms clamped_jac_, the step Jacobian at q with compressed springs' transverse stiffness
-  // left out (Assembly::clamp_compressed_springs); false if it equals jac_ (no spring is
-  // compressed) or q is inadmissible. Overwrites assembly_.
-  bool retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep);
+  // left out (Assembly::clamp_compressed_springs), by an evaluation into assembly_.
+  ClampedRetry retry_with_clamped_springs(int step, const VecX& q, const VecX& p, StepReport& rep);
   // Anderson mixing of a chord step (solver.chord_acceleration m ≥ 1): x = q with its chord
   // step f = dq; replaces dq by f − (ΔX + ΔF) γ, γ minimising ‖f − ΔF γ‖ over the last m
   // differences of the chord sequence's iterates (ΔX) and steps (ΔF). The first call of a
