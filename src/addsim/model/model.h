@@ -19,6 +19,13 @@ namespace addsim {
 /// Step-Jacobian solver: kAuto picks the fastest available (docs/solver.md).
 enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDense, kKlu, kBanded, kSchur };
 
+/// Arithmetic of the forward Newton's factors (solver.factorization_precision): kSingle stores
+/// and computes the LU in float while the residual, the iterate and the convergence tests stay
+/// double (mixed-precision Newton, docs/solver.md). Only solvers that have a single-precision
+/// factorisation accept it (kSinglePrecisionSolvers, solver/linear_solver.h); the sensitivities'
+/// solvers are always double.
+enum class FactorizationPrecision { kDouble, kSingle };
+
 /// Largest solver.chord_acceleration (Anderson depth of the chord tail).
 inline constexpr int kMaxChordAcceleration = 8;
 
@@ -29,6 +36,8 @@ struct SolverSettings {
   int max_iterations = 50;       ///< Newton iteration cap per step
   int max_halvings = 30;         ///< line-search halvings per iteration
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
+  /// Precision of the forward Newton's factorisations (solver.factorization_precision).
+  FactorizationPrecision factorization_precision = FactorizationPrecision::kDouble;
   /// Keep one LU across Newton iterations and steps, solving by GMRES preconditioned with
   /// it while that is cheaper than refactorising (solver/reused_factorization.h).
   bool reuse_factorization = true;

@@ -129,15 +129,21 @@ double band_flops(const BandOrdering& o) {
   return flops;
 }
 
-BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern->size()) {
+BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precision)
+    : pattern_(pattern), precision_(precision), n_(pattern->size()) {
   BandOrdering natural = natural_band(*pattern);
   BandOrdering rcm = reverse_cuthill_mckee(*pattern);
   ordering_ = band_flops(rcm) < band_flops(natural) ? std::move(rcm) : std::move(natural);
   kv_ = ordering_.lower + ordering_.upper;
   ldab_ = ordering_.lower + kv_ + 1;
-  ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
+  if (precision_ == FactorizationPrecision::kSingle) {
+    ab_single_.assign(static_cast<size_t>(ldab_) * n_, 0.0f);
+    work_single_.assign(n_, 0.0f);
+  } else {
+    ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
+    work_.assign(n_, 0.0);
+  }
   pivot_.assign(n_, 0);
-  work_.assign(n_, 0.0);
   // Entry (i, j) of the permuted matrix lives at ab(kv + i − j, j).
   const auto& outer = pattern->outer();
   const auto& inner = pattern->inner();
@@ -160,57 +166,88 @@ BandedLu::BandedLu(const SparsePattern* pattern) : pattern_(pattern), n_(pattern
 
 namespace {
 
-// Four doubles as one GCC vector (unaligned loads and stores through memcpy): one AVX
-// instruction per operation in the avx2 clones below, two SSE2 ones in the baseline clones.
-typedef double Vec4 __attribute__((vector_size(32)));
+// 32 bytes of T as one GCC vector — four doubles or eight floats (unaligned loads and stores
+// through memcpy): one AVX instruction per operation in the avx2 clones below, two SSE ones in
+// the baseline clones. Bits: the same lanes as integers, and the mask that clears their sign.
+template <class T>
+struct Lanes;
+template <>
+struct Lanes<double> {
+  typedef double V __attribute__((vector_size(32)));
+  typedef long long Bits __attribute__((vector_size(32)));
+  static constexpr int kWidth = 4;
+  static constexpr long long kMagnitude = 0x7fffffffffffffffLL;
+};
+template <>
+struct Lanes<float> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int Bits __attribute__((vector_size(32)));
+  static constexpr int kWidth = 8;
+  static constexpr int kMagnitude = 0x7fffffff;
+};
 
 // (Vectors by reference, not by value: no vector crosses a function boundary in the baseline
 // clones, whose ABI passes them differently; all of these are inlined anyway.)
-inline __attribute__((always_inline)) void load4(Vec4& v, const double* p) { __builtin_memcpy(&v, p, sizeof v); }
+template <class V, class T>
+inline __attribute__((always_inline)) void load(V& v, const T* p) {
+  __builtin_memcpy(&v, p, sizeof v);
+}
 
-inline __attribute__((always_inline)) void store4(double* p, const Vec4& v) { __builtin_memcpy(p, &v, sizeof v); }
+template <class V, class T>
+inline __attribute__((always_inline)) void store(T* p, const V& v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
+template <class V, class T>
+inline __attribute__((always_inline)) void broadcast(V& v, T s) {
+  for (int i = 0; i < static_cast<int>(sizeof v / sizeof s); ++i) v[i] = s;
+}
 
 // y[r] −= l[r] s for r = 0 … m − 1, element by element (each y[r] one multiply and one
 // subtraction, as the scalar loop: the same numbers). NV ≥ 0: exactly NV vectors, unrolled at
-// compile time, then the < 4 remaining entries; NV < 0: any m, in a loop.
-template <int NV>
-inline __attribute__((always_inline)) void axpy_minus(double* y, const double* l, double s, int m) {
-  const Vec4 b = {s, s, s, s};
+// compile time, then the < kWidth remaining entries; NV < 0: any m, in a loop.
+template <class T, int NV>
+inline __attribute__((always_inline)) void axpy_minus(T* y, const T* l, T s, int m) {
+  typedef typename Lanes<T>::V V;
+  constexpr int W = Lanes<T>::kWidth;
+  V b;
+  broadcast(b, s);
   int r = 0;
   if constexpr (NV >= 0) {
-    for (int v = 0; v < NV; ++v, r += 4) {
-      Vec4 yv, lv;
-      load4(yv, y + r);
-      load4(lv, l + r);
-      store4(y + r, yv - lv * b);
+    for (int v = 0; v < NV; ++v, r += W) {
+      V yv, lv;
+      load(yv, y + r);
+      load(lv, l + r);
+      store(y + r, yv - lv * b);
     }
   } else {
-    for (; r + 4 <= m; r += 4) {
-      Vec4 yv, lv;
-      load4(yv, y + r);
-      load4(lv, l + r);
-      store4(y + r, yv - lv * b);
+    for (; r + W <= m; r += W) {
+      V yv, lv;
+      load(yv, y + r);
+      load(lv, l + r);
+      store(y + r, yv - lv * b);
     }
   }
   for (; r < m; ++r) y[r] -= l[r] * s;
 }
 
-// axpy_minus with the vector count fixed at compile time for m < 44 (the sheet: 20 rows of
-// L, up to 40 of U per column): no loop control per vector.
-inline __attribute__((always_inline)) void axpy_minus_any(double* y, const double* l, double s, int m) {
-  switch (m / 4) {
-    case 0: axpy_minus<0>(y, l, s, m); break;
-    case 1: axpy_minus<1>(y, l, s, m); break;
-    case 2: axpy_minus<2>(y, l, s, m); break;
-    case 3: axpy_minus<3>(y, l, s, m); break;
-    case 4: axpy_minus<4>(y, l, s, m); break;
-    case 5: axpy_minus<5>(y, l, s, m); break;
-    case 6: axpy_minus<6>(y, l, s, m); break;
-    case 7: axpy_minus<7>(y, l, s, m); break;
-    case 8: axpy_minus<8>(y, l, s, m); break;
-    case 9: axpy_minus<9>(y, l, s, m); break;
-    case 10: axpy_minus<10>(y, l, s, m); break;
-    default: axpy_minus<-1>(y, l, s, m);
+// axpy_minus with the vector count fixed at compile time for m < 11 kWidth (the sheet: 20 rows
+// of L, up to 40 of U per column): no loop control per vector.
+template <class T>
+inline __attribute__((always_inline)) void axpy_minus_any(T* y, const T* l, T s, int m) {
+  switch (m / Lanes<T>::kWidth) {
+    case 0: axpy_minus<T, 0>(y, l, s, m); break;
+    case 1: axpy_minus<T, 1>(y, l, s, m); break;
+    case 2: axpy_minus<T, 2>(y, l, s, m); break;
+    case 3: axpy_minus<T, 3>(y, l, s, m); break;
+    case 4: axpy_minus<T, 4>(y, l, s, m); break;
+    case 5: axpy_minus<T, 5>(y, l, s, m); break;
+    case 6: axpy_minus<T, 6>(y, l, s, m); break;
+    case 7: axpy_minus<T, 7>(y, l, s, m); break;
+    case 8: axpy_minus<T, 8>(y, l, s, m); break;
+    case 9: axpy_minus<T, 9>(y, l, s, m); break;
+    case 10: axpy_minus<T, 10>(y, l, s, m); break;
+    default: axpy_minus<T, -1>(y, l, s, m);
   }
 }
 
@@ -220,19 +257,24 @@ inline __attribute__((always_inline)) void axpy_minus_any(double* y, const doubl
 // whose chain of comparisons was a fifth of the factorisation. Here the maximum of the
 // entries below comes from a vector reduction (exact: a maximum does not round; NaN lanes
 // never replace the accumulator, which starts at 0), then the first entry equal to it.
-inline __attribute__((always_inline)) int pivot_offset(const double* col, int km, double& best) {
-  typedef long long Bits4 __attribute__((vector_size(32)));
-  const Bits4 magnitude = {0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+template <class T>
+inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T& best) {
+  typedef typename Lanes<T>::V V;
+  typedef typename Lanes<T>::Bits Bits;
+  constexpr int W = Lanes<T>::kWidth;
+  Bits magnitude;
+  broadcast(magnitude, Lanes<T>::kMagnitude);
   best = std::abs(col[0]);
-  Vec4 acc = {0.0, 0.0, 0.0, 0.0};
+  V acc = {};
   int r = 1;
-  for (; r + 3 <= km; r += 4) {
-    Vec4 v;
-    load4(v, col + r);
-    v = reinterpret_cast<Vec4>(reinterpret_cast<Bits4>(v) & magnitude);
+  for (; r + W - 1 <= km; r += W) {
+    V v;
+    load(v, col + r);
+    v = reinterpret_cast<V>(reinterpret_cast<Bits>(v) & magnitude);
     acc = v > acc ? v : acc;
   }
-  double m = std::max(std::max(acc[0], acc[1]), std::max(acc[2], acc[3]));
+  T m = acc[0];
+  for (int i = 1; i < W; ++i) m = std::max(m, static_cast<T>(acc[i]));
   for (; r <= km; ++r)
     if (std::abs(col[r]) > m) m = std::abs(col[r]);
   if (!(m > best)) return 0;
@@ -243,39 +285,45 @@ inline __attribute__((always_inline)) int pivot_offset(const double* col, int km
 }
 
 // The rank-one update of one elimination step: u[c ld + r] −= l[r] u[c ld] for the rows
-// r = 1 … km of the columns c = 0 … cols − 1. The first 4 NV multipliers stay in registers
-// across the columns (NV fixed at compile time), the remaining < 4 rows are scalar. Element
-// by element as the plain loop, and a column with u[c ld] = 0 is skipped as there.
-template <int NV>
-inline __attribute__((always_inline)) void rank_one_update(const double* l, double* u, int km, int cols, int ld) {
-  Vec4 lv[NV > 0 ? NV : 1];
-  for (int v = 0; v < NV; ++v) load4(lv[v], l + 1 + 4 * v);
+// r = 1 … km of the columns c = 0 … cols − 1. The first kWidth NV multipliers stay in
+// registers across the columns (NV fixed at compile time), the remaining < kWidth rows are
+// scalar. Element by element as the plain loop, and a column with u[c ld] = 0 is skipped as
+// there.
+template <class T, int NV>
+inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int km, int cols, int ld) {
+  typedef typename Lanes<T>::V V;
+  constexpr int W = Lanes<T>::kWidth;
+  V lv[NV > 0 ? NV : 1];
+  for (int v = 0; v < NV; ++v) load(lv[v], l + 1 + W * v);
   for (int c = 0; c < cols; ++c, u += ld) {
-    const double ujc = *u;
-    if (ujc == 0.0) continue;
-    const Vec4 b = {ujc, ujc, ujc, ujc};
+    const T ujc = *u;
+    if (ujc == T(0)) continue;
+    V b;
+    broadcast(b, ujc);
     for (int v = 0; v < NV; ++v) {
-      Vec4 uv;
-      load4(uv, u + 1 + 4 * v);
-      store4(u + 1 + 4 * v, uv - lv[v] * b);
+      V uv;
+      load(uv, u + 1 + W * v);
+      store(u + 1 + W * v, uv - lv[v] * b);
     }
-    for (int r = 1 + 4 * NV; r <= km; ++r) u[r] -= l[r] * ujc;
+    for (int r = 1 + W * NV; r <= km; ++r) u[r] -= l[r] * ujc;
   }
 }
 
-// LAPACK's dgbtf2 on band storage `ab` (ldab × n, entry (i, j) at ab[kv + i − j + ldab j],
-// kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with pivot[j] the row exchanged
-// with row j. Returns false on a zero or non-finite pivot; `flops` counts the divisions and
-// the rank-one updates done, `widest` the largest pivot offset below the diagonal. Compiled
-// for AVX2 and for the baseline, chosen at load time: every entry gets the same element-wise
-// operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
-// multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar
-// loops, give the same numbers to the bit. (An avx512f clone would not: GCC's avx512f
-// implies FMA and contracts a − b c, and it was no faster on the sheet.) The rank-one update
-// keeps the column's multipliers in registers (rank_one_update; the sheet's km = kl = 20 is
-// five AVX registers): ≈ 2× fewer instructions than the plain loop.
-__attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, int n, int kl, int ku, int ldab,
-                                                                    int* pivot, double& flops, int& widest) {
+// LAPACK's dgbtf2 (sgbtf2 for T = float) on band storage `ab` (ldab × n, entry (i, j) at
+// ab[kv + i − j + ldab j], kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with
+// pivot[j] the row exchanged with row j. Returns false on a zero or non-finite pivot; `flops`
+// counts the divisions and the rank-one updates done, `widest` the largest pivot offset below
+// the diagonal. Compiled for AVX2 and for the baseline, chosen at load time (band_factor_f64,
+// band_factor_f32): every entry gets the same element-wise operations in the same order as in
+// dgbtf2's scalar loops (no sums regrouped, no fused multiply–add: GCC's avx2 target does not
+// enable FMA), so both clones, and the scalar loops, give the same numbers to the bit. (An
+// avx512f clone would not: GCC's avx512f implies FMA and contracts a − b c, and it was no
+// faster on the sheet.) The rank-one update keeps the column's multipliers in registers
+// (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, two of floats
+// and four scalar rows): ≈ 2× fewer instructions than the plain loop.
+template <class T>
+inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, int* pivot,
+                                                       double& flops, int& widest) {
   const int kv = kl + ku;
   const int ld = ldab - 1;  // one column right and one row down: the same band row
   flops = 0.0;
@@ -283,37 +331,37 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
   int ju = 0;  // last column that U's rows so far reach
   for (int j = 0; j < n; ++j) {
     const int km = std::min(kl, n - 1 - j);
-    double* col = ab + kv + static_cast<size_t>(ldab) * j;  // (j, j), then the km entries below
-    double best;
+    T* col = ab + kv + static_cast<size_t>(ldab) * j;  // (j, j), then the km entries below
+    T best;
     const int jp = pivot_offset(col, km, best);
     pivot[j] = j + jp;
-    if (!(best > 0.0) || !std::isfinite(best)) return false;
+    if (!(best > T(0)) || !std::isfinite(best)) return false;
     widest = std::max(widest, jp);
     ju = std::max(ju, std::min(j + ku + jp, n - 1));
     if (jp != 0) {
       // Exchange rows j and j + jp in columns j..ju: (j, c) sits at ab[kv + j − c + ldab c].
-      double* a = col;
-      double* b = col + jp;
+      T* a = col;
+      T* b = col + jp;
       for (int c = j; c <= ju; ++c, a += ld, b += ld) std::swap(*a, *b);
     }
     if (km == 0) continue;
-    const double p = col[0];
+    const T p = col[0];
     for (int r = 1; r <= km; ++r) col[r] /= p;
     // Rank-one update of rows j+1..j+km in columns j+1..ju.
-    double* u = col + ld;
+    T* u = col + ld;
     const int cols = ju - j;
-    switch (km / 4) {
-      case 0: rank_one_update<0>(col, u, km, cols, ld); break;
-      case 1: rank_one_update<1>(col, u, km, cols, ld); break;
-      case 2: rank_one_update<2>(col, u, km, cols, ld); break;
-      case 3: rank_one_update<3>(col, u, km, cols, ld); break;
-      case 4: rank_one_update<4>(col, u, km, cols, ld); break;
-      case 5: rank_one_update<5>(col, u, km, cols, ld); break;
-      case 6: rank_one_update<6>(col, u, km, cols, ld); break;
+    switch (km / Lanes<T>::kWidth) {
+      case 0: rank_one_update<T, 0>(col, u, km, cols, ld); break;
+      case 1: rank_one_update<T, 1>(col, u, km, cols, ld); break;
+      case 2: rank_one_update<T, 2>(col, u, km, cols, ld); break;
+      case 3: rank_one_update<T, 3>(col, u, km, cols, ld); break;
+      case 4: rank_one_update<T, 4>(col, u, km, cols, ld); break;
+      case 5: rank_one_update<T, 5>(col, u, km, cols, ld); break;
+      case 6: rank_one_update<T, 6>(col, u, km, cols, ld); break;
       default:  // wider bands: the multipliers from memory
         for (int c = 0; c < cols; ++c, u += ld) {
-          const double ujc = *u;
-          if (ujc != 0.0) axpy_minus<-1>(u + 1, col + 1, ujc, km);
+          const T ujc = *u;
+          if (ujc != T(0)) axpy_minus<T, -1>(u + 1, col + 1, ujc, km);
         }
     }
     flops += km + 2.0 * km * (ju - j);
@@ -321,41 +369,52 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor(double* ab, i
   return true;
 }
 
+__attribute__((target_clones("avx2", "default"))) bool band_factor_f64(double* ab, int n, int kl, int ku, int ldab,
+                                                                        int* pivot, double& flops, int& widest) {
+  return band_factor(ab, n, kl, ku, ldab, pivot, flops, widest);
+}
+
+__attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab, int n, int kl, int ku, int ldab,
+                                                                        int* pivot, double& flops, int& widest) {
+  return band_factor(ab, n, kl, ku, ldab, pivot, flops, widest);
+}
+
 // B y = c for the factors of band_factor (y holds c on entry): the exchanges and L's columns
 // forwards, then U's columns (u_band of them above the diagonal) backwards — column-oriented
 // updates, element by element as the scalar loops. Cloned like band_factor.
-__attribute__((target_clones("avx2", "default"))) void band_solve(const double* ab, int n, int kl, int kv, int ldab,
-                                                                   int u_band, const int* pivot, double* y) {
+template <class T>
+inline __attribute__((always_inline)) void band_solve(const T* ab, int n, int kl, int kv, int ldab, int u_band,
+                                                      const int* pivot, T* y) {
   // Each substitution is a chain from one entry to the next (an update, then the division or
   // the next update). The entry the next column needs, y[j + 1] (forwards) or y[j − 1]
   // (backwards), is updated in a register and only the rest of the column in vectors, so the
   // chain does not wait for a vector store to be forwarded to a load — the same operations
   // on every entry, in the same order.
-  double next = y[0];  // y[j] with the updates of columns 0 … j − 1
+  T next = y[0];  // y[j] with the updates of columns 0 … j − 1
   for (int j = 0; j + 1 < n; ++j) {
     const int km = std::min(kl, n - 1 - j);
-    double yj = next;
+    T yj = next;
     if (pivot[j] != j) {
       yj = y[pivot[j]];
       y[pivot[j]] = next;
     }
     y[j] = yj;
-    if (yj == 0.0) {
+    if (yj == T(0)) {
       next = y[j + 1];
       continue;
     }
-    const double* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
+    const T* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
     next = y[j + 1] - l[1] * yj;
     axpy_minus_any(y + j + 2, l + 2, yj, km - 1);
   }
   y[n - 1] = next;
   for (int j = n - 1; j >= 0; --j) {
-    const double* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
-    const double yj = next / u[0];
+    const T* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
+    const T yj = next / u[0];
     y[j] = yj;
     if (j == 0) break;
     const int top = std::min(u_band, j);
-    if (yj == 0.0 || top == 0) {
+    if (yj == T(0) || top == 0) {
       next = y[j - 1];
       continue;
     }
@@ -364,15 +423,38 @@ __attribute__((target_clones("avx2", "default"))) void band_solve(const double* 
   }
 }
 
-}  // namespace
+__attribute__((target_clones("avx2", "default"))) void band_solve_f64(const double* ab, int n, int kl, int kv, int ldab,
+                                                                       int u_band, const int* pivot, double* y) {
+  band_solve(ab, n, kl, kv, ldab, u_band, pivot, y);
+}
 
-bool BandedLu::factorize(const VecX& values) {
-  std::fill(ab_.begin(), ab_.end(), 0.0);
-  // Runs are short (9 entries on the sheet): four at a time by fixed-size copies, which the
-  // compiler inlines (a memmove call per run cost more than the copy).
-  for (const SlotRun& run : runs_) {
-    const double* src = values.data() + run.src;
-    double* dst = ab_.data() + run.dst;
+__attribute__((target_clones("avx2", "default"))) void band_solve_f32(const float* ab, int n, int kl, int kv, int ldab,
+                                                                       int u_band, const int* pivot, float* y) {
+  band_solve(ab, n, kl, kv, ldab, u_band, pivot, y);
+}
+
+inline bool band_factor_cloned(double* ab, int n, int kl, int ku, int ldab, int* pivot, double& flops, int& widest) {
+  return band_factor_f64(ab, n, kl, ku, ldab, pivot, flops, widest);
+}
+inline bool band_factor_cloned(float* ab, int n, int kl, int ku, int ldab, int* pivot, double& flops, int& widest) {
+  return band_factor_f32(ab, n, kl, ku, ldab, pivot, flops, widest);
+}
+inline void band_solve_cloned(const double* ab, int n, int kl, int kv, int ldab, int u_band, const int* pivot,
+                              double* y) {
+  band_solve_f64(ab, n, kl, kv, ldab, u_band, pivot, y);
+}
+inline void band_solve_cloned(const float* ab, int n, int kl, int kv, int ldab, int u_band, const int* pivot,
+                              float* y) {
+  band_solve_f32(ab, n, kl, kv, ldab, u_band, pivot, y);
+}
+
+// The pattern's values into band storage (T = double: runs copied four at a time by
+// fixed-size copies, which the compiler inlines — a memmove call per run cost more than the
+// copy; T = float: each value rounded to the nearest float).
+inline void scatter_runs(const std::vector<BandedLu::SlotRun>& runs, const double* values, double* ab) {
+  for (const BandedLu::SlotRun& run : runs) {
+    const double* src = values + run.src;
+    double* dst = ab + run.dst;
     int len = run.len;
     for (; len >= 4; len -= 4, src += 4, dst += 4) std::memcpy(dst, src, 4 * sizeof(double));
     if (len & 2) {
@@ -382,10 +464,22 @@ bool BandedLu::factorize(const VecX& values) {
     }
     if (len & 1) *dst = *src;
   }
+}
+inline void scatter_runs(const std::vector<BandedLu::SlotRun>& runs, const double* values, float* ab) {
+  for (const BandedLu::SlotRun& run : runs)
+    for (int k = 0; k < run.len; ++k) ab[run.dst + k] = static_cast<float>(values[run.src + k]);
+}
+
+}  // namespace
+
+template <class T>
+bool BandedLu::factorize_in(const VecX& values, std::vector<T>& ab) {
+  std::fill(ab.begin(), ab.end(), T(0));
+  scatter_runs(runs_, values.data(), ab.data());
   const int kl = ordering_.lower, ku = ordering_.upper;
   int widest = 0;
   double flops = 0.0;
-  if (!band_factor(ab_.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest)) return false;
+  if (!band_factor_cloned(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest)) return false;
   u_band_ = std::min(kv_, ku + widest);
   factor_flops_ = flops;
   double solve = 0.0;
@@ -394,27 +488,33 @@ bool BandedLu::factorize(const VecX& values) {
   return true;
 }
 
-void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
+bool BandedLu::factorize(const VecX& values) {
+  return precision_ == FactorizationPrecision::kSingle ? factorize_in(values, ab_single_) : factorize_in(values, ab_);
+}
+
+template <class T>
+void BandedLu::solve_in(const std::vector<T>& ab_storage, std::vector<T>& work, const VecX& b, VecX& x,
+                        bool transpose) {
   const int kl = ordering_.lower;
   const int* order = ordering_.order.data();
-  double* y = work_.data();
-  for (int k = 0; k < n_; ++k) y[k] = b[order[k]];
-  const double* ab = ab_.data();
+  T* y = work.data();
+  for (int k = 0; k < n_; ++k) y[k] = static_cast<T>(b[order[k]]);
+  const T* ab = ab_storage.data();
   if (!transpose) {
-    band_solve(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
+    band_solve_cloned(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
   } else {
     // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards, then Lᵀ backwards with the exchanges undone.
     for (int j = 0; j < n_; ++j) {
-      const double* u = ab + kv_ + static_cast<size_t>(ldab_) * j;
+      const T* u = ab + kv_ + static_cast<size_t>(ldab_) * j;
       const int top = std::min(u_band_, j);
-      double s = y[j];
+      T s = y[j];
       for (int t = top; t >= 1; --t) s -= u[-t] * y[j - t];
       y[j] = s / u[0];
     }
     for (int j = n_ - 2; j >= 0; --j) {
       const int km = std::min(kl, n_ - 1 - j);
-      const double* l = ab + kv_ + static_cast<size_t>(ldab_) * j;
-      double s = y[j];
+      const T* l = ab + kv_ + static_cast<size_t>(ldab_) * j;
+      T s = y[j];
       for (int r = 1; r <= km; ++r) s -= l[r] * y[j + r];
       y[j] = s;
       if (pivot_[j] != j) std::swap(y[j], y[pivot_[j]]);
@@ -422,6 +522,13 @@ void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
   }
   x.resize(n_);
   for (int k = 0; k < n_; ++k) x[order[k]] = y[k];
+}
+
+void BandedLu::solve(const VecX& b, VecX& x, bool transpose) {
+  if (precision_ == FactorizationPrecision::kSingle)
+    solve_in(ab_single_, work_single_, b, x, transpose);
+  else
+    solve_in(ab_, work_, b, x, transpose);
 }
 
 }  // namespace addsim

@@ -36,32 +36,50 @@ BandOrdering reverse_cuthill_mckee(const SparsePattern& pattern);
 /// picks the ordering: Σ_j 2 min(lower, n−1−j) min(upper, n−1−j)).
 double band_flops(const BandOrdering& ordering);
 
+/// With FactorizationPrecision::kSingle the factors are stored and computed in float (the
+/// values rounded to float, sgbtf2's arithmetic with eight-lane vectors) and each solve
+/// substitutes in float, the right-hand side rounded to float and the solution returned in
+/// double: half the bytes and twice the lanes per operation, at a relative error of the solution
+/// of ≈ 6e-8 × cond(B). For the forward Newton only (solver.factorization_precision), whose
+/// iteration corrects the direction's error (docs/solver.md).
 class BandedLu final : public LinearSolver {
  public:
   /// Orders `pattern` (the smaller-band of natural_band and reverse_cuthill_mckee).
-  explicit BandedLu(const SparsePattern* pattern);
+  explicit BandedLu(const SparsePattern* pattern, FactorizationPrecision precision = FactorizationPrecision::kDouble);
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
   double factor_flops() const override { return factor_flops_; }
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
-  const char* name() const override { return "banded_lu"; }
+  const char* name() const override {
+    return precision_ == FactorizationPrecision::kSingle ? "banded_lu_single" : "banded_lu";
+  }
   const BandOrdering& ordering() const { return ordering_; }
+  FactorizationPrecision precision() const { return precision_; }
 
- private:
-  const SparsePattern* pattern_;
-  BandOrdering ordering_;
-  int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1
-  int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)
-  std::vector<double> ab_;         ///< band storage, column-major ldab × n (LAPACK's AB)
-  std::vector<int> slot_;          ///< per pattern entry: its index in ab_
-  /// Pattern entries src … src + len − 1 go to ab_[dst … dst + len − 1] (slot_ in runs).
+  /// Pattern entries src … src + len − 1 go to band slots dst … dst + len − 1 (slot_ in runs).
   struct SlotRun {
     int dst, src, len;
   };
+
+ private:
+  template <class T>
+  bool factorize_in(const VecX& values, std::vector<T>& ab);
+  template <class T>
+  void solve_in(const std::vector<T>& ab, std::vector<T>& work, const VecX& b, VecX& x, bool transpose);
+
+  const SparsePattern* pattern_;
+  FactorizationPrecision precision_;
+  BandOrdering ordering_;
+  int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1
+  int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)
+  std::vector<double> ab_;         ///< band storage, column-major ldab × n (LAPACK's AB); double factors
+  std::vector<float> ab_single_;   ///< the same for single-precision factors
+  std::vector<int> slot_;          ///< per pattern entry: its index in the band storage
   std::vector<SlotRun> runs_;
   std::vector<int> pivot_;         ///< row exchanged with row j at step j
-  std::vector<double> work_;       ///< the permuted right-hand side
+  std::vector<double> work_;       ///< the permuted right-hand side (double factors)
+  std::vector<float> work_single_; ///< the same in float (single-precision factors)
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
 };
 

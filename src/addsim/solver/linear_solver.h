@@ -108,11 +108,26 @@ void refine_direct_solve(const SparsePattern& pattern, const VecX& values, const
   if (counted && !met) ++counts.unmet;
 }
 
+/// The solver kinds with a single-precision factorisation (solver.factorization_precision =
+/// "single"), with their names in solver.linear_solver. kAuto is not among them: the choice
+/// must be explicit.
+struct SinglePrecisionSolver {
+  LinearSolverKind kind;
+  const char* name;
+};
+inline constexpr SinglePrecisionSolver kSinglePrecisionSolvers[] = {{LinearSolverKind::kBanded, "banded"}};
+/// True if `kind` is listed in kSinglePrecisionSolvers.
+bool supports_single_precision(LinearSolverKind kind);
+/// The names of kSinglePrecisionSolvers, quoted and comma-separated (for error messages).
+std::string single_precision_solver_names();
+
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
-/// SparseLU without it). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
-/// requested but not available.
-std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern);
+/// SparseLU without it), factorising in `precision` (kSingle only for the kinds in
+/// kSinglePrecisionSolvers). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// requested but not available, or kSingle for a kind without a single-precision factorisation.
+std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
+                                                 FactorizationPrecision precision = FactorizationPrecision::kDouble);
 
 /// Limits BLAS to one thread and stops OpenBLAS's worker pool, unless OPENBLAS_NUM_THREADS is
 /// set (found at run time: a no-op with other BLAS libraries). Every solver that calls BLAS or

@@ -204,7 +204,9 @@ std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model&
 
 /// The step-Jacobian solver of `model`, as the forward run, the adjoint and the direct pass
 /// use it: its solver.linear_solver and solver.reuse_factorization, and its FEM bodies'
-/// rotations compensated in the reuse.
-std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model);
+/// rotations compensated in the reuse. `precision`: the factors' arithmetic — the forward run
+/// passes solver.factorization_precision, the sensitivities keep the default (double).
+std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model,
+                                                      FactorizationPrecision precision = FactorizationPrecision::kDouble);
 
 }  // namespace addsim
