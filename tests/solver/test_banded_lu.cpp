@@ -2,7 +2,10 @@
 // particles, each coupled to its 8 grid neighbours) it solves A x = b and Aᵀ x = b to
 // round-off like a sparse LU, in the sheet's own order or in a scrambled one (reverse
 // Cuthill–McKee restores a narrow band), with row exchanges where the diagonal is small,
-// counts the band's flops, and reports a singular matrix.
+// counts the band's flops, and reports a singular matrix. In single precision
+// (solver.factorization_precision = "single") it matches a scalar float LU to the bit, solves to
+// float accuracy and refines to double's, is refused by the other solvers, and the sheet flip's
+// forward run reaches the same roots with gradients that stay double.
 
 #include <gtest/gtest.h>
 
@@ -11,12 +14,18 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
+#include "addsim/core/error.h"
+#include "addsim/io/scene.h"
+#include "addsim/sensitivity/adjoint.h"
 #include "addsim/solver/banded_lu.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/simulator.h"
+#include "../sensitivity/centroid_objective.h"
 #include "../support/linear_system.h"
 #include "../support/particle_fixture.h"
+#include "../support/source_dir.h"
 
 namespace addsim {
 namespace {
@@ -135,8 +144,11 @@ TEST(BandedLu, ExchangesRowsWhereTheDiagonalIsSmall) {
 // Partial-pivoting LU of the dense n × n matrix B (column-major), right-looking and scalar,
 // then B x = c or Bᵀ x = c column by column: the operations of LAPACK's dgbtf2/dgbtrs, with
 // the band's zeros included (they change nothing: a − 0 · b = a).
-VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpose) {
-  auto at = [&](int i, int j) -> double& { return a[static_cast<size_t>(j) * n + i]; };
+// T = float: sgbtf2/sgbtrs, the right-hand side rounded to float.
+template <class T>
+VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool transpose) {
+  auto at = [&](int i, int j) -> T& { return a[static_cast<size_t>(j) * n + i]; };
+  std::vector<T> y(rhs.data(), rhs.data() + n);
   std::vector<int> piv(n);
   for (int j = 0; j < n; ++j) {
     int p = j;
@@ -160,40 +172,44 @@ VecX dense_lu_reference_solve(std::vector<double> a, int n, VecX y, bool transpo
     }
   } else {
     for (int j = 0; j < n; ++j) {
-      double s = y[j];
+      T s = y[j];
       for (int i = 0; i < j; ++i) s -= at(i, j) * y[i];
       y[j] = s / at(j, j);
     }
     for (int j = n - 2; j >= 0; --j) {
-      double s = y[j];
+      T s = y[j];
       for (int i = j + 1; i < n; ++i) s -= at(i, j) * y[i];
       y[j] = s;
       std::swap(y[j], y[piv[j]]);
     }
   }
-  return y;
+  VecX out(n);
+  for (int k = 0; k < n; ++k) out[k] = y[k];
+  return out;
 }
 
 // BandedLu's vectorised kernels (rank-one updates with the multipliers in registers, cloned
-// for AVX2) do element by element what the scalar dense LU does: the same solutions to the bit.
+// for AVX2) do element by element what the scalar dense LU does: the same solutions to the bit
+// (T = float: the single-precision factors against the scalar LU in float).
+template <class T = double>
 void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng) {
-  BandedLu lu(&s.pattern);
+  BandedLu lu(&s.pattern, std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble);
   ASSERT_TRUE(lu.factorize(values));
   const std::vector<int>& order = lu.ordering().order;
   const std::vector<int>& position = lu.ordering().position;
-  std::vector<double> dense(static_cast<size_t>(s.n) * s.n, 0.0);
+  std::vector<T> dense(static_cast<size_t>(s.n) * s.n, T(0));
   const auto& outer = s.pattern.outer();
   const auto& inner = s.pattern.inner();
   for (int c = 0; c < s.n; ++c)
     for (int k = outer[c]; k < outer[c + 1]; ++k)
-      dense[static_cast<size_t>(position[c]) * s.n + position[inner[k]]] = values[k];
+      dense[static_cast<size_t>(position[c]) * s.n + position[inner[k]]] = static_cast<T>(values[k]);
   const VecX b = test::random_rhs(s.n, rng);
   VecX b_permuted(s.n);
-  for (int k = 0; k < s.n; ++k) b_permuted[k] = b[order[k]];
+  for (int k = 0; k < s.n; ++k) b_permuted[k] = static_cast<T>(b[order[k]]);
   for (bool transpose : {false, true}) {
     VecX x;
     lu.solve(b, x, transpose);
-    const VecX y = dense_lu_reference_solve(dense, s.n, b_permuted, transpose);
+    const VecX y = dense_lu_reference_solve<T>(dense, s.n, b_permuted, transpose);
     for (int k = 0; k < s.n; ++k) ASSERT_EQ(x[order[k]], y[k]) << "entry " << k << (transpose ? " (transposed)" : "");
   }
 }
@@ -265,6 +281,146 @@ TEST(BandedLu, PhaseTimingIsOffByDefaultAndChangesNoState) {
   EXPECT_EQ(untimed_ms, 0.0);
   EXPECT_GT(factorizations, 0);
   EXPECT_GT(timed_ms, 0.0);
+}
+
+TEST(BandedLuSingle, KernelsMatchTheScalarFloatLuToTheBit) {
+  std::mt19937 rng(29);
+  const Sheet sheet = make_sheet(5, identity(25));  // km = kl = 20: two registers of eight and four scalar rows
+  expect_bitwise_like_scalar_lu<float>(sheet, sheet_values(sheet, 200.0, 1.0, rng), rng);
+  expect_bitwise_like_scalar_lu<float>(sheet, sheet_values(sheet, 1e-6, 1.0, rng), rng);  // row exchanges
+  const VecX ties = sheet_values(sheet, 1.0, 4.0, rng).array().round().matrix();
+  expect_bitwise_like_scalar_lu<float>(sheet, ties, rng);
+  const Sheet small = make_sheet(3, identity(9));  // kl = 14: one register and six scalar rows
+  expect_bitwise_like_scalar_lu<float>(small, sheet_values(small, 1e-3, 1.0, rng), rng);
+  std::vector<int> slot = identity(121);
+  std::shuffle(slot.begin(), slot.end(), rng);
+  const Sheet wide = make_sheet(11, slot);  // wider than 56 rows: the multipliers from memory
+  EXPECT_GT(BandedLu(&wide.pattern).ordering().lower, 56);
+  expect_bitwise_like_scalar_lu<float>(wide, sheet_values(wide, 1e-2, 1.0, rng), rng);
+}
+
+// Float factors solve the sheet to float accuracy (≈ 6e-8 × the condition number), and
+// iterative refinement with the residual in double, x += B⁻¹ (b − B x), brings the solution to
+// double accuracy — what the mixed-precision Newton does with its directions.
+TEST(BandedLuSingle, SolvesTheSheetToFloatAccuracyAndRefines) {
+  const Sheet s = make_sheet(5, identity(25));
+  std::mt19937 rng(31);
+  BandedLu lu(&s.pattern, FactorizationPrecision::kSingle);
+  EXPECT_STREQ(lu.name(), "banded_lu_single");
+  EXPECT_EQ(lu.precision(), FactorizationPrecision::kSingle);
+  for (const double mass : {200.0, 20.0, 1e-6}) {
+    const VecX values = sheet_values(s, mass, mass > 1.0 ? 1.0 : 3.0, rng);
+    ASSERT_TRUE(lu.factorize(values));
+    BandedLu exact(&s.pattern);
+    ASSERT_TRUE(exact.factorize(values));
+    EXPECT_DOUBLE_EQ(lu.factor_flops(), exact.factor_flops()) << mass;
+    const VecX b = test::random_rhs(s.n, rng);
+    for (bool transpose : {false, true}) {
+      VecX x, x_exact;
+      lu.solve(b, x, transpose);
+      exact.solve(b, x_exact, transpose);
+      const double error = (x - x_exact).norm() / x_exact.norm();
+      EXPECT_LT(error, 1e-5) << mass << (transpose ? " transposed" : "");
+      EXPECT_GT(error, 1e-12) << mass << ": not float arithmetic";
+      VecX product(s.n), correction;
+      for (int step = 0; step < 4; ++step) {
+        product.setZero();
+        if (transpose)
+          s.pattern.transpose_multiply_add(values, x, product);
+        else
+          s.pattern.multiply_add(values, x, product);
+        lu.solve(b - product, correction, transpose);
+        x += correction;
+      }
+      EXPECT_LT(test::relative_residual(s.pattern, s.n, values, b, x, transpose), 1e-13)
+          << mass << (transpose ? " transposed" : "");
+    }
+  }
+}
+
+TEST(BandedLuSingle, OnlyTheSolversWithSingleFactorsAcceptIt) {
+  const Sheet s = make_sheet(3, identity(9));
+  EXPECT_STREQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kSingle)->name(),
+               "banded_lu_single");
+  EXPECT_TRUE(supports_single_precision(LinearSolverKind::kBanded));
+  for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
+    EXPECT_FALSE(supports_single_precision(kind));
+    EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kSingle), InputError);
+  }
+}
+
+// The first `steps` steps of the Table 2 sheet flip (banded LU, clamped first iteration, chord
+// steps) with scene overrides.
+Scene sheet_flip(int steps, std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "steps=" + std::to_string(steps));
+  return load_scene_file(test::scene_path("sheet_flip.json"), overrides);
+}
+
+TEST(BandedLuSingle, KeyIsValidated) {
+  const Scene plain = sheet_flip(2, {});
+  EXPECT_EQ(plain.model->solver().factorization_precision, FactorizationPrecision::kDouble);
+  const Scene single = sheet_flip(2, {"solver.factorization_precision=\"single\""});
+  EXPECT_EQ(single.model->solver().factorization_precision, FactorizationPrecision::kSingle);
+  auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
+    try {
+      sheet_flip(2, overrides);
+      FAIL() << overrides.back() << " was accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("solver.factorization_precision"), std::string::npos) << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << what;
+    }
+  };
+  expect_error({"solver.factorization_precision=\"half\""}, "\"double\", \"single\"");
+  expect_error({"solver.factorization_precision=32"}, "");
+  expect_error({"solver.linear_solver=\"dense\"", "solver.factorization_precision=\"single\""}, "\"banded\"");
+  expect_error({"solver.linear_solver=\"auto\"", "solver.factorization_precision=\"single\""}, "got \"auto\"");
+}
+
+// 40 steps of the sheet flip (the first flip's lift, the sheet off the floor and back onto it)
+// with float factors: the Newton iteration corrects the directions' float error, so the steps
+// converge to the same roots within the Newton tolerance (1e-10 N against springs of 1e3 N/m),
+// with about as many iterations and LUs.
+TEST(BandedLuSingle, SheetFlipReachesTheSameRoots) {
+  const Scene plain = sheet_flip(40, {});
+  const Scene single = sheet_flip(40, {"solver.factorization_precision=\"single\""});
+  Simulator sim_plain(*plain.model), sim_single(*single.model);
+  const VecX p = plain.model->params().defaults();
+  const Trajectory a = sim_plain.run(p), b = sim_single.run(p);
+  ASSERT_TRUE(a.completed()) << a.failure;
+  ASSERT_TRUE(b.completed()) << b.failure;
+  ASSERT_EQ(a.q.size(), b.q.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.q.size(); ++i) worst = std::max(worst, (a.q[i] - b.q[i]).lpNorm<Eigen::Infinity>());
+  EXPECT_LT(worst, 1e-9);
+  EXPECT_GT(worst, 0.0) << "the float factors changed nothing";
+  int its_a = 0, its_b = 0, lus_a = 0, lus_b = 0;
+  for (const StepReport& r : a.reports) its_a += r.iterations, lus_a += r.factorizations;
+  for (const StepReport& r : b.reports) its_b += r.iterations, lus_b += r.factorizations;
+  EXPECT_LE(its_b, its_a + its_a / 20);
+  EXPECT_LE(lus_b, lus_a + lus_a / 20);
+}
+
+// The sensitivities factorise in double whatever the key says: on one trajectory the gradient
+// with the key on is the key-off gradient bit for bit, and on each setting's own trajectory
+// (the same roots within the tolerance) the gradients agree to the trajectories' difference.
+TEST(BandedLuSingle, GradientsStayDouble) {
+  const Scene plain = sheet_flip(16, {});
+  const Scene single = sheet_flip(16, {"solver.factorization_precision=\"single\""});
+  const VecX p = plain.model->params().defaults();
+  Simulator sim_plain(*plain.model), sim_single(*single.model);
+  const Trajectory a = sim_plain.run(p), b = sim_single.run(p);
+  ASSERT_TRUE(a.completed()) << a.failure;
+  ASSERT_TRUE(b.completed()) << b.failure;
+  const test::CentroidObjective objective;
+  const GradientResult g_plain = gradient_adjoint(*plain.model, a, objective);
+  const GradientResult g_key_on = gradient_adjoint(*single.model, a, objective);
+  EXPECT_EQ(g_plain.phi, g_key_on.phi);
+  ASSERT_EQ(g_plain.dphi_dp.size(), g_key_on.dphi_dp.size());
+  EXPECT_TRUE((g_plain.dphi_dp.array() == g_key_on.dphi_dp.array()).all());
+  const GradientResult g_single = gradient_adjoint(*single.model, b, objective);
+  EXPECT_NEAR(g_single.phi, g_plain.phi, 1e-9 * std::abs(g_plain.phi));
+  EXPECT_LT((g_single.dphi_dp - g_plain.dphi_dp).norm(), 1e-6 * g_plain.dphi_dp.norm());
 }
 
 }  // namespace
