@@ -137,8 +137,11 @@ BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precisio
   kv_ = ordering_.lower + ordering_.upper;
   ldab_ = ordering_.lower + kv_ + 1;
   if (precision_ == FactorizationPrecision::kSingle) {
-    ab_single_.assign(static_cast<size_t>(ldab_) * n_, 0.0f);
-    work_single_.assign(n_, 0.0f);
+    // kSinglePad zero rows below each column's band and as many zeros around the work vector:
+    // the float kernels round their row counts up to whole vectors (band_factor, band_solve).
+    ldab_ += kSinglePad;
+    ab_single_.assign(static_cast<size_t>(ldab_) * n_ + kSinglePad, 0.0f);
+    work_single_.assign(n_ + 2 * kSinglePad, 0.0f);
   } else {
     ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
     work_.assign(n_, 0.0);
@@ -232,10 +235,13 @@ inline __attribute__((always_inline)) void axpy_minus(T* y, const T* l, T s, int
 }
 
 // axpy_minus with the vector count fixed at compile time for m < 11 kWidth (the sheet: 20 rows
-// of L, up to 40 of U per column): no loop control per vector.
-template <class T>
+// of L, up to 40 of U per column): no loop control per vector. kPadded: m rounded up to whole
+// vectors — for storage whose entries l[m …] up to the next multiple of kWidth are zeros, so that
+// the entries y[m …] get y − 0 · s, unchanged (a −0 may turn +0) — instead of a scalar tail.
+template <class T, bool kPadded = false>
 inline __attribute__((always_inline)) void axpy_minus_any(T* y, const T* l, T s, int m) {
-  switch (m / Lanes<T>::kWidth) {
+  constexpr int W = Lanes<T>::kWidth;
+  switch (kPadded ? (m + W - 1) / W : m / W) {
     case 0: axpy_minus<T, 0>(y, l, s, m); break;
     case 1: axpy_minus<T, 1>(y, l, s, m); break;
     case 2: axpy_minus<T, 2>(y, l, s, m); break;
@@ -256,7 +262,8 @@ inline __attribute__((always_inline)) void axpy_minus_any(T* y, const T* l, T s,
 // chosen) — the choice of the scalar loop `if (|col[r]| > best) best = |col[r]|, jp = r`,
 // whose chain of comparisons was a fifth of the factorisation. Here the maximum of the
 // entries below comes from a vector reduction (exact: a maximum does not round; NaN lanes
-// never replace the accumulator, which starts at 0), then the first entry equal to it.
+// never replace the accumulator, which starts at 0; its tail by one overlapping vector), then
+// the first entry equal to it.
 template <class T>
 inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T& best) {
   typedef typename Lanes<T>::V V;
@@ -272,6 +279,15 @@ inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T& 
     load(v, col + r);
     v = reinterpret_cast<V>(reinterpret_cast<Bits>(v) & magnitude);
     acc = v > acc ? v : acc;
+  }
+  if (r <= km && km >= W) {
+    // The < kWidth entries left: the last whole vector of the column, overlapping entries
+    // already seen (a maximum does not mind), instead of a scalar tail.
+    V v;
+    load(v, col + km - W + 1);
+    v = reinterpret_cast<V>(reinterpret_cast<Bits>(v) & magnitude);
+    acc = v > acc ? v : acc;
+    r = km + 1;
   }
   T m = acc[0];
   for (int i = 1; i < W; ++i) m = std::max(m, static_cast<T>(acc[i]));
@@ -321,7 +337,7 @@ inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int
 // faster on the sheet.) The rank-one update keeps the column's multipliers in registers
 // (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, two of floats
 // and four scalar rows): ≈ 2× fewer instructions than the plain loop.
-template <class T>
+template <class T, bool kPadded>
 inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, int* pivot,
                                                        double& flops, int& widest) {
   const int kv = kl + ku;
@@ -350,7 +366,12 @@ inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int
     // Rank-one update of rows j+1..j+km in columns j+1..ju.
     T* u = col + ld;
     const int cols = ju - j;
-    switch (km / Lanes<T>::kWidth) {
+    // kPadded (single precision): each column has kWidth − 1 zero rows below its band, so the
+    // multipliers are read and the rows updated in whole vectors, the rows past km getting
+    // u − 0 · u_jc (unchanged) instead of a scalar tail (the sheet's km = 20: three vectors of
+    // eight instead of two and four scalar rows).
+    constexpr int W = Lanes<T>::kWidth;
+    switch (kPadded ? (km + W - 1) / W : km / W) {
       case 0: rank_one_update<T, 0>(col, u, km, cols, ld); break;
       case 1: rank_one_update<T, 1>(col, u, km, cols, ld); break;
       case 2: rank_one_update<T, 2>(col, u, km, cols, ld); break;
@@ -371,18 +392,23 @@ inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f64(double* ab, int n, int kl, int ku, int ldab,
                                                                         int* pivot, double& flops, int& widest) {
-  return band_factor(ab, n, kl, ku, ldab, pivot, flops, widest);
+  return band_factor<double, false>(ab, n, kl, ku, ldab, pivot, flops, widest);
 }
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab, int n, int kl, int ku, int ldab,
                                                                         int* pivot, double& flops, int& widest) {
-  return band_factor(ab, n, kl, ku, ldab, pivot, flops, widest);
+  return band_factor<float, true>(ab, n, kl, ku, ldab, pivot, flops, widest);
 }
 
 // B y = c for the factors of band_factor (y holds c on entry): the exchanges and L's columns
 // forwards, then U's columns (u_band of them above the diagonal) backwards — column-oriented
 // updates, element by element as the scalar loops. Cloned like band_factor.
-template <class T>
+// kPadded: the storage of band_factor<T, true>, and y with kWidth − 1 entries of slack on both
+// sides: the column updates run in whole vectors (axpy_minus_any<T, true>). Forwards the rows
+// past km meet the column's zero rows; backwards the update starts up to kWidth − 1 rows above
+// the column's top, where the entries are U's zeros above its band (or, for the first
+// columns, the previous column's zero rows and y's slack).
+template <class T, bool kPadded>
 inline __attribute__((always_inline)) void band_solve(const T* ab, int n, int kl, int kv, int ldab, int u_band,
                                                       const int* pivot, T* y) {
   // Each substitution is a chain from one entry to the next (an update, then the division or
@@ -405,7 +431,7 @@ inline __attribute__((always_inline)) void band_solve(const T* ab, int n, int kl
     }
     const T* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
     next = y[j + 1] - l[1] * yj;
-    axpy_minus_any(y + j + 2, l + 2, yj, km - 1);
+    axpy_minus_any<T, kPadded>(y + j + 2, l + 2, yj, km - 1);
   }
   y[n - 1] = next;
   for (int j = n - 1; j >= 0; --j) {
@@ -419,18 +445,24 @@ inline __attribute__((always_inline)) void band_solve(const T* ab, int n, int kl
       continue;
     }
     next = y[j - 1] - u[-1] * yj;
-    axpy_minus_any(y + j - top, u - top, yj, top - 1);
+    if constexpr (kPadded) {
+      constexpr int W = Lanes<T>::kWidth;
+      const int rounded = (top - 1 + W - 1) / W * W;  // rows j − 1 − rounded … j − 2
+      axpy_minus_any<T, true>(y + j - 1 - rounded, u - 1 - rounded, yj, rounded);
+    } else {
+      axpy_minus_any(y + j - top, u - top, yj, top - 1);
+    }
   }
 }
 
 __attribute__((target_clones("avx2", "default"))) void band_solve_f64(const double* ab, int n, int kl, int kv, int ldab,
                                                                        int u_band, const int* pivot, double* y) {
-  band_solve(ab, n, kl, kv, ldab, u_band, pivot, y);
+  band_solve<double, false>(ab, n, kl, kv, ldab, u_band, pivot, y);
 }
 
 __attribute__((target_clones("avx2", "default"))) void band_solve_f32(const float* ab, int n, int kl, int kv, int ldab,
                                                                        int u_band, const int* pivot, float* y) {
-  band_solve(ab, n, kl, kv, ldab, u_band, pivot, y);
+  band_solve<float, true>(ab, n, kl, kv, ldab, u_band, pivot, y);
 }
 
 inline bool band_factor_cloned(double* ab, int n, int kl, int ku, int ldab, int* pivot, double& flops, int& widest) {
@@ -497,7 +529,7 @@ void BandedLu::solve_in(const std::vector<T>& ab_storage, std::vector<T>& work, 
                         bool transpose) {
   const int kl = ordering_.lower;
   const int* order = ordering_.order.data();
-  T* y = work.data();
+  T* y = work.data() + (work.size() - n_) / 2;  // single precision: after kSinglePad entries of slack
   for (int k = 0; k < n_; ++k) y[k] = static_cast<T>(b[order[k]]);
   const T* ab = ab_storage.data();
   if (!transpose) {

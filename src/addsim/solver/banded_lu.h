@@ -68,10 +68,14 @@ class BandedLu final : public LinearSolver {
   template <class T>
   void solve_in(const std::vector<T>& ab, std::vector<T>& work, const VecX& b, VecX& x, bool transpose);
 
+  /// Single precision: zero rows below each column's band, and slack entries on both sides of
+  /// the work vector — one float vector's lanes minus one (the kernels' padded vectors).
+  static constexpr int kSinglePad = 7;
+
   const SparsePattern* pattern_;
   FactorizationPrecision precision_;
   BandOrdering ordering_;
-  int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1
+  int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1 (+ kSinglePad)
   int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)
   std::vector<double> ab_;         ///< band storage, column-major ldab × n (LAPACK's AB); double factors
   std::vector<float> ab_single_;   ///< the same for single-precision factors
