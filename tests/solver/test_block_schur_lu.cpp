@@ -27,7 +27,6 @@
 #include "addsim/solver/block_schur_lu.h"
 #include "addsim/solver/linear_solver.h"
 #include "addsim/solver/simulator.h"
-#include "addsim/solver/worker_thread.h"
 #include "../support/linear_system.h"
 #include "../support/source_dir.h"
 
@@ -423,100 +422,6 @@ TEST(BlockSchurLu, PanelSolveLanesGiveTheColumnLoopsBits) {
         EXPECT_EQ(0, std::memcmp(w.data(), reference.data(), w.size() * sizeof(double)));
       }
     }
-  }
-}
-
-// The float LU's panel solve (eight columns per lane group, then four, then one by one) gives
-// the float column loop's bits, for every width around the lane groups' sizes.
-TEST(BlockSchurLu, SinglePrecisionPanelLanesGiveTheColumnLoopsBits) {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> entry(-1.0f, 1.0f);
-  for (int s : {1, 3, 6, 7, 36, 42, 64, 65}) {
-    std::vector<float> f(static_cast<size_t>(s) * s);
-    for (float& v : f) v = entry(rng);
-    for (int j = 0; j < s; ++j) f[j + j * s] = (j % 2 ? 3.0f : -0.7f) + entry(rng);
-    std::vector<int> swaps(s);
-    for (int i = 0; i < s; ++i) swaps[i] = std::uniform_int_distribution<int>(i, s - 1)(rng);
-    for (int t : {1, 3, 4, 5, 7, 8, 11, 12, 13, 16, 30}) {
-      SCOPED_TRACE(testing::Message() << "s " << s << ", t " << t);
-      std::vector<float> w(static_cast<size_t>(s) * t);
-      for (float& v : w) v = 1e3f * entry(rng);
-      std::vector<float> reference = w;
-      block_schur_kernels::solve_panel(f.data(), swaps.data(), w.data(), s, t);
-      block_schur_kernels::solve_panel_by_columns(f.data(), swaps.data(), reference.data(), s, t);
-      EXPECT_EQ(0, std::memcmp(w.data(), reference.data(), w.size() * sizeof(float)));
-    }
-  }
-}
-
-// Single precision (factors in float): a singular diagonal block still fails, and so does an
-// entry beyond float's range; a regular system solves to float's accuracy without refinement
-// and to double's with it.
-TEST(BlockSchurLu, SinglePrecisionFailsOnASingularBlockOrAnEntryBeyondFloat) {
-  std::mt19937 rng(9);
-  const BlockSystem s = make_robot(rng);
-  const VecX good = block_values(s, 5.0, 1.0, rng);
-  BlockSchurLu lu(&s.pattern, true);
-  ASSERT_TRUE(lu.single_precision());
-  ASSERT_TRUE(lu.factorize(good));
-  const VecX b = test::random_rhs(s.n, rng);
-  VecX x;
-  lu.precondition(b, x, false);
-  EXPECT_LT(test::relative_residual(s.pattern, s.n, good, b, x, false), 1e-5);
-  lu.solve(b, x, false);
-  EXPECT_LT(test::relative_residual(s.pattern, s.n, good, b, x, false), 1e-12);
-  VecX values = good;
-  const int c = s.starts[4] + 7;
-  for (int e = s.pattern.outer()[c]; e < s.pattern.outer()[c + 1]; ++e) values[e] = 0.0;
-  EXPECT_FALSE(lu.factorize(values));
-  values = good;
-  values[s.pattern.diagonal_index(c)] = 1e39;
-  EXPECT_FALSE(lu.factorize(values));
-  EXPECT_TRUE(lu.factorize(good));
-}
-
-// The soft-feet quadruped's step Jacobian (needs gmsh) with float factors: the substitution
-// alone to ~1e-5 relative, the refined solve to double's round-off; on two threads the same
-// bits as on one (memcmp of the substitutions and solves, both transposes).
-TEST(BlockSchurLu, SinglePrecisionSolvesTheSoftFeetQuadrupedsJacobian) {
-  if (!gmsh_available()) GTEST_SKIP() << "the soft feet need gmsh";
-  const auto model = load_scene_file(test::scene_path("quadruped_soft_feet.json"), {"steps=30"}).model;
-  const Model& m = *model;
-  Simulator sim(m);
-  const VecX params = m.params().defaults();
-  const Trajectory t = sim.run(params);
-  ASSERT_TRUE(t.completed()) << t.failure;
-  const int i = m.scheme().steps;
-  const TermContext ctx{t.q[i], t.velocity(m.scheme(), i), t.acceleration(m.scheme(), i), params, i, m.scheme()};
-  Assembly out(&m.pattern(), &m.stencils());
-  out.reset(EvalMode::kResidualAndStepJacobian, bdf_weights(m.scheme(), i, 0));
-  sim.evaluate(ctx, out);
-  const int n = m.num_dofs();
-
-  WorkerThread worker;
-  BlockSchurLu one(&m.pattern(), true), two(&m.pattern(), true);
-  two.set_worker(&worker);
-  ASSERT_GT(two.parallel_blocks(), 0);
-  ASSERT_TRUE(one.factorize(out.jac));
-  ASSERT_TRUE(two.factorize(out.jac));
-  std::mt19937 rng(31);
-  const auto same_bits = [](const VecX& a, const VecX& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
-  };
-  for (bool transpose : {false, true}) {
-    SCOPED_TRACE(transpose ? "transposed" : "plain");
-    const VecX b = test::random_rhs(n, rng);
-    VecX x1, x2;
-    one.precondition(b, x1, transpose);
-    two.precondition(b, x2, transpose);
-    EXPECT_TRUE(same_bits(x1, x2));
-    const double substituted = test::relative_residual(m.pattern(), n, out.jac, b, x1, transpose);
-    EXPECT_LT(substituted, 1e-4);
-    EXPECT_GT(substituted, 1e-12);  // float factors: not double's round-off
-    one.solve(b, x1, transpose);
-    two.solve(b, x2, transpose);
-    EXPECT_TRUE(same_bits(x1, x2));
-    EXPECT_LT(test::relative_residual(m.pattern(), n, out.jac, b, x1, transpose), 1e-10);
   }
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
 #include "addsim/core/error.h"
 #include "addsim/solver/worker_thread.h"
@@ -11,7 +10,6 @@
 #ifdef ADDSIM_HAVE_LAPACK
 // LAPACK's LU with partial pivoting (column-major, LP64 integers as in Debian's liblapack).
 extern "C" void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
-extern "C" void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
 #endif
 
 namespace addsim {
@@ -85,32 +83,31 @@ std::vector<char> block_graph(const SparsePattern& pattern, const std::vector<in
 // pivot, kept at a[s² + j] for the substitutions), the column below multiplied by it, then
 // the rank-one update of the trailing columns (vectorised down each column). L (unit lower)
 // ends below the diagonal, U on and above, the s reciprocals of U's diagonal after them (the
-// block's storage is s² + s scalars). False on a zero or non-finite pivot.
+// block's storage is s² + s doubles). False on a zero or non-finite pivot.
 // S > 0 fixes s at compile time (fully unrolled loops for the 3- and 6-DOF blocks of FEM
-// nodes and rigid bodies: the same operations in the same order). T: the factors' scalar
-// (double, or float for solver.factorization_precision = "single").
-template <int S, class T>
-inline __attribute__((always_inline)) bool factor_block_impl(T* a, int s_dynamic, int* swaps) {
+// nodes and rigid bodies: the same operations in the same order).
+template <int S>
+inline __attribute__((always_inline)) bool factor_block_impl(double* a, int s_dynamic, int* swaps) {
   const int s = S > 0 ? S : s_dynamic;
   for (int j = 0; j < s; ++j) {
-    T* aj = a + j * s;
+    double* aj = a + j * s;
     int p = j;
-    T biggest = std::abs(aj[j]);
+    double biggest = std::abs(aj[j]);
     for (int i = j + 1; i < s; ++i)
       if (std::abs(aj[i]) > biggest) {
         biggest = std::abs(aj[i]);
         p = i;
       }
     swaps[j] = p;
-    if (biggest == T(0)) return false;
+    if (biggest == 0.0) return false;
     if (p != j)
       for (int c = 0; c < s; ++c) std::swap(a[j + c * s], a[p + c * s]);
-    const T reciprocal = T(1) / aj[j];
+    const double reciprocal = 1.0 / aj[j];
     a[s * s + j] = reciprocal;
     for (int i = j + 1; i < s; ++i) aj[i] *= reciprocal;
     for (int c = j + 1; c < s; ++c) {
-      T* ac = a + c * s;
-      const T f = ac[j];
+      double* ac = a + c * s;
+      const double f = ac[j];
       for (int i = j + 1; i < s; ++i) ac[i] -= aj[i] * f;
     }
   }
@@ -120,14 +117,6 @@ inline __attribute__((always_inline)) bool factor_block_impl(T* a, int s_dynamic
 }
 
 __attribute__((target_clones("avx2", "default"))) bool factor_block(double* a, int s, int* swaps) {
-  if (s == 3) return factor_block_impl<3>(a, s, swaps);
-  if (s == 6) return factor_block_impl<6>(a, s, swaps);
-  return factor_block_impl<0>(a, s, swaps);
-}
-
-// factor_block in float (solver.factorization_precision = "single": eight lanes per AVX2
-// register in the trailing updates).
-__attribute__((target_clones("avx2", "default"))) bool factor_block_single(float* a, int s, int* swaps) {
   if (s == 3) return factor_block_impl<3>(a, s, swaps);
   if (s == 6) return factor_block_impl<6>(a, s, swaps);
   return factor_block_impl<0>(a, s, swaps);
@@ -162,24 +151,6 @@ bool factor_diagonal_block(double* a, int s, int* swaps) {
   return factor_block(a, s, swaps);
 }
 
-// factor_diagonal_block in float: LAPACK's sgetrf for large blocks, else factor_block_single.
-bool factor_diagonal_block(float* a, int s, int* swaps) {
-#ifdef ADDSIM_HAVE_LAPACK
-  if (s >= kLapackMinBlock) {
-    int info = 0;
-    sgetrf_(&s, &s, a, &s, swaps, &info);
-    for (int j = 0; j < s; ++j) --swaps[j];
-    if (info != 0) return false;
-    for (int j = 0; j < s; ++j) {
-      a[s * s + j] = 1.0f / a[j + j * s];
-      if (!std::isfinite(a[j + j * s]) || !std::isfinite(a[s * s + j])) return false;
-    }
-    return true;
-  }
-#endif
-  return factor_block_single(a, s, swaps);
-}
-
 // W ← D⁻¹ W for the s × t panel W (column-major) with D = P⁻¹ L U packed in `f` by
 // factor_block: per column the row swaps in order (P), then L y = y eliminating one unknown
 // at a time from the rows below, then U x = y from the last unknown up, each unknown
@@ -190,45 +161,43 @@ bool factor_diagonal_block(float* a, int s, int* swaps) {
 // For S > 0 the column is held in registers: loaded through the permutation the row swaps
 // compose to (computed from `swaps` alone, so it does not wait for the column's values, as a
 // chain of swaps in memory would in a substitution), solved, stored back.
-// TF: the factors' scalar; TW: the panel's or vector's (the arithmetic's: a float LU's
-// substitutions run on double vectors, each factor entry widened exactly).
-template <int S, class TF = double, class TW = double>
-inline void solve_columns_impl(const TF* f, const int* swaps, TW* w, int s_dynamic, int t) {
+template <int S>
+inline void solve_columns_impl(const double* f, const int* swaps, double* w, int s_dynamic, int t) {
   const int s = S > 0 ? S : s_dynamic;
   if constexpr (S > 0) {
     int perm[S];
     for (int i = 0; i < S; ++i) perm[i] = i;
     for (int i = 0; i < S; ++i) std::swap(perm[i], perm[swaps[i]]);
     for (int b = 0; b < t; ++b) {
-      TW* column = w + b * S;
-      TW x[S];
+      double* column = w + b * S;
+      double x[S];
       for (int i = 0; i < S; ++i) x[i] = column[perm[i]];
       for (int j = 0; j < S - 1; ++j) {
-        const TF* lj = f + j * S;
-        for (int i = j + 1; i < S; ++i) x[i] -= static_cast<TW>(lj[i]) * x[j];
+        const double* lj = f + j * S;
+        for (int i = j + 1; i < S; ++i) x[i] -= lj[i] * x[j];
       }
       for (int j = S - 1; j >= 0; --j) {
-        const TF* uj = f + j * S;
-        x[j] = x[j] * static_cast<TW>(f[S * S + j]);
-        for (int i = 0; i < j; ++i) x[i] -= static_cast<TW>(uj[i]) * x[j];
+        const double* uj = f + j * S;
+        x[j] = x[j] * f[S * S + j];
+        for (int i = 0; i < j; ++i) x[i] -= uj[i] * x[j];
       }
       for (int i = 0; i < S; ++i) column[i] = x[i];
     }
     return;
   }
   for (int b = 0; b < t; ++b) {
-    TW* x = w + b * s;
+    double* x = w + b * s;
     for (int i = 0; i < s; ++i) std::swap(x[i], x[swaps[i]]);
     for (int j = 0; j < s - 1; ++j) {
-      const TF* lj = f + j * s;
-      const TW xj = x[j];
-      for (int i = j + 1; i < s; ++i) x[i] -= static_cast<TW>(lj[i]) * xj;
+      const double* lj = f + j * s;
+      const double xj = x[j];
+      for (int i = j + 1; i < s; ++i) x[i] -= lj[i] * xj;
     }
     for (int j = s - 1; j >= 0; --j) {
-      const TF* uj = f + j * s;
-      const TW xj = x[j] * static_cast<TW>(f[s * s + j]);
+      const double* uj = f + j * s;
+      const double xj = x[j] * f[s * s + j];
       x[j] = xj;
-      for (int i = 0; i < j; ++i) x[i] -= static_cast<TW>(uj[i]) * xj;
+      for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
     }
   }
 }
@@ -237,83 +206,72 @@ inline void solve_columns_impl(const TF* f, const int* swaps, TW* w, int s_dynam
 // solve_columns, two SSE2 ones in its baseline clone; element-wise IEEE operations, no fused
 // multiply–add (GCC's avx2 target does not enable FMA), so every lane gets the scalar's bits.
 typedef double Lane4 __attribute__((vector_size(32)));
-// Eight floats as one GCC vector: the lanes of a float LU's panel solves (eight columns),
-// and four (one SSE register) for a remainder of four to seven columns.
-typedef float Lane8 __attribute__((vector_size(32)));
-typedef float Lane4f __attribute__((vector_size(16)));
-template <class T>
-struct LaneOf;
-template <>
-struct LaneOf<double> {
-  using type = Lane4;
-};
-template <>
-struct LaneOf<float> {
-  using type = Lane8;
-};
 
 // Panels of at most this many rows go through the four-column lanes (a stack array of s
 // vectors); taller ones (none on the shipped scenes: their wide blocks have empty fronts)
 // keep the column loop.
 constexpr int kMaxLaneRows = 64;
 
-// solve_columns_impl on L columns at once (V: four doubles, eight or four floats), lane l
-// holding column b + l: each lane does exactly the scalar column's operations in the same
-// order — the row swaps (applied as the permutation `perm` they compose to, while the
-// columns are loaded into the lanes: a swap only moves values), each L elimination, each
-// product with 1/u_jj and each U elimination — so the results are those of
-// solve_columns_impl to the bit. The independent chains share one vector product per
-// unknown. `x`: s vectors of scratch.
-template <int S, class T, class V>
-inline __attribute__((always_inline)) void solve_lane_columns(const T* f, const int* perm, T* w, int s_dynamic,
-                                                              V* x) {
-  constexpr int L = static_cast<int>(sizeof(V) / sizeof(T));
+// solve_columns_impl on four columns at once, lane l holding column b + l: each lane does
+// exactly the scalar column's operations in the same order — the row swaps (applied as the
+// permutation `perm` they compose to, while the four columns are loaded into the lanes: a
+// swap only moves values), each L elimination, each product with 1/u_jj and each U
+// elimination — so the four results are those of solve_columns_impl to the bit. The four
+// independent chains share one vector product per unknown. `x`: s vectors of scratch.
+template <int S>
+inline __attribute__((always_inline)) void solve_four_columns(const double* f, const int* perm, double* w,
+                                                              int s_dynamic, Lane4* x) {
   const int s = S > 0 ? S : s_dynamic;
   for (int i = 0; i < s; ++i) {
     const int p = perm[i];
-    T lanes[L];
-    for (int l = 0; l < L; ++l) lanes[l] = w[l * s + p];
+    const double lanes[4] = {w[p], w[s + p], w[2 * s + p], w[3 * s + p]};
     __builtin_memcpy(&x[i], lanes, sizeof lanes);
   }
   for (int j = 0; j < s - 1; ++j) {
-    const T* lj = f + j * s;
-    const V xj = x[j];
-    for (int i = j + 1; i < s; ++i) x[i] -= lj[i] * xj;  // the scalar in every lane
+    const double* lj = f + j * s;
+    const Lane4 xj = x[j];
+    for (int i = j + 1; i < s; ++i) {
+      const double l = lj[i];
+      x[i] -= Lane4{l, l, l, l} * xj;
+    }
   }
   for (int j = s - 1; j >= 0; --j) {
-    const T* uj = f + j * s;
-    const V xj = x[j] * f[s * s + j];
+    const double* uj = f + j * s;
+    const double d = f[s * s + j];
+    const Lane4 xj = x[j] * Lane4{d, d, d, d};
     x[j] = xj;
-    for (int i = 0; i < j; ++i) x[i] -= uj[i] * xj;
+    for (int i = 0; i < j; ++i) {
+      const double u = uj[i];
+      x[i] -= Lane4{u, u, u, u} * xj;
+    }
   }
-  for (int i = 0; i < s; ++i)
-    for (int l = 0; l < L; ++l) w[l * s + i] = x[i][l];
+  for (int i = 0; i < s; ++i) {
+    w[i] = x[i][0];
+    w[s + i] = x[i][1];
+    w[2 * s + i] = x[i][2];
+    w[3 * s + i] = x[i][3];
+  }
 }
 
-// The panel in groups of one vector's columns (four doubles, eight floats; then four floats
-// if at least four remain), the remaining columns one by one.
-template <int S, class T>
-inline __attribute__((always_inline)) void solve_panel(const T* f, const int* swaps, T* w, int s_dynamic, int t) {
-  using V = typename LaneOf<T>::type;
-  constexpr int L = static_cast<int>(sizeof(V) / sizeof(T));
+// The panel in groups of four columns (lanes), the remaining t mod 4 columns one by one.
+template <int S>
+inline __attribute__((always_inline)) void solve_panel(const double* f, const int* swaps, double* w, int s_dynamic,
+                                                       int t) {
   const int s = S > 0 ? S : s_dynamic;
-  int grouped = s <= kMaxLaneRows ? t - t % L : 0;
-  const bool narrow = std::is_same_v<T, float> && s <= kMaxLaneRows && t - grouped >= 4;
-  if (grouped > 0 || narrow) {
+  const int four = s <= kMaxLaneRows ? t - t % 4 : 0;
+  if (four > 0) {
     int perm[S > 0 ? S : kMaxLaneRows];
     for (int i = 0; i < s; ++i) perm[i] = i;
     for (int i = 0; i < s; ++i) std::swap(perm[i], perm[swaps[i]]);
-    V x[S > 0 ? S : kMaxLaneRows];
-    for (int b = 0; b < grouped; b += L) solve_lane_columns<S, T>(f, perm, w + b * s, s, x);
-    if constexpr (std::is_same_v<T, float>) {
-      if (narrow) {
-        Lane4f x4[S > 0 ? S : kMaxLaneRows];
-        solve_lane_columns<S, T>(f, perm, w + grouped * s, s, x4);
-        grouped += 4;
-      }
+    if constexpr (S > 0) {
+      Lane4 x[S];
+      for (int b = 0; b < four; b += 4) solve_four_columns<S>(f, perm, w + b * s, s, x);
+    } else {
+      Lane4 x[kMaxLaneRows];
+      for (int b = 0; b < four; b += 4) solve_four_columns<S>(f, perm, w + b * s, s, x);
     }
   }
-  solve_columns_impl<S, T, T>(f, swaps, w + grouped * s, s, t - grouped);
+  solve_columns_impl<S>(f, swaps, w + four * s, s, t - four);
 }
 
 __attribute__((target_clones("avx2", "default"))) void solve_columns(const double* f, const int* swaps, double* w,
@@ -327,55 +285,18 @@ __attribute__((target_clones("avx2", "default"))) void solve_columns(const doubl
   }
 }
 
-// solve_columns for a float LU's panels (float, eight columns per lane group).
-__attribute__((target_clones("avx2", "default"))) void solve_columns_single(const float* f, const int* swaps,
-                                                                           float* w, int s, int t) {
-  if (s == 3) {
-    solve_panel<3>(f, swaps, w, s, t);
-  } else if (s == 6) {
-    solve_panel<6>(f, swaps, w, s, t);
-  } else {
-    solve_panel<0>(f, swaps, w, s, t);
-  }
-}
-
-// One double column solved with a float LU's block (the substitutions of "single").
-__attribute__((target_clones("avx2", "default"))) void solve_column_single(const float* f, const int* swaps,
-                                                                          double* w, int s) {
-  if (s == 3) {
-    solve_columns_impl<3, float, double>(f, swaps, w, s, 1);
-  } else if (s == 6) {
-    solve_columns_impl<6, float, double>(f, swaps, w, s, 1);
-  } else {
-    solve_columns_impl<0, float, double>(f, swaps, w, s, 1);
-  }
-}
-
-// The diagonal solves and the panel solves of either precision, by the factors' scalar.
-inline void solve_panel_of(const double* f, const int* swaps, double* w, int s, int t) {
-  solve_columns(f, swaps, w, s, t);
-}
-inline void solve_panel_of(const float* f, const int* swaps, float* w, int s, int t) {
-  solve_columns_single(f, swaps, w, s, t);
-}
-inline void solve_vector_of(const double* f, const int* swaps, double* y, int s) { solve_columns(f, swaps, y, s, 1); }
-inline void solve_vector_of(const float* f, const int* swaps, double* y, int s) {
-  solve_column_single(f, swaps, y, s);
-}
-
 // The diagonal solves y_l ← D_l⁻¹ y_l of `count` (2 … 4) blocks of s DOFs at once, lane l
 // holding block l (a missing lane repeats block 0 and is not stored): each lane does exactly
 // solve_columns_impl's operations on one column in the same order — the row swaps (as the
 // permutation they compose to), each L elimination, each product with 1/u_jj, each U
 // elimination — so each block gets the bits of its own solve. Independent blocks' dependent
 // chains, which a substitution otherwise waits out one block after another, share one vector
-// operation per step. `x`: s vectors of scratch. TF: the factors' scalar (a float LU's
-// entries widened exactly to double in the lanes).
-template <int S, class TF>
-inline __attribute__((always_inline)) void solve_blocks_impl(const TF* const* factors, const int* const* swaps,
+// operation per step. `x`: s vectors of scratch.
+template <int S>
+inline __attribute__((always_inline)) void solve_blocks_impl(const double* const* factors, const int* const* swaps,
                                                              double* const* y, int count, int s_dynamic, Lane4* x) {
   const int s = S > 0 ? S : s_dynamic;
-  const TF* f[4];
+  const double* f[4];
   const double* v[4];
   int perm[4][S > 0 ? S : kMaxLaneRows];
   for (int l = 0; l < 4; ++l) {
@@ -417,44 +338,20 @@ __attribute__((target_clones("avx2", "default"))) void solve_blocks(const double
   }
 }
 
-// solve_blocks with float LUs' blocks (double vectors).
-__attribute__((target_clones("avx2", "default"))) void solve_blocks_single(const float* const* factors,
-                                                                          const int* const* swaps, double* const* y,
-                                                                          int count, int s) {
-  if (s == 3) {
-    Lane4 x[3];
-    solve_blocks_impl<3>(factors, swaps, y, count, s, x);
-  } else if (s == 6) {
-    Lane4 x[6];
-    solve_blocks_impl<6>(factors, swaps, y, count, s, x);
-  } else {
-    Lane4 x[kMaxLaneRows];
-    solve_blocks_impl<0>(factors, swaps, y, count, s, x);
-  }
-}
-
-inline void solve_blocks_of(const double* const* f, const int* const* swaps, double* const* y, int count, int s) {
-  solve_blocks(f, swaps, y, count, s);
-}
-inline void solve_blocks_of(const float* const* f, const int* const* swaps, double* const* y, int count, int s) {
-  solve_blocks_single(f, swaps, y, count, s);
-}
-
 // x ← D⁻ᵀ x, D = P⁻¹ L U packed in `f`: Dᵀ = Uᵀ Lᵀ P, so Uᵀ y = x forwards (each sum times
 // U's reciprocal diagonal entry f[s² + i]), Lᵀ z = y backwards (unit diagonal), both as dot
 // products down the columns of U and L, then x = Pᵀ z: the row swaps in reverse order.
-template <class TF>
-void solve_transposed_columns(const TF* f, const int* swaps, double* x, int s) {
+void solve_transposed_columns(const double* f, const int* swaps, double* x, int s) {
   for (int i = 0; i < s; ++i) {
-    const TF* ui = f + i * s;
+    const double* ui = f + i * s;
     double sum = x[i];
-    for (int j = 0; j < i; ++j) sum -= static_cast<double>(ui[j]) * x[j];
-    x[i] = sum * static_cast<double>(f[s * s + i]);
+    for (int j = 0; j < i; ++j) sum -= ui[j] * x[j];
+    x[i] = sum * f[s * s + i];
   }
   for (int i = s - 2; i >= 0; --i) {
-    const TF* li = f + i * s;
+    const double* li = f + i * s;
     double sum = x[i];
-    for (int j = i + 1; j < s; ++j) sum -= static_cast<double>(li[j]) * x[j];
+    for (int j = i + 1; j < s; ++j) sum -= li[j] * x[j];
     x[i] = sum;
   }
   for (int i = s - 1; i >= 0; --i) std::swap(x[i], x[swaps[i]]);
@@ -465,31 +362,30 @@ void solve_transposed_columns(const TF* f, const int* swaps, double* x, int s) {
 // (c_a0 v_0 + c_a1 v_1 + …) into the contiguous work column, so that the products vectorise
 // over a (no scattered stores in the loop). S > 0 fixes s at compile time (one pass over a,
 // r unrolled); otherwise one pass per r. Each entry's sum does not depend on `rows`.
-// The arithmetic is the column's scalar T (the panel's entries TC widened exactly to it).
-template <int S, class T, class TC>
-inline void panel_times_impl(T* column, const TC* c, const T* v, int s_dynamic, int rows, int ld) {
+template <int S>
+inline void panel_times_impl(double* column, const double* c, const double* v, int s_dynamic, int rows, int ld) {
   if constexpr (S > 0) {
     for (int a = 0; a < rows; ++a) {
-      T u = static_cast<T>(c[a]) * v[0];
-      for (int r = 1; r < S; ++r) u += static_cast<T>(c[a + r * ld]) * v[r];
+      double u = c[a] * v[0];
+      for (int r = 1; r < S; ++r) u += c[a + r * ld] * v[r];
       column[a] = u;
     }
   } else {
-    for (int a = 0; a < rows; ++a) column[a] = static_cast<T>(c[a]) * v[0];
+    for (int a = 0; a < rows; ++a) column[a] = c[a] * v[0];
     for (int r = 1; r < s_dynamic; ++r) {
-      const TC* cr = c + r * ld;
-      const T vr = v[r];
-      for (int a = 0; a < rows; ++a) column[a] += static_cast<T>(cr[a]) * vr;
+      const double* cr = c + r * ld;
+      const double vr = v[r];
+      for (int a = 0; a < rows; ++a) column[a] += cr[a] * vr;
     }
   }
 }
 
 // y[front[a]] −= (C v)_a (the forward substitution's push of block k into its front): the
 // products into the work column, then subtracted where the front says.
-template <int S, class TC>
-inline void push_front_impl(double* y, const int* front, const TC* c, const double* v, int s_dynamic, int t,
+template <int S>
+inline void push_front_impl(double* y, const int* front, const double* c, const double* v, int s_dynamic, int t,
                             double* column) {
-  panel_times_impl<S, double, TC>(column, c, v, s_dynamic, t, t);
+  panel_times_impl<S>(column, c, v, s_dynamic, t, t);
   for (int a = 0; a < t; ++a) y[front[a]] -= column[a];
 }
 
@@ -501,14 +397,14 @@ inline void push_front_impl(double* y, const int* front, const TC* c, const doub
 // S > 0 fixes s at compile time (the 3- and 6-DOF blocks). Compiled for AVX2 and the
 // baseline, chosen at load time; both clones do the same element-wise operations in the
 // same order (GCC's avx2 target has no FMA to contract them), so they give the same numbers
-// to the bit. T: the factors' scalar (float: eight lanes per AVX2 operation).
-template <int S, class T>
-inline void schur_update_impl(T* data, const T* c, const T* w, const int* map, int s_dynamic, int t, int a0, int a1,
-                              int b0, int b1, T* column) {
+// to the bit.
+template <int S>
+inline void schur_update_impl(double* data, const double* c, const double* w, const int* map, int s_dynamic, int t,
+                              int a0, int a1, int b0, int b1, double* column) {
   const int s = S > 0 ? S : s_dynamic;
   const int rows = a1 - a0;
   for (int b = b0; b < b1; ++b) {
-    panel_times_impl<S, T, T>(column, c + a0, w + b * s, s, rows, t);
+    panel_times_impl<S>(column, c + a0, w + b * s, s, rows, t);
     const int* m = map + b * t + a0;
     for (int a = 0; a < rows; ++a) data[m[a]] -= column[a];
   }
@@ -526,47 +422,23 @@ __attribute__((target_clones("avx2", "default"))) void schur_update(double* data
   }
 }
 
-// schur_update of a float LU.
-__attribute__((target_clones("avx2", "default"))) void schur_update_single(float* data, const float* c,
-                                                                          const float* w, const int* map, int s,
-                                                                          int t, int a0, int a1, int b0, int b1,
-                                                                          float* column) {
-  if (s == 3) {
-    schur_update_impl<3>(data, c, w, map, s, t, a0, a1, b0, b1, column);
-  } else if (s == 6) {
-    schur_update_impl<6>(data, c, w, map, s, t, a0, a1, b0, b1, column);
-  } else {
-    schur_update_impl<0>(data, c, w, map, s, t, a0, a1, b0, b1, column);
-  }
-}
-
-inline void schur_update_of(double* data, const double* c, const double* w, const int* map, int s, int t, int a0,
-                            int a1, int b0, int b1, double* column) {
-  schur_update(data, c, w, map, s, t, a0, a1, b0, b1, column);
-}
-inline void schur_update_of(float* data, const float* c, const float* w, const int* map, int s, int t, int a0,
-                            int a1, int b0, int b1, float* column) {
-  schur_update_single(data, c, w, map, s, t, a0, a1, b0, b1, column);
-}
-
 // v −= W y_front for the s × t row panel W (column-major): the s sums accumulated over the
-// front's entries in order (the back substitution's pull of block k's front). TF: the
-// panel's scalar (widened exactly to double).
-template <int S, class TF>
-inline void pull_front_impl(double* v, const int* front, const TF* w, const double* y, int s_dynamic, int t) {
+// front's entries in order (the back substitution's pull of block k's front).
+template <int S>
+inline void pull_front_impl(double* v, const int* front, const double* w, const double* y, int s_dynamic, int t) {
   const int s = S > 0 ? S : s_dynamic;
   double u[S > 0 ? S : 1];
   if constexpr (S > 0) {
     for (int r = 0; r < S; ++r) u[r] = 0.0;
     for (int a = 0; a < t; ++a) {
       const double ya = y[front[a]];
-      for (int r = 0; r < S; ++r) u[r] += static_cast<double>(w[r + a * S]) * ya;
+      for (int r = 0; r < S; ++r) u[r] += w[r + a * S] * ya;
     }
     for (int r = 0; r < S; ++r) v[r] -= u[r];
   } else {
     for (int r = 0; r < s; ++r) {
       double sum = 0.0;
-      for (int a = 0; a < t; ++a) sum += static_cast<double>(w[r + a * s]) * y[front[a]];
+      for (int a = 0; a < t; ++a) sum += w[r + a * s] * y[front[a]];
       v[r] -= sum;
     }
   }
@@ -583,30 +455,7 @@ __attribute__((target_clones("avx2", "default"))) void push_front(double* y, con
   }
 }
 
-// push_front with a float LU's column panel.
-__attribute__((target_clones("avx2", "default"))) void push_front_single(double* y, const int* front,
-                                                                        const float* c, const double* v, int s,
-                                                                        int t, double* column) {
-  if (s == 3) {
-    push_front_impl<3>(y, front, c, v, s, t, column);
-  } else if (s == 6) {
-    push_front_impl<6>(y, front, c, v, s, t, column);
-  } else {
-    push_front_impl<0>(y, front, c, v, s, t, column);
-  }
-}
-
-inline void push_front_of(double* y, const int* front, const double* c, const double* v, int s, int t,
-                          double* column) {
-  push_front(y, front, c, v, s, t, column);
-}
-inline void push_front_of(double* y, const int* front, const float* c, const double* v, int s, int t,
-                          double* column) {
-  push_front_single(y, front, c, v, s, t, column);
-}
-
-template <class TF>
-void pull_front(double* v, const int* front, const TF* w, const double* y, int s, int t) {
+void pull_front(double* v, const int* front, const double* w, const double* y, int s, int t) {
   if (s == 3) {
     pull_front_impl<3>(v, front, w, y, s, t);
   } else if (s == 6) {
@@ -623,10 +472,9 @@ namespace block_schur_kernels {
 namespace {
 
 // `f` (s × s) followed by the reciprocals of its diagonal, as factor_block stores them.
-template <class T>
-std::vector<T> with_reciprocal_diagonal(const T* f, int s) {
-  std::vector<T> packed(f, f + static_cast<size_t>(s) * s);
-  for (int j = 0; j < s; ++j) packed.push_back(T(1) / f[j + j * s]);
+std::vector<double> with_reciprocal_diagonal(const double* f, int s) {
+  std::vector<double> packed(f, f + static_cast<size_t>(s) * s);
+  for (int j = 0; j < s; ++j) packed.push_back(1.0 / f[j + j * s]);
   return packed;
 }
 
@@ -640,18 +488,9 @@ void solve_panel_by_columns(const double* f, const int* swaps, double* w, int s,
   solve_columns_impl<0>(with_reciprocal_diagonal(f, s).data(), swaps, w, s, t);
 }
 
-void solve_panel(const float* f, const int* swaps, float* w, int s, int t) {
-  solve_columns_single(with_reciprocal_diagonal(f, s).data(), swaps, w, s, t);
-}
-
-void solve_panel_by_columns(const float* f, const int* swaps, float* w, int s, int t) {
-  solve_columns_impl<0, float, float>(with_reciprocal_diagonal(f, s).data(), swaps, w, s, t);
-}
-
 }  // namespace block_schur_kernels
 
-BlockSchurLu::BlockSchurLu(const SparsePattern* pattern, bool single_precision)
-    : pattern_(pattern), single_(single_precision) {
+BlockSchurLu::BlockSchurLu(const SparsePattern* pattern) : pattern_(pattern) {
   // Large diagonal blocks go through LAPACK (dgetrf): one BLAS thread, no idle pool.
   limit_blas_threads();
   const int n = pattern->size();
@@ -746,10 +585,7 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern, bool single_precision)
     col_base_[k] = total;
     total += t * size(k);
   }
-  if (single_)
-    data_single_.assign(total, 0.0f);
-  else
-    data_.assign(total, 0.0);
+  data_.assign(total, 0.0);
   // Each front's DOFs sorted, with their places in the front, for a binary search.
   std::vector<std::vector<std::pair<int, int>>> sorted_front(m);
   for (int k = 0; k < m; ++k) {
@@ -804,7 +640,6 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern, bool single_precision)
   int widest = 0;
   for (int k = 0; k < m; ++k) widest = std::max(widest, width(k));
   pushed_.resize(widest);
-  if (single_) pushed_single_.resize(widest);
   permuted_.resize(n);
 
   // The forward substitution's lane groups: block k, unless an earlier group took it, with
@@ -841,120 +676,90 @@ BlockSchurLu::BlockSchurLu(const SparsePattern* pattern, bool single_precision)
   plan_parallel();
 }
 
-template <class T>
-std::vector<T>& BlockSchurLu::factors() {
-  if constexpr (std::is_same_v<T, float>)
-    return data_single_;
-  else
-    return data_;
-}
-
-template <class T>
 bool BlockSchurLu::eliminate_block(int k) {
   const int s = size(k), t = width(k);
-  T* data = factors<T>().data();
-  T* d = data + diag_base_[k];
+  double* d = data_.data() + diag_base_[k];
   int* swaps = swaps_.data() + offset_[k];
   if (!factor_diagonal_block(d, s, swaps)) return false;
   // W_k = D_k⁻¹ A_k,N(k) in place of the row panel.
-  if (t > 0) solve_panel_of(d, swaps, data + row_base_[k], s, t);
+  if (t > 0) solve_columns(d, swaps, data_.data() + row_base_[k], s, t);
   return true;
 }
 
-template <class T>
-void BlockSchurLu::schur(int k, int part, T* work) {
+void BlockSchurLu::schur(int k, int part, double* work) {
   // A_N(k),N(k) −= C_k W_k: all of it, or the part of the entries of block k's subtree (the
   // front's first inside_[k] DOFs: the rows and columns of the update that involve them), or
   // the rest (rows and columns both beyond them).
   const int t = width(k);
   if (t == 0) return;
   const int in = part == kWholeUpdate ? t : inside_[k];
-  T* data = factors<T>().data();
-  const T* c = data + col_base_[k];
-  const T* w = data + row_base_[k];
+  const double* c = data_.data() + col_base_[k];
+  const double* w = data_.data() + row_base_[k];
   const int* map = update_map_.data() + update_base_[k];
   if (part == kOutsideUpdate) {
-    if (in < t) schur_update_of(data, c, w, map, size(k), t, in, t, in, t, work);
+    if (in < t) schur_update(data_.data(), c, w, map, size(k), t, in, t, in, t, work);
     return;
   }
-  schur_update_of(data, c, w, map, size(k), t, 0, t, 0, in, work);
-  if (in < t) schur_update_of(data, c, w, map, size(k), t, 0, in, in, t, work);
+  schur_update(data_.data(), c, w, map, size(k), t, 0, t, 0, in, work);
+  if (in < t) schur_update(data_.data(), c, w, map, size(k), t, 0, in, in, t, work);
 }
 
-template <class T>
-bool BlockSchurLu::eliminate_bin(int bin, T* work) {
+bool BlockSchurLu::eliminate_bin(int bin, double* work) {
   for (int k : bin_[bin]) {
-    if (!eliminate_block<T>(k)) return false;
+    if (!eliminate_block(k)) return false;
     schur(k, kInsideUpdate, work);
   }
   return true;
 }
 
-template <class T>
-bool BlockSchurLu::eliminate_side(int side, T* work) {
+bool BlockSchurLu::eliminate_side(int side, double* work) {
   const bool ok = eliminate_bin(side, work);
   // Both bins must be done before any outside update: a destination entry gets updates
   // from blocks of both bins, in elimination order.
   bins_done_.fetch_add(1, std::memory_order_acq_rel);
   WorkerThread::spin_until_at_least(bins_done_, 2);
   if (!ok) return false;
-  T* data = factors<T>().data();
   for (int i = 0; i < outside_lead_; ++i) {
     const int k = -1 - serial_[i];
     const int t = width(k), in = inside_[k], split = outside_split_[k];
     const int b0 = side == 0 ? in : split, b1 = side == 0 ? split : t;
     if (b0 < b1)
-      schur_update_of(data, data + col_base_[k], data + row_base_[k], update_map_.data() + update_base_[k], size(k),
-                      t, in, t, b0, b1, work);
-  }
-  return true;
-}
-
-template <class T>
-bool BlockSchurLu::factorize_blocks(T* work, T* worker_work) {
-  std::vector<T>& data = factors<T>();
-  std::fill(data.begin(), data.end(), T(0));
-  for (size_t e = 0; e < slot_.size(); ++e) {
-    if constexpr (std::is_same_v<T, float>) {
-      // An entry beyond float's range (or not finite) would turn the factors into infinities.
-      if (!(std::abs(values_[e]) <= std::numeric_limits<float>::max())) return false;
-    }
-    data[slot_[e]] = static_cast<T>(values_[e]);
-  }
-  if (worker_ && !bin_[0].empty() && worker_->available()) {
-    // The two sets of subtrees concurrently (each writing only its own subtrees' entries),
-    // then, after a barrier, the leading outside updates split by destination column; then
-    // the rest and the remaining outside updates, in elimination order. Every entry gets
-    // its updates in elimination order either way. The task captures three pointers, which
-    // std::function keeps without a heap allocation.
-    bool worker_ok = false, own_ok = false;
-    bins_done_.store(0, std::memory_order_relaxed);
-    worker_->run_alongside([this, &worker_ok, worker_work] { worker_ok = eliminate_side(1, worker_work); },
-                           [&] { own_ok = eliminate_side(0, work); });
-    if (!worker_ok || !own_ok) return false;
-    for (size_t i = outside_lead_; i < serial_.size(); ++i) {
-      const int e = serial_[i];
-      if (e < 0) {
-        schur(-1 - e, kOutsideUpdate, work);
-      } else {
-        if (!eliminate_block<T>(e)) return false;
-        schur(e, kWholeUpdate, work);
-      }
-    }
-  } else {
-    for (int k : order_) {
-      if (!eliminate_block<T>(k)) return false;
-      schur(k, kWholeUpdate, work);
-    }
+      schur_update(data_.data(), data_.data() + col_base_[k], data_.data() + row_base_[k],
+                   update_map_.data() + update_base_[k], size(k), t, in, t, b0, b1, work);
   }
   return true;
 }
 
 bool BlockSchurLu::factorize(const VecX& values) {
   values_ = values;
-  const bool ok = single_ ? factorize_blocks(pushed_single_.data(), worker_pushed_single_.data())
-                          : factorize_blocks(pushed_.data(), worker_pushed_.data());
-  if (!ok) return false;
+  std::fill(data_.begin(), data_.end(), 0.0);
+  for (size_t e = 0; e < slot_.size(); ++e) data_[slot_[e]] = values[e];
+  if (worker_ && !bin_[0].empty() && worker_->available()) {
+    // The two sets of subtrees concurrently (each writing only its own subtrees' entries),
+    // then, after a barrier, the leading outside updates split by destination column; then
+    // the rest and the remaining outside updates, in elimination order. Every entry gets
+    // its updates in elimination order either way. The task captures two pointers, which
+    // std::function keeps without a heap allocation.
+    bool worker_ok = false, own_ok = false;
+    bins_done_.store(0, std::memory_order_relaxed);
+    worker_->run_alongside([this, &worker_ok] { worker_ok = eliminate_side(1, worker_pushed_.data()); },
+                           [&] { own_ok = eliminate_side(0, pushed_.data()); });
+    if (!worker_ok || !own_ok) return false;
+    for (size_t i = outside_lead_; i < serial_.size(); ++i) {
+      const int e = serial_[i];
+      if (e < 0) {
+        schur(-1 - e, kOutsideUpdate, pushed_.data());
+      } else {
+        if (!eliminate_block(e)) return false;
+        schur(e, kWholeUpdate, pushed_.data());
+      }
+    }
+  } else {
+    for (int k : order_) {
+      if (!eliminate_block(k)) return false;
+      schur(k, kWholeUpdate, pushed_.data());
+    }
+  }
   factor_flops_ = total_factor_flops_;
   solve_flops_ = total_solve_flops_;
   return true;
@@ -1131,29 +936,14 @@ void BlockSchurLu::plan_parallel() {
     outside_split_[k] = split_at(k, best_place);
   }
   worker_pushed_.resize(pushed_.size());
-  if (single_) worker_pushed_single_.resize(pushed_.size());
 }
 
 void BlockSchurLu::substitute(const VecX& b, VecX& x, bool transpose, bool interleave) {
-  if (single_)
-    substitute_with<float>(b, x, transpose, interleave);
-  else
-    substitute_with<double>(b, x, transpose, interleave);
-}
-
-template <class T>
-void BlockSchurLu::substitute_with(const VecX& b, VecX& x, bool transpose, bool interleave) {
-  const T* data = factors<T>().data();
   const int n = static_cast<int>(b.size());
   double* y = permuted_.data();
   for (int d = 0; d < n; ++d) y[position_[d]] = b[d];
   const int m = blocks();
-  // A panel of the factors as a double matrix: the factors themselves, or a float LU's
-  // entries widened exactly (Eigen evaluates the cast lazily inside the product).
-  const auto panel = [&](int base, int rows, int cols) {
-    return Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>>(data + base, rows, cols)
-        .template cast<double>();
-  };
+  using ConstMap = Eigen::Map<const MatX>;
   const auto own = [&](int k) { return Eigen::Map<VecX>(y + offset_[k], size(k)); };
   const auto pushed = [&](int k) { return pushed_.head(width(k)); };
   // pushed_ ← the front's entries of y, or y's front −= pushed_.
@@ -1174,39 +964,40 @@ void BlockSchurLu::substitute_with(const VecX& b, VecX& x, bool transpose, bool 
       const int* group = lane_blocks_.data() + lane_base_[k];
       const int count = interleave ? lane_base_[k + 1] - lane_base_[k] : 1;
       if (!interleave || count == 1) {
-        solve_vector_of(data + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k));
+        solve_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k), 1);
       } else if (count > 1) {
-        const T* diagonal[4];
+        const double* factors[4];
         const int* swaps[4];
         double* own[4];
         for (int l = 0; l < count; ++l) {
-          diagonal[l] = data + diag_base_[group[l]];
+          factors[l] = data_.data() + diag_base_[group[l]];
           swaps[l] = swaps_.data() + offset_[group[l]];
           own[l] = y + offset_[group[l]];
         }
-        solve_blocks_of(diagonal, swaps, own, count, size(k));
+        solve_blocks(factors, swaps, own, count, size(k));
       }
       if (width(k) == 0) continue;
-      push_front_of(y, front_position_.data() + front_base_[k], data + col_base_[k], y + offset_[k], size(k),
-                    width(k), pushed_.data());
+      push_front(y, front_position_.data() + front_base_[k], data_.data() + col_base_[k], y + offset_[k], size(k),
+                 width(k), pushed_.data());
     }
     for (int k = m - 1; k >= 0; --k) {
       if (width(k) == 0) continue;
-      pull_front(y + offset_[k], front_position_.data() + front_base_[k], data + row_base_[k], y, size(k), width(k));
+      pull_front(y + offset_[k], front_position_.data() + front_base_[k], data_.data() + row_base_[k], y, size(k),
+                 width(k));
     }
   } else {
     // Uᵀ y = b (unit lower): y_N(k) −= W_kᵀ y_k; Lᵀ x = y backwards: x_k = D_k⁻ᵀ (y_k − C_kᵀ x_N(k)).
     for (int k = 0; k < m; ++k) {
       if (width(k) == 0) continue;
-      pushed(k).noalias() = panel(row_base_[k], size(k), width(k)).transpose() * own(k);
+      pushed(k).noalias() = ConstMap(data_.data() + row_base_[k], size(k), width(k)).transpose() * own(k);
       scatter(k);
     }
     for (int k = m - 1; k >= 0; --k) {
       if (width(k) > 0) {
         gather(k);
-        own(k).noalias() -= panel(col_base_[k], width(k), size(k)).transpose() * pushed(k);
+        own(k).noalias() -= ConstMap(data_.data() + col_base_[k], width(k), size(k)).transpose() * pushed(k);
       }
-      solve_transposed_columns(data + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k));
+      solve_transposed_columns(data_.data() + diag_base_[k], swaps_.data() + offset_[k], y + offset_[k], size(k));
     }
   }
   x.resize(n);

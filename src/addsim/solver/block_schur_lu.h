@@ -70,9 +70,7 @@ class WorkerThread;
 
 class BlockSchurLu final : public LinearSolver {
  public:
-  /// `single_precision`: the factors in float (solver.factorization_precision = "single";
-  /// header comment), else double.
-  explicit BlockSchurLu(const SparsePattern* pattern, bool single_precision = false);
+  explicit BlockSchurLu(const SparsePattern* pattern);
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
   void solve_within(const VecX& b, VecX& x, bool transpose, double tolerance, bool stop_at_tolerance) override;
@@ -85,8 +83,6 @@ class BlockSchurLu final : public LinearSolver {
   double solve_flops() const override { return solve_flops_; }
   bool counts_flops() const override { return true; }
   const char* name() const override { return "block_schur_lu"; }
-  /// Whether the factors are float (constructor).
-  bool single_precision() const { return single_; }
   /// Factorises the subtrees on `worker` and the calling thread together (header comment;
   /// null: one thread). The worker must outlive this solver's factorisations. A
   /// factorisation whose caller cannot fork now (WorkerThread::available: it is the worker,
@@ -138,15 +134,12 @@ class BlockSchurLu final : public LinearSolver {
   std::vector<int> offset_;                ///< per block: its first place there (m + 1 entries)
   std::vector<int> front_base_;            ///< per k: its first entry in front_position_
   std::vector<int> front_position_;        ///< the DOFs of each front: their places in the permuted vector
-  bool single_ = false;                    ///< factors in float (data_single_), else in data_
-  std::vector<double> data_;               ///< all blocks, column-major each (double factors)
-  std::vector<float> data_single_;         ///< the same layout in float (single_)
+  std::vector<double> data_;               ///< all blocks, column-major each
   std::vector<int> slot_;                  ///< per pattern entry: its index in data_
   std::vector<int> swaps_;  ///< per block (at offset_): the row swaps of its LU, in data_ at diag_base_
   std::vector<int> lane_base_, lane_blocks_;  ///< per block k (m + 1): its lane group in lane_blocks_
   VecX values_, permuted_;
   VecX pushed_;  ///< work column (widest front): the panels' products before they are scattered
-  std::vector<float> pushed_single_, worker_pushed_single_;  ///< the Schur updates' work columns of a float LU
   RefinementWork refinement_;
   double factor_flops_ = 0.0, solve_flops_ = 0.0;
   double total_factor_flops_ = 0.0, total_solve_flops_ = 0.0;  ///< of every (successful) factorisation
@@ -172,34 +165,20 @@ class BlockSchurLu final : public LinearSolver {
   int size(int k) const { return static_cast<int>(dofs_[k].size()); }
   int width(int k) const { return static_cast<int>(later_dofs_[k].size()); }
   void substitute(const VecX& b, VecX& x, bool transpose, bool interleave);
-  // substitute() with factors of scalar T (double vectors either way).
-  template <class T>
-  void substitute_with(const VecX& b, VecX& x, bool transpose, bool interleave);
-  // The factors' storage of scalar T: data_ or data_single_.
-  template <class T>
-  std::vector<T>& factors();
-  // The numeric factorisation of values_ in T (work, worker_work: the two threads' work
-  // columns); false on a singular block, or for float on an entry beyond its range.
-  template <class T>
-  bool factorize_blocks(T* work, T* worker_work);
   // The subtree schedule of the two-thread factorisation (constructor).
   void plan_parallel();
   // Block k's diagonal LU and row panel W_k (false on a singular block); its Schur update
   // A_N(k),N(k) −= C_k W_k with `work` as the work column.
-  template <class T>
   bool eliminate_block(int k);
   // The blocks of subtree bin `bin` in elimination order, each with its updates inside the
   // subtrees (work: a column of the widest front); false on a singular block.
-  template <class T>
-  bool eliminate_bin(int bin, T* work);
+  bool eliminate_bin(int bin, double* work);
   // One side of the two-thread factorisation: its bin, the barrier, then its columns of the
   // leading outside updates (side 0 the calling thread's, 1 the worker's); false on a
   // singular block of its bin (the barrier is passed either way).
-  template <class T>
-  bool eliminate_side(int side, T* work);
+  bool eliminate_side(int side, double* work);
   enum UpdatePart { kWholeUpdate, kInsideUpdate, kOutsideUpdate };
-  template <class T>
-  void schur(int k, int part, T* work);
+  void schur(int k, int part, double* work);
 };
 
 /// The block LU's panel solve, exposed for tests: W ← D⁻¹ W for the s × t column-major panel
@@ -211,9 +190,6 @@ class BlockSchurLu final : public LinearSolver {
 namespace block_schur_kernels {
 void solve_panel(const double* f, const int* swaps, double* w, int s, int t);
 void solve_panel_by_columns(const double* f, const int* swaps, double* w, int s, int t);
-/// The same for a float LU's panels (eight columns per lane group, then four).
-void solve_panel(const float* f, const int* swaps, float* w, int s, int t);
-void solve_panel_by_columns(const float* f, const int* swaps, float* w, int s, int t);
 }  // namespace block_schur_kernels
 
 }  // namespace addsim
