@@ -285,12 +285,12 @@ TEST(BandedLu, PhaseTimingIsOffByDefaultAndChangesNoState) {
 
 TEST(BandedLuSingle, KernelsMatchTheScalarFloatLuToTheBit) {
   std::mt19937 rng(29);
-  const Sheet sheet = make_sheet(5, identity(25));  // km = kl = 20: two registers of eight and four scalar rows
+  const Sheet sheet = make_sheet(5, identity(25));  // km = kl = 20: three registers of eight over the padded band
   expect_bitwise_like_scalar_lu<float>(sheet, sheet_values(sheet, 200.0, 1.0, rng), rng);
   expect_bitwise_like_scalar_lu<float>(sheet, sheet_values(sheet, 1e-6, 1.0, rng), rng);  // row exchanges
   const VecX ties = sheet_values(sheet, 1.0, 4.0, rng).array().round().matrix();
   expect_bitwise_like_scalar_lu<float>(sheet, ties, rng);
-  const Sheet small = make_sheet(3, identity(9));  // kl = 14: one register and six scalar rows
+  const Sheet small = make_sheet(3, identity(9));  // kl = 14: two registers of eight over the padded band
   expect_bitwise_like_scalar_lu<float>(small, sheet_values(small, 1e-3, 1.0, rng), rng);
   std::vector<int> slot = identity(121);
   std::shuffle(slot.begin(), slot.end(), rng);

@@ -335,8 +335,8 @@ inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int
 // enable FMA), so both clones, and the scalar loops, give the same numbers to the bit. (An
 // avx512f clone would not: GCC's avx512f implies FMA and contracts a − b c, and it was no
 // faster on the sheet.) The rank-one update keeps the column's multipliers in registers
-// (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, two of floats
-// and four scalar rows): ≈ 2× fewer instructions than the plain loop.
+// (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, or three of
+// floats over the padded band): ≈ 2× fewer instructions than the plain loop.
 template <class T, bool kPadded>
 inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, int* pivot,
                                                        double& flops, int& widest) {
