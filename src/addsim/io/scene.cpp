@@ -102,8 +102,7 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
   const bool single = r.choice("factorization_precision", "double", {"double", "single"}) == "single";
   s.factorization_precision = single ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble;
   if (single && !supports_single_precision(s.linear_solver))
-    r.fail("factorization_precision", "\"single\" needs solver.linear_solver = " + single_precision_solver_names() +
-                                          " (the solvers with single-precision factors), got \"" + ls + "\"");
+    r.fail("factorization_precision", std::string(kSinglePrecisionNeedsBanded) + ", got \"" + ls + "\"");
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);
   s.stick_predictor_ratio = r.number("stick_predictor_ratio", 0.0, Bound::kNonNegative);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "addsim/core/error.h"
 
@@ -465,21 +466,6 @@ __attribute__((target_clones("avx2", "default"))) void band_solve_f32(const floa
   band_solve<float, true>(ab, n, kl, kv, ldab, u_band, pivot, y);
 }
 
-inline bool band_factor_cloned(double* ab, int n, int kl, int ku, int ldab, int* pivot, double& flops, int& widest) {
-  return band_factor_f64(ab, n, kl, ku, ldab, pivot, flops, widest);
-}
-inline bool band_factor_cloned(float* ab, int n, int kl, int ku, int ldab, int* pivot, double& flops, int& widest) {
-  return band_factor_f32(ab, n, kl, ku, ldab, pivot, flops, widest);
-}
-inline void band_solve_cloned(const double* ab, int n, int kl, int kv, int ldab, int u_band, const int* pivot,
-                              double* y) {
-  band_solve_f64(ab, n, kl, kv, ldab, u_band, pivot, y);
-}
-inline void band_solve_cloned(const float* ab, int n, int kl, int kv, int ldab, int u_band, const int* pivot,
-                              float* y) {
-  band_solve_f32(ab, n, kl, kv, ldab, u_band, pivot, y);
-}
-
 // The pattern's values into band storage (T = double: runs copied four at a time by
 // fixed-size copies, which the compiler inlines — a memmove call per run cost more than the
 // copy; T = float: each value rounded to the nearest float, four at a time by a vector
@@ -524,7 +510,12 @@ bool BandedLu::factorize_in(const VecX& values, std::vector<T>& ab) {
   const int kl = ordering_.lower, ku = ordering_.upper;
   int widest = 0;
   double flops = 0.0;
-  if (!band_factor_cloned(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest)) return false;
+  bool factored;
+  if constexpr (std::is_same_v<T, float>)
+    factored = band_factor_f32(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest);
+  else
+    factored = band_factor_f64(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest);
+  if (!factored) return false;
   u_band_ = std::min(kv_, ku + widest);
   factor_flops_ = flops;
   double solve = 0.0;
@@ -546,7 +537,10 @@ void BandedLu::solve_in(const std::vector<T>& ab_storage, std::vector<T>& work, 
   for (int k = 0; k < n_; ++k) y[k] = static_cast<T>(b[order[k]]);
   const T* ab = ab_storage.data();
   if (!transpose) {
-    band_solve_cloned(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
+    if constexpr (std::is_same_v<T, float>)
+      band_solve_f32(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
+    else
+      band_solve_f64(ab, n_, kl, kv_, ldab_, u_band_, pivot_.data(), y);
   } else {
     // Bᵀ y = c, Bᵀ = Uᵀ Lᵀ Pᵀ: Uᵀ forwards, then Lᵀ backwards with the exchanges undone.
     for (int j = 0; j < n_; ++j) {

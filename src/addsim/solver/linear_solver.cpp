@@ -311,28 +311,13 @@ void keep_freed_memory() {
 #endif
 }
 
-bool supports_single_precision(LinearSolverKind kind) {
-  for (const SinglePrecisionSolver& s : kSinglePrecisionSolvers)
-    if (s.kind == kind) return true;
-  return false;
-}
-
-std::string single_precision_solver_names() {
-  std::string names;
-  for (const SinglePrecisionSolver& s : kSinglePrecisionSolvers) {
-    if (!names.empty()) names += ", ";
-    names += std::string("\"") + s.name + "\"";
-  }
-  return names;
-}
-
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
                                                  FactorizationPrecision precision) {
   limit_blas_threads();
   if (precision == FactorizationPrecision::kSingle) {
-    if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern, precision);
-    throw InputError("solver.factorization_precision = \"single\" needs solver.linear_solver = " +
-                     single_precision_solver_names() + " (the solvers with single-precision factors)");
+    if (!supports_single_precision(kind))
+      throw InputError(std::string("solver.factorization_precision: ") + kSinglePrecisionNeedsBanded);
+    return std::make_unique<BandedLu>(pattern, precision);
   }
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster
   // per refactorisation than UMFPACK on an 8,232-DOF soft cube, docs/solver.md; it falls

@@ -108,23 +108,17 @@ void refine_direct_solve(const SparsePattern& pattern, const VecX& values, const
   if (counted && !met) ++counts.unmet;
 }
 
-/// The solver kinds with a single-precision factorisation (solver.factorization_precision =
-/// "single"), with their names in solver.linear_solver. kAuto is not among them: the choice
-/// must be explicit.
-struct SinglePrecisionSolver {
-  LinearSolverKind kind;
-  const char* name;
-};
-inline constexpr SinglePrecisionSolver kSinglePrecisionSolvers[] = {{LinearSolverKind::kBanded, "banded"}};
-/// True if `kind` is listed in kSinglePrecisionSolvers.
-bool supports_single_precision(LinearSolverKind kind);
-/// The names of kSinglePrecisionSolvers, quoted and comma-separated (for error messages).
-std::string single_precision_solver_names();
+/// True for the solver kinds with a single-precision factorisation (solver.factorization_precision
+/// = "single"): `"banded"` (BandedLu) only. kAuto is not among them: the choice must be explicit.
+inline bool supports_single_precision(LinearSolverKind kind) { return kind == LinearSolverKind::kBanded; }
+/// The one-line reason a kind without single-precision factors is refused.
+inline constexpr const char* kSinglePrecisionNeedsBanded =
+    "\"single\" needs solver.linear_solver = \"banded\" (the solver with single-precision factors)";
 
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
-/// SparseLU without it), factorising in `precision` (kSingle only for the kinds in
-/// kSinglePrecisionSolvers). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// SparseLU without it), factorising in `precision` (kSingle only where
+/// supports_single_precision). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
 /// requested but not available, or kSingle for a kind without a single-precision factorisation.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
                                                  FactorizationPrecision precision = FactorizationPrecision::kDouble);
