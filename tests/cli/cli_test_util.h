@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/source_dir.h"
+#include "../support/temp_dir.h"
 
 namespace addsim::cli_test {
 
@@ -23,15 +24,9 @@ namespace fs = std::filesystem;
 using addsim::test::source_dir;
 
 /// An empty temporary directory named after the running test (suite and name) and this
-/// process, so that test runs sharing a machine do not collide.
-inline fs::path fresh_temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / ("addsim_" + std::string(info->test_suite_name()) + "_" +
-                                                    info->name() + "_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+/// process, so that test runs sharing a machine do not collide; removed when the test passes,
+/// kept and named when it fails (support/temp_dir.h).
+inline fs::path fresh_temp_dir() { return addsim::test::test_temp_dir(); }
 
 /// The whole content of a text file.
 inline std::string slurp(const fs::path& file) {

@@ -3,8 +3,6 @@
 
 #include "addsim/mesh/mesh_cache.h"
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -15,19 +13,19 @@
 
 #include "addsim/mesh/gmsh_generators.h"
 #include "addsim/mesh/mesh_generators.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Points the cache at a fresh folder for one test and restores the environment after.
+// Points the cache at a folder that does not exist yet, in the test's temporary directory
+// (support/temp_dir.h), and restores the environment after.
 class MeshCache : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("addsim_mesh_cache_" + std::string(info->name()) + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
+    dir_ = test::test_temp_dir() / "cache";
     const char* old = std::getenv("ADDSIM_MESH_CACHE_DIR");
     had_old_ = old != nullptr;
     if (old) old_ = old;
@@ -38,7 +36,6 @@ class MeshCache : public ::testing::Test {
       setenv("ADDSIM_MESH_CACHE_DIR", old_.c_str(), 1);
     else
       unsetenv("ADDSIM_MESH_CACHE_DIR");
-    fs::remove_all(dir_);
   }
   fs::path dir_;
   bool had_old_ = false;

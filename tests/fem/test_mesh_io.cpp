@@ -9,6 +9,7 @@
 
 #include "addsim/core/error.h"
 #include "addsim/mesh/mesh_io.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
@@ -101,8 +102,7 @@ TEST(MeshIo, TetgenFiles) {
   expect_two_tets(parse_tetgen(n, e, "two"));
 
   // Files on disk, by either extension or the base name, and through load_tet_mesh.
-  const auto dir = std::filesystem::temp_directory_path() / "addsim_fem_mesh_io";
-  std::filesystem::create_directories(dir);
+  const auto dir = test::test_temp_dir();
   const std::string base = (dir / "two").string();
   std::ofstream(base + ".node") << node;
   std::ofstream(base + ".ele") << ele;
@@ -113,7 +113,6 @@ TEST(MeshIo, TetgenFiles) {
   expect_two_tets(load_tet_mesh(base));  // TetGen base name without extension
   EXPECT_THROW(load_tet_mesh(base + "_missing"), InputError);
   EXPECT_THROW(load_tet_mesh(base + ".vtk"), InputError);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(MeshIo, ErrorsNameFileAndLine) {

@@ -9,13 +9,13 @@
 #include "addsim/core/error.h"
 #include "addsim/mesh/gmsh_generators.h"
 #include "../support/source_dir.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
 
-std::filesystem::path temp_file(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("addsim_fem_surface_" + name);
-}
+// A file of the running test's temporary directory (support/temp_dir.h).
+std::filesystem::path temp_file(const std::string& name) { return test::test_temp_dir() / name; }
 
 // A unit cube [0, 1]³ as 12 outward triangles (Wavefront .obj, 1-based).
 void write_cube_obj(const std::filesystem::path& file, bool drop_last_face) {

@@ -21,6 +21,7 @@
 #include "addsim/mesh/gmsh_generators.h"
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/mesh/tet_mesh.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
@@ -238,7 +239,7 @@ TEST(GmshGenerators, ThreeToriAreIdenticalInEveryProcess) {
         unsetenv("ADDSIM_MESH_CACHE");
     }
   } restore{cache != nullptr, saved};
-  const auto dump = std::filesystem::temp_directory_path() / ("addsim_fem_tori_" + std::to_string(getpid()) + ".txt");
+  const auto dump = test::test_temp_dir() / "tori.txt";
   // A child with an environment of another size than ours, so that its heap layout differs.
   const std::string cmd = "ADDSIM_TEST_MESH_DUMP='" + dump.string() + "' ADDSIM_TEST_PADDING=" +
                           std::string(97, 'x') + " '" + exe +
@@ -247,7 +248,6 @@ TEST(GmshGenerators, ThreeToriAreIdenticalInEveryProcess) {
   std::ifstream in(dump);
   std::stringstream child;
   child << in.rdbuf();
-  std::filesystem::remove(dump);
   const std::string here = exact_text(make_three_tori_mesh(0.1, 0.025, 1930));
   EXPECT_EQ(child.str().size(), here.size());
   EXPECT_TRUE(child.str() == here) << "the three-tori mesh differs between two processes";

@@ -10,18 +10,14 @@
 
 #include "addsim/core/error.h"
 #include "../support/source_dir.h"
+#include "../support/temp_dir.h"
 
 namespace addsim::test {
 
-/// A fresh empty directory under the system temp dir, unique per test and process.
+/// A fresh empty directory under the system temp dir, unique per test and process; removed
+/// when the test passes, kept and named when it fails (support/temp_dir.h).
 inline std::filesystem::path fresh_temp_dir(const std::string& name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("addsim_io_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + name + "_" +
-                    std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+  return fresh_registered_temp_dir("addsim_io_" + current_test_label() + "_" + name);
 }
 
 /// The InputError message thrown by f, or "" if nothing was thrown.

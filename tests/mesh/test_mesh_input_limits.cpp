@@ -13,6 +13,7 @@
 #include "addsim/mesh/mesh_generators.h"
 #include "addsim/mesh/mesh_io.h"
 #include "addsim/rigid/rigid_mesh.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
@@ -62,8 +63,7 @@ TEST(MeshInputLimits, TetgenCountsAreCheckedAgainstTheFileSize) {
 }
 
 TEST(MeshInputLimits, ObjFaceIndicesAreParsedSafely) {
-  const auto dir = std::filesystem::temp_directory_path() / ("addsim_obj_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const auto dir = test::test_temp_dir();
   const std::string verts = "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\n";
   for (const auto& [face, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"f 1 2 x", "a.obj:5: face entry \"x\" is not a vertex index"},
@@ -80,7 +80,6 @@ TEST(MeshInputLimits, ObjFaceIndicesAreParsedSafely) {
   }
   std::ofstream(dir / "a.obj") << verts << "f 1 3 2\nf 1 2 4\nf 1 4 3\nf 2/1 3/1/1 4//1\n";
   EXPECT_EQ(load_surface_mesh((dir / "a.obj").string()).triangles.size(), 4u);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(MeshInputLimits, BoxGeneratorRefusesHugeOrExtremeBoxes) {

@@ -7,6 +7,7 @@
 #include "addsim/core/error.h"
 #include "addsim/rigid/rigid_body.h"
 #include "addsim/rigid/rigid_mesh.h"
+#include "../support/temp_dir.h"
 
 namespace addsim {
 namespace {
@@ -25,7 +26,7 @@ std::string box_obj(double a, double b, double c) {
 }
 
 TEST(RigidMesh, BoxObjMatchesClosedForm) {
-  const auto path = std::filesystem::temp_directory_path() / "addsim_rigid_box.obj";
+  const auto path = test::test_temp_dir() / "box.obj";
   std::ofstream(path) << box_obj(0.4, 0.2, 0.1);
   const MeshMassProperties mp = mesh_mass_properties(load_surface_mesh(path.string()));
   EXPECT_NEAR(mp.volume, 0.4 * 0.2 * 0.1, 1e-12);
@@ -35,7 +36,7 @@ TEST(RigidMesh, BoxObjMatchesClosedForm) {
 }
 
 TEST(RigidMesh, AsciiStlTetrahedronAndErrors) {
-  const auto path = std::filesystem::temp_directory_path() / "addsim_rigid_tet.stl";
+  const auto path = test::test_temp_dir() / "tet.stl";
   // Unit right tetrahedron: V = 1/6, centroid (1/4, 1/4, 1/4).
   const char* tris[4][3] = {{"0 0 0", "0 1 0", "1 0 0"}, {"0 0 0", "1 0 0", "0 0 1"},
                             {"0 0 0", "0 0 1", "0 1 0"}, {"1 0 0", "0 1 0", "0 0 1"}};
