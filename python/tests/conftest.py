@@ -4,12 +4,56 @@ scenes (short rollouts, contact-free or tight Newton tolerance, so finite differ
 import os
 import pathlib
 import shutil
+import tempfile
 
 import pytest
 
 import addsim
 
 SOURCE_DIR = pathlib.Path(os.environ.get("ADDSIM_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+
+# Temporary files (docs/testing.md, "Temporary files"): everything the session writes under the
+# temp dir goes to one fresh addsim_pytest_* folder, which becomes $TMPDIR for this process and its
+# children (the CLI, Dask's workers with their dask-worker-space and addsim-dask packages) and
+# holds pytest's tmp_path folders. A test's tmp_path is removed when the test passed, kept and
+# named in its report when it failed; the folder is removed when the session passed.
+_TEMP_ROOT = pytest.StashKey[pathlib.Path]()
+_TEST_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # First, before pytest's tmpdir plugin reads --basetemp.
+    root = pathlib.Path(tempfile.mkdtemp(prefix="addsim_pytest_"))
+    config.stash[_TEMP_ROOT] = root
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = None  # gettempdir() caches its first answer: read $TMPDIR again
+    if config.option.basetemp is None:
+        config.option.basetemp = str(root / "basetemp")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    path = (getattr(item, "funcargs", None) or {}).get("tmp_path")
+    if report.failed:
+        item.stash[_TEST_FAILED] = True
+        if path is not None:
+            report.sections.append(("temporary directory", f"kept {path} (the test failed)"))
+    if report.when == "teardown" and path is not None and not item.stash.get(_TEST_FAILED, False):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    root = session.config.stash.get(_TEMP_ROOT, None)
+    if root is None:
+        return
+    if exitstatus == 0:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"kept the temporary directory {root} (the session failed)")
 
 
 def _cli_path() -> pathlib.Path | None:

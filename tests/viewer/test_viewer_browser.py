@@ -138,7 +138,11 @@ def main():
         print("SKIPPED: chromium not found (install it with `bash scripts/install-deps.sh`)")
         return SKIP
     failures = []
-    with tempfile.TemporaryDirectory(prefix="addsim_viewer_test_") as tmp:
+    # Removed when every check passed; kept, and named, for a look at the pages and stills when
+    # one failed.
+    tmp = tempfile.mkdtemp(prefix="addsim_viewer_test_")
+    passed = False
+    try:
         scene = os.path.join(tmp, "scene.json")
         with open(scene, "w") as f:
             json.dump(SCENE, f)
@@ -198,6 +202,12 @@ def main():
         with open(page) as f:
             if "install-deps.sh" not in f.read():
                 failures.append("page without three.js lacks the install command")
+        passed = not failures
+    finally:
+        if passed:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print("kept the temporary directory", tmp, file=sys.stderr)
     for f in failures:
         print("FAIL:", f)
     if not failures:
