@@ -5,11 +5,13 @@
 // steps). Counters: us_per_step (addsim or MuJoCo), steps.
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "addsim/io/scene.h"
 #include "addsim/solver/simulator.h"
@@ -86,10 +88,15 @@ void BM_mujoco_one_second(benchmark::State& state, const char* xml_format, bool 
   const int steps = static_cast<int>(1.0 / h + 0.5);
   char xml[2048];
   std::snprintf(xml, sizeof(xml), xml_format, h);
-  const std::filesystem::path file = std::filesystem::temp_directory_path() / "addsim_bench_rigid.xml";
+  // MuJoCo parses the model from a file: one per process (concurrent runs do not share it),
+  // removed as soon as it is parsed.
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("addsim_bench_rigid_" + std::to_string(getpid()) + ".xml");
   std::ofstream(file) << xml;
   char error[1000] = "";
   mjModel* m = mj_loadXML(file.string().c_str(), nullptr, error, sizeof(error));
+  std::error_code ec;
+  std::filesystem::remove(file, ec);
   if (!m) {
     state.SkipWithError(error);
     return;

@@ -41,7 +41,16 @@ std::string write_still(const fs::path& page, const fs::path& png, int frame) {
   // A fresh profile per run, so no state leaks between runs and nothing touches the user's.
   std::string profile_template = (fs::temp_directory_path() / "addsim-chromium-XXXXXX").string();
   if (!mkdtemp(profile_template.data())) return "cannot create a temporary browser profile";
-  const fs::path profile = profile_template;
+  // Removed on every way out, an exception included: success, a browser that failed, one that
+  // never started.
+  struct RemovedProfile {
+    fs::path dir;
+    ~RemovedProfile() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } const removed{profile_template};
+  const fs::path& profile = removed.dir;
   const std::string url = "file://" + fs::absolute(page).string() + "?frame=" + std::to_string(frame);
   const std::vector<std::string> args = {chromium_program(), "--headless", "--no-sandbox", "--disable-gpu",
                                          "--enable-unsafe-swiftshader", "--disable-background-networking",
@@ -59,7 +68,6 @@ std::string write_still(const fs::path& page, const fs::path& png, int frame) {
     failure = args[0] + " not found (install it with `bash scripts/install-deps.sh`)";
   else if (!run.ok() || !fs::exists(png))
     failure = args[0] + " did not write " + png.string();
-  fs::remove_all(profile, ec);
   return failure;
 }
 
