@@ -46,14 +46,15 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_sessionfinish(session, exitstatus):
     root = session.config.stash.get(_TEMP_ROOT, None)
-    if root is None:
-        return
-    if exitstatus == 0:
+    if root is not None and exitstatus == 0:
         shutil.rmtree(root, ignore_errors=True)
-        return
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"kept the temporary directory {root} (the session failed)")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    root = config.stash.get(_TEMP_ROOT, None)
+    if root is not None and exitstatus != 0:
+        terminalreporter.write_sep("-", "temporary files")
+        terminalreporter.write_line(f"kept the temporary directory {root} (the session failed)")
 
 
 def _cli_path() -> pathlib.Path | None:
