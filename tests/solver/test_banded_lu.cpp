@@ -59,6 +59,18 @@ Sheet make_sheet(int m, const std::vector<int>& slot) {
   return s;
 }
 
+// A chain of `count` particles, each coupled to the next `reach` ones (3 reach + 2 rows below the
+// diagonal in its own order).
+Sheet make_chain(int count, int reach) {
+  Sheet s;
+  s.n = 3 * count;
+  for (int i = 0; i < count; ++i)
+    for (int d = 1; d <= reach && i + d < count; ++d)
+      s.stencils.add({3 * i, 3 * i + 1, 3 * i + 2, 3 * (i + d), 3 * (i + d) + 1, 3 * (i + d) + 2});
+  s.pattern = SparsePattern(s.n, s.stencils);
+  return s;
+}
+
 std::vector<int> identity(int count) {
   std::vector<int> v(count);
   std::iota(v.begin(), v.end(), 0);
@@ -190,9 +202,10 @@ VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool tra
 
 // BandedLu's vectorised kernels (rank-one updates with the multipliers in registers, cloned
 // for AVX2) do element by element what the scalar dense LU does: the same solutions to the bit
-// (T = float: the single-precision factors against the scalar LU in float).
+// (T = float: the single-precision factors against the scalar LU in float). zero_stride > 0:
+// the right-hand side is zero except every zero_stride-th entry (columns the substitutions skip).
 template <class T = double>
-void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng) {
+void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng, int zero_stride = 0) {
   BandedLu lu(&s.pattern, std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble);
   ASSERT_TRUE(lu.factorize(values));
   const std::vector<int>& order = lu.ordering().order;
@@ -203,7 +216,10 @@ void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19
   for (int c = 0; c < s.n; ++c)
     for (int k = outer[c]; k < outer[c + 1]; ++k)
       dense[static_cast<size_t>(position[c]) * s.n + position[inner[k]]] = static_cast<T>(values[k]);
-  const VecX b = test::random_rhs(s.n, rng);
+  VecX b = test::random_rhs(s.n, rng);
+  if (zero_stride > 0)
+    for (int k = 0; k < s.n; ++k)
+      if (k % zero_stride != 0) b[k] = 0.0;
   VecX b_permuted(s.n);
   for (int k = 0; k < s.n; ++k) b_permuted[k] = static_cast<T>(b[order[k]]);
   for (bool transpose : {false, true}) {
@@ -297,6 +313,56 @@ TEST(BandedLuSingle, KernelsMatchTheScalarFloatLuToTheBit) {
   const Sheet wide = make_sheet(11, slot);  // wider than 56 rows: the multipliers from memory
   EXPECT_GT(BandedLu(&wide.pattern).ordering().lower, 56);
   expect_bitwise_like_scalar_lu<float>(wide, sheet_values(wide, 1e-2, 1.0, rng), rng);
+}
+
+// U's band in the last factorisation (u_band, ≥ lower), read back from solve_flops():
+// Σ_j 2 (min(lower, n − 1 − j) + min(u_band, j)) + 1.
+int u_band_of(const BandedLu& lu, int n) {
+  const int kl = lu.ordering().lower;
+  for (int u = 0; u <= 2 * n; ++u) {
+    double flops = 0.0;
+    for (int j = 0; j < n; ++j) flops += 2.0 * (std::min(kl, n - 1 - j) + std::min(u, j)) + 1.0;
+    if (flops == lu.solve_flops()) return u;
+  }
+  return -1;
+}
+
+// band_solve's substitutions with y's rows in registers (a window of ⌈kl/8⌉ + 1 vectors forwards,
+// ⌈u_band/8⌉ + 1 backwards, for kl ≤ 32 and u_band ≤ 48; the column loops through memory
+// otherwise) give the scalar float LU's solutions to the bit, transposed solves unchanged: chains
+// whose bands give every window size, n below the window and not a multiple of eight, many row
+// exchanges (a tiny diagonal), right-hand sides with zeros, and bands past the windows.
+TEST(BandedLuSingle, SubstitutionsInRegistersMatchTheScalarFloatLu) {
+  std::mt19937 rng(37);
+  std::vector<int> forward_windows, backward_windows;
+  int memory_path = 0;
+  const std::pair<int, int> chains[] = {{2, 1}, {3, 2}, {4, 2}, {5, 3}, {9, 5}, {12, 7}, {14, 8}, {25, 10}, {30, 11}};
+  for (const auto& [count, reach] : chains) {
+    const Sheet chain = make_chain(count, reach);
+    for (const double mass : {200.0, 1e-6}) {
+      const VecX values = sheet_values(chain, mass, 1.0, rng);
+      SCOPED_TRACE("chain of " + std::to_string(count) + ", reach " + std::to_string(reach) + ", diagonal " +
+                   std::to_string(mass));
+      expect_bitwise_like_scalar_lu<float>(chain, values, rng);
+      expect_bitwise_like_scalar_lu<float>(chain, values, rng, 3);
+      BandedLu lu(&chain.pattern, FactorizationPrecision::kSingle);
+      ASSERT_TRUE(lu.factorize(values));
+      const int kl = lu.ordering().lower, u_band = u_band_of(lu, chain.n);
+      ASSERT_GE(u_band, kl);
+      if (kl <= 32 && u_band <= 48) {
+        forward_windows.push_back((kl + 7) / 8 + 1);
+        backward_windows.push_back((u_band + 7) / 8 + 1);
+      } else {
+        ++memory_path;
+      }
+    }
+  }
+  for (int vectors = 2; vectors <= 5; ++vectors)
+    EXPECT_NE(std::count(forward_windows.begin(), forward_windows.end(), vectors), 0) << vectors << " vectors forwards";
+  for (int vectors = 2; vectors <= 7; ++vectors)
+    EXPECT_NE(std::count(backward_windows.begin(), backward_windows.end(), vectors), 0)
+        << vectors << " vectors backwards";
+  EXPECT_GT(memory_path, 0);
 }
 
 // Float factors solve the sheet to float accuracy (≈ 6e-8 × the condition number), and

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <type_traits>
 
 #include "addsim/core/error.h"
@@ -138,11 +139,12 @@ BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precisio
   kv_ = ordering_.lower + ordering_.upper;
   ldab_ = ordering_.lower + kv_ + 1;
   if (precision_ == FactorizationPrecision::kSingle) {
-    // kSinglePad zero rows below each column's band and as many zeros around the work vector:
-    // the float kernels round their row counts up to whole vectors (band_factor, band_solve).
+    // kSinglePad zero rows below each column's band: the float kernels round their row counts
+    // up to whole vectors (band_factor, band_solve); kSingleSlack zeros around the work vector
+    // for band_solve's windows.
     ldab_ += kSinglePad;
     ab_single_.assign(static_cast<size_t>(ldab_) * n_ + kSinglePad, 0.0f);
-    work_single_.assign(n_ + 2 * kSinglePad, 0.0f);
+    work_single_.assign(n_ + 2 * kSingleSlack, 0.0f);
   } else {
     ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
     work_.assign(n_, 0.0);
@@ -401,17 +403,255 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab
   return band_factor<float, true>(ab, n, kl, ku, ldab, pivot, flops, widest);
 }
 
+// v = s in every lane. Built as a 16-byte splat widened by a shuffle: a 32-byte initialiser
+// (or broadcast()'s lane loop) is split into 16-byte halves before the avx2 clone exists, five
+// dependent instructions instead of two — on the substitutions' chain from one entry to the next.
+template <class V, class S, std::size_t... H, std::size_t... I>
+inline __attribute__((always_inline)) void splat_impl(V& v, S s, std::index_sequence<H...>, std::index_sequence<I...>) {
+  typedef S Half __attribute__((vector_size(16)));
+  const Half h = {((void)H, s)...};
+  v = __builtin_shufflevector(h, h, ((void)I, 0)...);
+}
+template <class V, class S>
+inline __attribute__((always_inline)) void splat(V& v, S s) {
+  splat_impl(v, s, std::make_index_sequence<16 / sizeof(S)>(), std::make_index_sequence<sizeof(V) / sizeof(S)>());
+}
+
+// out = lanes 0 … S − 1 of `low`, lanes S … of `high` (one blend with a constant mask).
+template <int S, class V, std::size_t... I>
+inline __attribute__((always_inline)) void blend_at_impl(V& out, const V& low, const V& high,
+                                                         std::index_sequence<I...>) {
+  constexpr int kLanes = static_cast<int>(sizeof...(I));
+  out = __builtin_shufflevector(low, high, (static_cast<int>(I) < S ? static_cast<int>(I) : static_cast<int>(I) + kLanes)...);
+}
+template <int S, class V>
+inline __attribute__((always_inline)) void blend_at(V& out, const V& low, const V& high) {
+  blend_at_impl<S>(out, low, high, std::make_index_sequence<sizeof(V) / sizeof(low[0])>());
+}
+
+template <class T>
+inline __attribute__((always_inline)) void lane_index(typename Lanes<T>::Bits& b) {
+  for (int i = 0; i < Lanes<T>::kWidth; ++i) b[i] = i;
+}
+
+// band_solve's substitutions with the active rows of y in registers (the padded float band).
+// Column by column, each substitution updates the next kl (forwards) or u_band (backwards) rows
+// of y; through memory, each column's vector loads read rows the previous column stored shifted
+// by one, which store-to-load forwarding cannot serve, so every column waited for the previous
+// column's stores (the sheet: ≈ 2× slower than the arithmetic). Here the columns go in blocks of
+// kWidth: a window of vectors holds the rows the block's columns touch, aligned to the block;
+// each column's multipliers are loaded at the lane offset of its rows (the lanes of a column's
+// own row and those above it, forwards, or below it, backwards, kept by a constant blend; the
+// lanes past its band by a mask), and between blocks the window moves by one whole vector (one
+// load; the finished rows were stored one by one). Row exchanges, ≈ 11 of 75 columns on the
+// sheet, go through a spill of the window. Every entry gets the scalar loops' operations in
+// their order; the lanes a column does not touch keep their bits.
+//
+// Forward column j = J + S (J the block's first column): win[k] holds rows J + kWidth k … of y,
+// NV vectors (rows J … J + kl + kWidth − 1 at least). `next` is y[j] with the updates of the
+// columns before j, carried in a register as in band_solve: y[j + 1]'s update is also done as a
+// scalar, so the chain from one column to the next is one multiply and one subtraction.
+// Returns false past the last column.
+template <class T, int NV, int S>
+inline __attribute__((always_inline)) bool forward_column(const T* ab, int n, int kl, int kv, int ldab, const int* pivot,
+                                                          T* y, int J, typename Lanes<T>::V (&win)[NV], T& next) {
+  typedef typename Lanes<T>::V V;
+  typedef typename Lanes<T>::Bits Bits;
+  constexpr int W = Lanes<T>::kWidth;
+  const int j = J + S;
+  if (j + 1 >= n) return false;
+  T yj = next;
+  const int p = pivot[j];
+  if (p != j) {
+    // Exchange rows j and p (p − j ≤ kl: in the window): read row p through a spill, put row
+    // j's value into its lane.
+    alignas(32) T spill[NV * W];
+#pragma GCC unroll 16
+    for (int k = 0; k < NV; ++k) store(spill + W * k, win[k]);
+    yj = spill[p - J];
+    Bits lane, at;
+    lane_index<T>(lane);
+    splat(at, p - J);
+    V moved;
+    splat(moved, next);
+#pragma GCC unroll 16
+    for (int k = 0; k < NV; ++k) win[k] = (lane + W * k) == at ? moved : win[k];
+  }
+  y[j] = yj;
+  const T after = S + 1 < W ? win[0][(S + 1) % W] : win[1][0];  // y[j + 1]
+  if (yj == T(0)) {
+    next = after;
+    return true;
+  }
+  const T* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
+  next = after - l[1] * yj;
+  V b;
+  splat(b, yj);
+  {
+    V lv;
+    load(lv, l - S);  // rows J …: lanes up to S are row j and the rows above, kept
+    blend_at<S + 1>(win[0], win[0], win[0] - lv * b);
+  }
+#pragma GCC unroll 16
+  for (int k = 1; k + 1 < NV; ++k) {
+    V lv;
+    load(lv, l + W * k - S);  // rows past j + km read the column's zero rows: y − 0 · y_j
+    win[k] = win[k] - lv * b;
+  }
+  // The last vector: rows j + r, r = W (NV − 1) − S + lane; those past j + km keep their bits
+  // (past the zero rows, the entries are the next column's).
+  const int km = std::min(kl, n - 1 - j);
+  if (W * (NV - 1) - S <= km) {
+    V lv;
+    load(lv, l + W * (NV - 1) - S);
+    Bits lane, last;
+    lane_index<T>(lane);
+    splat(last, km - (W * (NV - 1) - S));
+    win[NV - 1] = lane > last ? win[NV - 1] : win[NV - 1] - lv * b;
+  }
+  return true;
+}
+
+template <class T, int NV, std::size_t... S>
+inline __attribute__((always_inline)) bool forward_block(const T* ab, int n, int kl, int kv, int ldab, const int* pivot,
+                                                         T* y, int J, typename Lanes<T>::V (&win)[NV], T& next,
+                                                         std::index_sequence<S...>) {
+  return (forward_column<T, NV, static_cast<int>(S)>(ab, n, kl, kv, ldab, pivot, y, J, win, next) && ...);
+}
+
+// L's columns forwards (and the exchanges), window of NV = ⌈kl / kWidth⌉ + 1 vectors.
+template <class T, int NV>
+inline __attribute__((always_inline)) void forward_window(const T* ab, int n, int kl, int kv, int ldab,
+                                                          const int* pivot, T* y) {
+  typedef typename Lanes<T>::V V;
+  constexpr int W = Lanes<T>::kWidth;
+  V win[NV];
+#pragma GCC unroll 16
+  for (int k = 0; k < NV; ++k) load(win[k], y + W * k);
+  T next = y[0];
+  for (int J = 0;; J += W) {
+    if (!forward_block<T, NV>(ab, n, kl, kv, ldab, pivot, y, J, win, next, std::make_index_sequence<W>())) break;
+    // Rows J … J + W − 1 are final (stored by the columns); the window moves one vector down.
+#pragma GCC unroll 16
+    for (int k = 0; k + 1 < NV; ++k) win[k] = win[k + 1];
+    load(win[NV - 1], y + J + W * NV);
+  }
+  y[n - 1] = next;
+}
+
+// Backward column j = J + S: win[M − k] holds rows J − kWidth k … of y, M + 1 vectors (rows
+// J − u_band … J + kWidth − 1 at least); `next` is y[j] with the updates of the columns after
+// j, and y[j − 1]'s update is also a scalar: the chain is the division, a multiply and a
+// subtraction. Returns false after column 0.
+template <class T, int M, int S>
+inline __attribute__((always_inline)) bool backward_column(const T* ab, int kv, int ldab, int u_band, T* y, int J,
+                                                           typename Lanes<T>::V (&win)[M + 1], T& next) {
+  typedef typename Lanes<T>::V V;
+  typedef typename Lanes<T>::Bits Bits;
+  constexpr int W = Lanes<T>::kWidth;
+  const int j = J + S;
+  const T* u = ab + kv + static_cast<size_t>(ldab) * j;  // U(j, j); U(j − t, j) at u[−t]
+  const T yj = next / u[0];
+  y[j] = yj;
+  if (j == 0) return false;
+  const T after = S >= 1 ? win[M][(S + W - 1) % W] : win[M - 1][W - 1];  // y[j − 1]
+  if (yj == T(0)) {
+    next = after;
+    return true;
+  }
+  next = after - u[-1] * yj;
+  V b;
+  splat(b, yj);
+  {
+    V uv;
+    load(uv, u - S);  // rows J …: lanes from S on are row j and the rows below, kept
+    blend_at<S>(win[M], win[M] - uv * b, win[M]);
+  }
+#pragma GCC unroll 16
+  for (int k = 1; k < M; ++k) {
+    V uv;
+    load(uv, u - S - W * k);  // above U's band: its zeros (or, at the top, zeros and y's slack)
+    win[M - k] = win[M - k] - uv * b;
+  }
+  // The lowest vector: rows j − t, t = S + W M − lane; those with t > u_band keep their bits
+  // (past the column's zeros above its band, the entries are the previous column's).
+  if (S + W * M - (W - 1) <= u_band) {
+    V uv;
+    load(uv, u - S - W * M);
+    Bits lane, first;
+    lane_index<T>(lane);
+    splat(first, S + W * M - u_band);
+    win[0] = lane < first ? win[0] : win[0] - uv * b;
+  }
+  return true;
+}
+
+template <class T, int M, std::size_t... I>
+inline __attribute__((always_inline)) bool backward_block(const T* ab, int kv, int ldab, int u_band, T* y, int J,
+                                                          typename Lanes<T>::V (&win)[M + 1], T& next,
+                                                          std::index_sequence<I...>) {
+  constexpr int W = Lanes<T>::kWidth;
+  return (backward_column<T, M, W - 1 - static_cast<int>(I)>(ab, kv, ldab, u_band, y, J, win, next) && ...);
+}
+
+// U's columns backwards, window of M + 1 vectors, M = ⌈u_band / kWidth⌉.
+template <class T, int M>
+inline __attribute__((always_inline)) void backward_window(const T* ab, int n, int kv, int ldab, int u_band, T* y) {
+  typedef typename Lanes<T>::V V;
+  constexpr int W = Lanes<T>::kWidth;
+  V win[M + 1];
+  int J = n - W;
+#pragma GCC unroll 16
+  for (int k = 0; k <= M; ++k) load(win[M - k], y + J - W * k);
+  T next = y[n - 1];
+  for (;; J -= W) {
+    if (!backward_block<T, M>(ab, kv, ldab, u_band, y, J, win, next, std::make_index_sequence<W>())) break;
+#pragma GCC unroll 16
+    for (int k = M; k >= 1; --k) win[k] = win[k - 1];
+    load(win[0], y + J - W - W * M);
+  }
+}
+
+// The windowed substitutions, for kv ≥ kWidth − 1 (the first lanes read above column j's
+// diagonal), 1 ≤ kl ≤ 4 kWidth and 1 ≤ u_band ≤ 6 kWidth (at most seven vectors in the window:
+// y needs 7 kWidth entries of slack on both sides, BandedLu::kSingleSlack); false otherwise.
+template <class T>
+inline __attribute__((always_inline)) bool band_solve_window(const T* ab, int n, int kl, int kv, int ldab, int u_band,
+                                                             const int* pivot, T* y) {
+  constexpr int W = Lanes<T>::kWidth;
+  if (kv < W - 1 || kl < 1 || kl > 4 * W || u_band < 1 || u_band > 6 * W) return false;
+  switch ((kl + W - 1) / W + 1) {
+    case 2: forward_window<T, 2>(ab, n, kl, kv, ldab, pivot, y); break;
+    case 3: forward_window<T, 3>(ab, n, kl, kv, ldab, pivot, y); break;
+    case 4: forward_window<T, 4>(ab, n, kl, kv, ldab, pivot, y); break;
+    default: forward_window<T, 5>(ab, n, kl, kv, ldab, pivot, y); break;
+  }
+  switch ((u_band + W - 1) / W) {
+    case 1: backward_window<T, 1>(ab, n, kv, ldab, u_band, y); break;
+    case 2: backward_window<T, 2>(ab, n, kv, ldab, u_band, y); break;
+    case 3: backward_window<T, 3>(ab, n, kv, ldab, u_band, y); break;
+    case 4: backward_window<T, 4>(ab, n, kv, ldab, u_band, y); break;
+    case 5: backward_window<T, 5>(ab, n, kv, ldab, u_band, y); break;
+    default: backward_window<T, 6>(ab, n, kv, ldab, u_band, y); break;
+  }
+  return true;
+}
+
 // B y = c for the factors of band_factor (y holds c on entry): the exchanges and L's columns
 // forwards, then U's columns (u_band of them above the diagonal) backwards — column-oriented
 // updates, element by element as the scalar loops. Cloned like band_factor.
-// kPadded: the storage of band_factor<T, true>, and y with kWidth − 1 entries of slack on both
-// sides: the column updates run in whole vectors (axpy_minus_any<T, true>). Forwards the rows
+// kPadded: the storage of band_factor<T, true>, and y with BandedLu::kSingleSlack entries of
+// slack on both sides: band_solve_window where the band fits it (the sheet), else the column
+// updates run in whole vectors (axpy_minus_any<T, true>). Forwards the rows
 // past km meet the column's zero rows; backwards the update starts up to kWidth − 1 rows above
 // the column's top, where the entries are U's zeros above its band (or, for the first
 // columns, the previous column's zero rows and y's slack).
 template <class T, bool kPadded>
 inline __attribute__((always_inline)) void band_solve(const T* ab, int n, int kl, int kv, int ldab, int u_band,
                                                       const int* pivot, T* y) {
+  if constexpr (kPadded) {
+    if (band_solve_window(ab, n, kl, kv, ldab, u_band, pivot, y)) return;
+  }
   // Each substitution is a chain from one entry to the next (an update, then the division or
   // the next update). The entry the next column needs, y[j + 1] (forwards) or y[j − 1]
   // (backwards), is updated in a register and only the rest of the column in vectors, so the
@@ -533,7 +773,7 @@ void BandedLu::solve_in(const std::vector<T>& ab_storage, std::vector<T>& work, 
                         bool transpose) {
   const int kl = ordering_.lower;
   const int* order = ordering_.order.data();
-  T* y = work.data() + (work.size() - n_) / 2;  // single precision: after kSinglePad entries of slack
+  T* y = work.data() + (work.size() - n_) / 2;  // single precision: after kSingleSlack entries of slack
   for (int k = 0; k < n_; ++k) y[k] = static_cast<T>(b[order[k]]);
   const T* ab = ab_storage.data();
   if (!transpose) {

@@ -68,9 +68,13 @@ class BandedLu final : public LinearSolver {
   template <class T>
   void solve_in(const std::vector<T>& ab, std::vector<T>& work, const VecX& b, VecX& x, bool transpose);
 
-  /// Single precision: zero rows below each column's band, and slack entries on both sides of
-  /// the work vector — one float vector's lanes minus one (the kernels' padded vectors).
+  /// Single precision: zero rows below each column's band — one float vector's lanes minus one
+  /// (the kernels' padded vectors).
   static constexpr int kSinglePad = 7;
+  /// Single precision: slack entries on both sides of the work vector, which the substitutions'
+  /// windows of y in registers (band_solve: up to seven vectors of eight) read and write past its
+  /// ends.
+  static constexpr int kSingleSlack = 56;
 
   const SparsePattern* pattern_;
   FactorizationPrecision precision_;
