@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <utility>
 #include <type_traits>
+#include <utility>
 
 #include "addsim/core/error.h"
 
@@ -429,6 +429,7 @@ inline __attribute__((always_inline)) void blend_at(V& out, const V& low, const 
   blend_at_impl<S>(out, low, high, std::make_index_sequence<sizeof(V) / sizeof(low[0])>());
 }
 
+// b = 0, 1, …, kWidth − 1: the lane numbers, for masks computed at run time.
 template <class T>
 inline __attribute__((always_inline)) void lane_index(typename Lanes<T>::Bits& b) {
   for (int i = 0; i < Lanes<T>::kWidth; ++i) b[i] = i;
