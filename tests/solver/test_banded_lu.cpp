@@ -157,19 +157,27 @@ TEST(BandedLu, ExchangesRowsWhereTheDiagonalIsSmall) {
 // then B x = c or Bᵀ x = c column by column: the operations of LAPACK's dgbtf2/dgbtrs, with
 // the band's zeros included (they change nothing: a − 0 · b = a).
 // T = float: sgbtf2/sgbtrs, the right-hand side rounded to float.
+// tau < 1: threshold partial pivoting — the diagonal stays while |a_jj| ≥ tau max_{i>j} |a_ij|,
+// otherwise the first entry of largest magnitude below it; `largest_multiplier` returns max |l_ij|.
 template <class T>
-VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool transpose) {
+VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool transpose, T tau = T(1),
+                              T* largest_multiplier = nullptr) {
   auto at = [&](int i, int j) -> T& { return a[static_cast<size_t>(j) * n + i]; };
   std::vector<T> y(rhs.data(), rhs.data() + n);
   std::vector<int> piv(n);
+  T largest = T(0);
   for (int j = 0; j < n; ++j) {
-    int p = j;
-    for (int i = j + 1; i < n; ++i)
+    int p = j + 1 < n ? j + 1 : j;
+    for (int i = j + 2; i < n; ++i)
       if (std::abs(at(i, j)) > std::abs(at(p, j))) p = i;
+    if (!(tau * std::abs(at(p, j)) > std::abs(at(j, j)))) p = j;
     piv[j] = p;
     if (p != j)
       for (int c = j; c < n; ++c) std::swap(at(j, c), at(p, c));
-    for (int i = j + 1; i < n; ++i) at(i, j) /= at(j, j);
+    for (int i = j + 1; i < n; ++i) {
+      at(i, j) /= at(j, j);
+      largest = std::max(largest, std::abs(at(i, j)));
+    }
     for (int c = j + 1; c < n; ++c)
       for (int i = j + 1; i < n; ++i) at(i, c) -= at(i, j) * at(j, c);
   }
@@ -195,6 +203,7 @@ VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool tra
       std::swap(y[j], y[piv[j]]);
     }
   }
+  if (largest_multiplier) *largest_multiplier = largest;
   VecX out(n);
   for (int k = 0; k < n; ++k) out[k] = y[k];
   return out;
@@ -202,11 +211,15 @@ VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool tra
 
 // BandedLu's vectorised kernels (rank-one updates with the multipliers in registers, cloned
 // for AVX2) do element by element what the scalar dense LU does: the same solutions to the bit
-// (T = float: the single-precision factors against the scalar LU in float). zero_stride > 0:
-// the right-hand side is zero except every zero_stride-th entry (columns the substitutions skip).
+// (T = float: the single-precision factors against the scalar LU in float).
+// tau < 1: against the scalar LU with the same threshold rule, whose multipliers are checked to
+// stay within 1 / tau. zero_stride > 0: the right-hand side is zero except every zero_stride-th
+// entry (columns the substitutions skip).
 template <class T = double>
-void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng, int zero_stride = 0) {
-  BandedLu lu(&s.pattern, std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble);
+void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng, double tau = 1.0,
+                                   int zero_stride = 0) {
+  BandedLu lu(&s.pattern, std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble,
+              tau);
   ASSERT_TRUE(lu.factorize(values));
   const std::vector<int>& order = lu.ordering().order;
   const std::vector<int>& position = lu.ordering().position;
@@ -225,8 +238,11 @@ void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19
   for (bool transpose : {false, true}) {
     VecX x;
     lu.solve(b, x, transpose);
-    const VecX y = dense_lu_reference_solve<T>(dense, s.n, b_permuted, transpose);
-    for (int k = 0; k < s.n; ++k) ASSERT_EQ(x[order[k]], y[k]) << "entry " << k << (transpose ? " (transposed)" : "");
+    T largest = T(0);
+    const VecX y = dense_lu_reference_solve<T>(dense, s.n, b_permuted, transpose, static_cast<T>(tau), &largest);
+    EXPECT_LE(largest, T(1) / static_cast<T>(tau));
+    for (int k = 0; k < s.n; ++k)
+      ASSERT_EQ(x[order[k]], y[k]) << "entry " << k << (transpose ? " (transposed)" : "") << ", tau " << tau;
   }
 }
 
@@ -344,7 +360,7 @@ TEST(BandedLuSingle, SubstitutionsInRegistersMatchTheScalarFloatLu) {
       SCOPED_TRACE("chain of " + std::to_string(count) + ", reach " + std::to_string(reach) + ", diagonal " +
                    std::to_string(mass));
       expect_bitwise_like_scalar_lu<float>(chain, values, rng);
-      expect_bitwise_like_scalar_lu<float>(chain, values, rng, 3);
+      expect_bitwise_like_scalar_lu<float>(chain, values, rng, 1.0, 3);
       BandedLu lu(&chain.pattern, FactorizationPrecision::kSingle);
       ASSERT_TRUE(lu.factorize(values));
       const int kl = lu.ordering().lower, u_band = u_band_of(lu, chain.n);
@@ -487,6 +503,181 @@ TEST(BandedLuSingle, GradientsStayDouble) {
   const GradientResult g_single = gradient_adjoint(*single.model, b, objective);
   EXPECT_NEAR(g_single.phi, g_plain.phi, 1e-9 * std::abs(g_plain.phi));
   EXPECT_LT((g_single.dphi_dp - g_plain.dphi_dp).norm(), 1e-6 * g_plain.dphi_dp.norm());
+}
+
+// Spring-like step Jacobians of the sheet: mass / h² on the diagonal plus, per stencil, a
+// stiff symmetric spring block k [P −P; −P P] (P = d dᵀ along a random direction) and a small
+// nonsymmetric part (damping, friction) — near symmetric positive definite, like the Table 2
+// sheet's M/h² + K + D/h, whose partial-pivoting LU still exchanges rows where an eliminated
+// column's coupling outgrows its diagonal.
+VecX spring_sheet_values(const Sheet& s, double mass, double k, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  VecX values = VecX::Zero(s.pattern.nnz());
+  for (int i = 0; i < s.n; ++i) values[s.pattern.diagonal_index(i)] += mass;
+  for (int c = 0; c < s.stencils.count(); ++c) {
+    const int* map = s.pattern.map(c);
+    Vec3 d(u(rng), u(rng), u(rng));
+    d.normalize();
+    const Mat3 block = k * d * d.transpose();
+    for (int a = 0; a < 6; ++a)
+      for (int b = 0; b < 6; ++b)
+        values[map[a + 6 * b]] += ((a < 3) == (b < 3) ? 1.0 : -1.0) * block(a % 3, b % 3) + 1e-3 * k * u(rng);
+  }
+  return values;
+}
+
+// solver.pivot_threshold = 1 is partial pivoting: the same factors and solutions, to the bit,
+// as the default constructor.
+TEST(BandedLuThreshold, OneIsPartialPivotingToTheBit) {
+  const Sheet s = make_sheet(5, identity(25));
+  std::mt19937 rng(37);
+  for (const FactorizationPrecision precision : {FactorizationPrecision::kDouble, FactorizationPrecision::kSingle}) {
+    const VecX values = spring_sheet_values(s, 14.4, 1000.0, rng);
+    BandedLu plain(&s.pattern, precision), one(&s.pattern, precision, 1.0);
+    ASSERT_TRUE(plain.factorize(values));
+    ASSERT_TRUE(one.factorize(values));
+    EXPECT_GT(plain.row_exchanges(), 0);
+    EXPECT_EQ(plain.row_exchanges(), one.row_exchanges());
+    EXPECT_EQ(plain.u_band(), one.u_band());
+    EXPECT_EQ(plain.factor_flops(), one.factor_flops());
+    const VecX b = test::random_rhs(s.n, rng);
+    for (bool transpose : {false, true}) {
+      VecX x, y;
+      plain.solve(b, x, transpose);
+      one.solve(b, y, transpose);
+      EXPECT_EQ(std::memcmp(x.data(), y.data(), sizeof(double) * s.n), 0);
+    }
+  }
+}
+
+// The kernels' threshold choice is the scalar rule's (same bits, both precisions, ties to the
+// topmost entry), and the multipliers stay within 1 / tau.
+TEST(BandedLuThreshold, KernelsMatchTheScalarThresholdLuToTheBit) {
+  std::mt19937 rng(41);
+  const Sheet sheet = make_sheet(5, identity(25));
+  const Sheet small = make_sheet(3, identity(9));
+  for (const double tau : {0.5, 0.1, 0.01}) {
+    expect_bitwise_like_scalar_lu(sheet, spring_sheet_values(sheet, 14.4, 1000.0, rng), rng, tau);
+    expect_bitwise_like_scalar_lu(sheet, sheet_values(sheet, 1e-6, 1.0, rng), rng, tau);
+    expect_bitwise_like_scalar_lu(sheet, sheet_values(sheet, 1.0, 4.0, rng).array().round().matrix(), rng, tau);
+    expect_bitwise_like_scalar_lu(small, sheet_values(small, 1e-3, 1.0, rng), rng, tau);
+    expect_bitwise_like_scalar_lu<float>(sheet, spring_sheet_values(sheet, 14.4, 1000.0, rng), rng, tau);
+    expect_bitwise_like_scalar_lu<float>(sheet, sheet_values(sheet, 1e-6, 1.0, rng), rng, tau);
+  }
+}
+
+// On the spring sheet a threshold below 1 keeps (almost) every pivot on the diagonal: U's band
+// stays `upper` and the factorisation does fewer flops; the solutions are those of a sparse LU to
+// round-off (double) and to float accuracy (single).
+TEST(BandedLuThreshold, KeepsTheDiagonalAndSolvesTheSpringSheet) {
+  const Sheet s = make_sheet(5, identity(25));
+  std::mt19937 rng(43);
+  for (int trial = 0; trial < 4; ++trial) {
+    const VecX values = spring_sheet_values(s, 14.4, 1000.0, rng);
+    BandedLu partial(&s.pattern), threshold(&s.pattern, FactorizationPrecision::kDouble, 0.1);
+    ASSERT_TRUE(partial.factorize(values));
+    expect_solves_like_sparse_lu(s, values, threshold, rng);
+    EXPECT_GT(partial.u_band(), threshold.u_band()) << trial;
+    EXPECT_EQ(threshold.u_band(), threshold.ordering().upper) << trial;
+    EXPECT_LT(threshold.row_exchanges(), partial.row_exchanges()) << trial;
+    EXPECT_LT(threshold.factor_flops(), partial.factor_flops()) << trial;
+    EXPECT_DOUBLE_EQ(threshold.factor_flops(), band_flops(threshold.ordering())) << trial;
+    EXPECT_LT(threshold.solve_flops(), partial.solve_flops()) << trial;
+    BandedLu single(&s.pattern, FactorizationPrecision::kSingle, 0.1);
+    ASSERT_TRUE(single.factorize(values));
+    EXPECT_EQ(single.u_band(), single.ordering().upper) << trial;
+    const VecX b = test::random_rhs(s.n, rng);
+    for (bool transpose : {false, true}) {
+      VecX x, x_exact;
+      single.solve(b, x, transpose);
+      partial.solve(b, x_exact, transpose);
+      EXPECT_LT((x - x_exact).norm(), 1e-4 * x_exact.norm()) << trial << (transpose ? " transposed" : "");
+    }
+  }
+}
+
+// A diagonal far below tau times its column still gives way to a row exchange, and the solution
+// stays accurate; a zero diagonal is exchanged for any nonzero entry below it.
+TEST(BandedLuThreshold, SmallDiagonalsStillExchangeRows) {
+  const Sheet s = make_sheet(4, identity(16));
+  std::mt19937 rng(47);
+  VecX values = sheet_values(s, 1e-6, 1.0, rng);
+  BandedLu lu(&s.pattern, FactorizationPrecision::kDouble, 0.1);
+  expect_solves_like_sparse_lu(s, values, lu, rng);
+  EXPECT_GT(lu.row_exchanges(), 0);
+  EXPECT_GT(lu.u_band(), lu.ordering().upper);
+  values[s.pattern.diagonal_index(0)] = 0.0;
+  expect_solves_like_sparse_lu(s, values, lu, rng);
+  EXPECT_GT(lu.row_exchanges(), 0);
+}
+
+TEST(BandedLuThreshold, ThresholdOutsideItsRangeIsRefused) {
+  const Sheet s = make_sheet(3, identity(9));
+  for (const double tau : {0.0, -0.5, 1.5, std::nan("")})
+    EXPECT_THROW(BandedLu(&s.pattern, FactorizationPrecision::kDouble, tau), InputError) << tau;
+  EXPECT_EQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kDouble, 0.25)->name(),
+            std::string("banded_lu"));
+  EXPECT_TRUE(supports_pivot_threshold(LinearSolverKind::kBanded));
+  for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
+    EXPECT_FALSE(supports_pivot_threshold(kind));
+    EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 0.25), InputError);
+    EXPECT_NO_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 1.0));
+  }
+}
+
+TEST(BandedLuThreshold, KeyIsValidated) {
+  EXPECT_EQ(sheet_flip(2, {}).model->solver().pivot_threshold, 1.0);
+  EXPECT_EQ(sheet_flip(2, {"solver.pivot_threshold=0.1"}).model->solver().pivot_threshold, 0.1);
+  auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
+    try {
+      sheet_flip(2, overrides);
+      FAIL() << overrides.back() << " was accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("solver.pivot_threshold"), std::string::npos) << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  };
+  expect_error({"solver.pivot_threshold=0"}, "");
+  expect_error({"solver.pivot_threshold=-0.5"}, "");
+  expect_error({"solver.pivot_threshold=1.5"}, "(0, 1]");
+  expect_error({"solver.pivot_threshold=\"tight\""}, "");
+  expect_error({"solver.linear_solver=\"dense\"", "solver.pivot_threshold=0.5"}, "\"banded\"");
+  expect_error({"solver.linear_solver=\"auto\"", "solver.pivot_threshold=0.5"}, "got \"auto\"");
+  EXPECT_NO_THROW(sheet_flip(2, {"solver.linear_solver=\"dense\"", "solver.pivot_threshold=1"}));
+}
+
+// 40 steps of the sheet flip with tau = 0.1, in double and with single-precision factors: the
+// same roots within the Newton tolerance, about as many iterations and LUs; tau = 1 written
+// out is the default's run to the bit.
+TEST(BandedLuThreshold, SheetFlipReachesTheSameRoots) {
+  auto counts = [](const Trajectory& t) {
+    int its = 0, lus = 0;
+    for (const StepReport& r : t.reports) its += r.iterations, lus += r.factorizations;
+    return std::pair<int, int>(its, lus);
+  };
+  for (const std::string precision : {"\"double\"", "\"single\""}) {
+    const Scene plain = sheet_flip(40, {"solver.factorization_precision=" + precision});
+    const Scene one = sheet_flip(40, {"solver.factorization_precision=" + precision, "solver.pivot_threshold=1"});
+    const Scene tau = sheet_flip(40, {"solver.factorization_precision=" + precision, "solver.pivot_threshold=0.1"});
+    Simulator sim_plain(*plain.model), sim_one(*one.model), sim_tau(*tau.model);
+    const VecX p = plain.model->params().defaults();
+    const Trajectory a = sim_plain.run(p), b = sim_one.run(p), c = sim_tau.run(p);
+    ASSERT_TRUE(a.completed() && b.completed() && c.completed()) << a.failure << b.failure << c.failure;
+    ASSERT_EQ(a.q.size(), c.q.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < a.q.size(); ++i) {
+      EXPECT_EQ(std::memcmp(a.q[i].data(), b.q[i].data(), sizeof(double) * a.q[i].size()), 0) << precision << i;
+      worst = std::max(worst, (a.q[i] - c.q[i]).lpNorm<Eigen::Infinity>());
+    }
+    EXPECT_LT(worst, 1e-9) << precision;
+    EXPECT_GT(worst, 0.0) << precision << ": the threshold changed nothing";
+    const auto [its_a, lus_a] = counts(a);
+    const auto [its_c, lus_c] = counts(c);
+    EXPECT_LE(its_c, its_a + its_a / 50) << precision;
+    EXPECT_LE(lus_c, lus_a + lus_a / 50) << precision;
+  }
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ struct SolverSettings {
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
   /// Precision of the forward Newton's factorisations (solver.factorization_precision).
   FactorizationPrecision factorization_precision = FactorizationPrecision::kDouble;
+  /// Threshold of the forward Newton's banded LU pivots (solver.pivot_threshold, in (0, 1]): the
+  /// diagonal stays the pivot while it is at least this fraction of its column's largest entry
+  /// below it; 1 = partial pivoting (solver/banded_lu.h).
+  double pivot_threshold = 1.0;
   /// Keep one LU across Newton iterations and steps, solving by GMRES preconditioned with
   /// it while that is cheaper than refactorising (solver/reused_factorization.h).
   bool reuse_factorization = true;

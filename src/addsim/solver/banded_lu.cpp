@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -131,8 +132,10 @@ double band_flops(const BandOrdering& o) {
   return flops;
 }
 
-BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precision)
-    : pattern_(pattern), precision_(precision), n_(pattern->size()) {
+BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precision, double pivot_threshold)
+    : pattern_(pattern), precision_(precision), pivot_threshold_(pivot_threshold), n_(pattern->size()) {
+  if (!(pivot_threshold > 0.0 && pivot_threshold <= 1.0))
+    throw InputError("BandedLu: the pivot threshold must be in (0, 1], got " + std::to_string(pivot_threshold));
   BandOrdering natural = natural_band(*pattern);
   BandOrdering rcm = reverse_cuthill_mckee(*pattern);
   ordering_ = band_flops(rcm) < band_flops(natural) ? std::move(rcm) : std::move(natural);
@@ -149,7 +152,8 @@ BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precisio
     ab_.assign(static_cast<size_t>(ldab_) * n_, 0.0);
     work_.assign(n_, 0.0);
   }
-  pivot_.assign(n_, 0);
+  pivot_.resize(n_);
+  std::iota(pivot_.begin(), pivot_.end(), 0);
   // Entry (i, j) of the permuted matrix lives at ab(kv + i − j, j).
   const auto& outer = pattern->outer();
   const auto& inner = pattern->inner();
@@ -260,15 +264,18 @@ inline __attribute__((always_inline)) void axpy_minus_any(T* y, const T* l, T s,
   }
 }
 
-// Partial pivoting's choice in column `col` (entries 0 … km): the offset of the first entry of
-// largest magnitude, 0 unless some entry below is strictly larger than |col[0]| (NaNs never
-// chosen) — the choice of the scalar loop `if (|col[r]| > best) best = |col[r]|, jp = r`,
-// whose chain of comparisons was a fifth of the factorisation. Here the maximum of the
-// entries below comes from a vector reduction (exact: a maximum does not round; NaN lanes
-// never replace the accumulator, which starts at 0; its tail by one overlapping vector), then
-// the first entry equal to it.
+// Threshold partial pivoting's choice in column `col` (entries 0 … km, the diagonal first):
+// with m the largest magnitude below the diagonal, the diagonal stays unless tau · m >
+// |col[0]|; otherwise the offset of the first entry of magnitude m (ties: the topmost). NaNs
+// below are never chosen; a NaN diagonal is kept (and band_factor refuses it), a zero one is
+// exchanged for any nonzero entry below. `best` returns the chosen pivot's magnitude. tau = 1
+// is plain partial pivoting — tau · m = m exactly, so the choice of the scalar loop `if
+// (|col[r]| > best) best = |col[r]|, jp = r` (dgbtf2's), whose chain of comparisons was a
+// fifth of the factorisation. Here the maximum of the entries below comes from a vector
+// reduction (exact: a maximum does not round; NaN lanes never replace the accumulator, which
+// starts at 0; its tail by one overlapping vector), then the first entry equal to it.
 template <class T>
-inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T& best) {
+inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T tau, T& best) {
   typedef typename Lanes<T>::V V;
   typedef typename Lanes<T>::Bits Bits;
   constexpr int W = Lanes<T>::kWidth;
@@ -296,7 +303,7 @@ inline __attribute__((always_inline)) int pivot_offset(const T* col, int km, T& 
   for (int i = 1; i < W; ++i) m = std::max(m, static_cast<T>(acc[i]));
   for (; r <= km; ++r)
     if (std::abs(col[r]) > m) m = std::abs(col[r]);
-  if (!(m > best)) return 0;
+  if (!(tau * m > best)) return 0;
   best = m;
   for (r = 1; std::abs(col[r]) != m; ++r) {
   }
@@ -330,7 +337,9 @@ inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int
 
 // LAPACK's dgbtf2 (sgbtf2 for T = float) on band storage `ab` (ldab × n, entry (i, j) at
 // ab[kv + i − j + ldab j], kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with
-// pivot[j] the row exchanged with row j. Returns false on a zero or non-finite pivot; `flops`
+// pivot[j] the row exchanged with row j, chosen by pivot_offset with threshold `tau` (1:
+// dgbtf2's partial pivoting; below 1 the diagonal is kept while it is at least tau times the
+// column's largest entry below it, so |l_ij| ≤ 1 / tau, and U's band stays narrower). Returns false on a zero or non-finite pivot; `flops`
 // counts the divisions and the rank-one updates done, `widest` the largest pivot offset below
 // the diagonal. Compiled for AVX2 and for the baseline, chosen at load time (band_factor_f64,
 // band_factor_f32): every entry gets the same element-wise operations in the same order as in
@@ -341,7 +350,7 @@ inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int
 // (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, or three of
 // floats over the padded band): ≈ 2× fewer instructions than the plain loop.
 template <class T, bool kPadded>
-inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, int* pivot,
+inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, T tau, int* pivot,
                                                        double& flops, int& widest) {
   const int kv = kl + ku;
   const int ld = ldab - 1;  // one column right and one row down: the same band row
@@ -352,7 +361,7 @@ inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int
     const int km = std::min(kl, n - 1 - j);
     T* col = ab + kv + static_cast<size_t>(ldab) * j;  // (j, j), then the km entries below
     T best;
-    const int jp = pivot_offset(col, km, best);
+    const int jp = pivot_offset(col, km, tau, best);
     pivot[j] = j + jp;
     if (!(best > T(0)) || !std::isfinite(best)) return false;
     widest = std::max(widest, jp);
@@ -394,13 +403,13 @@ inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int
 }
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f64(double* ab, int n, int kl, int ku, int ldab,
-                                                                        int* pivot, double& flops, int& widest) {
-  return band_factor<double, false>(ab, n, kl, ku, ldab, pivot, flops, widest);
+                                                                        double tau, int* pivot, double& flops, int& widest) {
+  return band_factor<double, false>(ab, n, kl, ku, ldab, tau, pivot, flops, widest);
 }
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab, int n, int kl, int ku, int ldab,
-                                                                        int* pivot, double& flops, int& widest) {
-  return band_factor<float, true>(ab, n, kl, ku, ldab, pivot, flops, widest);
+                                                                        float tau, int* pivot, double& flops, int& widest) {
+  return band_factor<float, true>(ab, n, kl, ku, ldab, tau, pivot, flops, widest);
 }
 
 // v = s in every lane. Built as a 16-byte splat widened by a shuffle: a 32-byte initialiser
@@ -753,9 +762,9 @@ bool BandedLu::factorize_in(const VecX& values, std::vector<T>& ab) {
   double flops = 0.0;
   bool factored;
   if constexpr (std::is_same_v<T, float>)
-    factored = band_factor_f32(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest);
+    factored = band_factor_f32(ab.data(), n_, kl, ku, ldab_, static_cast<float>(pivot_threshold_), pivot_.data(), flops, widest);
   else
-    factored = band_factor_f64(ab.data(), n_, kl, ku, ldab_, pivot_.data(), flops, widest);
+    factored = band_factor_f64(ab.data(), n_, kl, ku, ldab_, pivot_threshold_, pivot_.data(), flops, widest);
   if (!factored) return false;
   u_band_ = std::min(kv_, ku + widest);
   factor_flops_ = flops;
@@ -763,6 +772,12 @@ bool BandedLu::factorize_in(const VecX& values, std::vector<T>& ab) {
   for (int j = 0; j < n_; ++j) solve += 2.0 * (std::min(kl, n_ - 1 - j) + std::min(u_band_, j)) + 1.0;
   solve_flops_ = solve;
   return true;
+}
+
+int BandedLu::row_exchanges() const {
+  int count = 0;
+  for (int j = 0; j < n_; ++j) count += pivot_[j] != j;
+  return count;
 }
 
 bool BandedLu::factorize(const VecX& values) {

@@ -1,5 +1,5 @@
 #pragma once
-/// Banded LU with partial pivoting for small step Jacobians whose pattern has a narrow band
+/// Banded LU with (threshold) partial pivoting for small step Jacobians whose pattern has a narrow band
 /// after reordering (the mass-spring sheet: a 5 × 5 grid of particles, 75 DOF, each particle
 /// coupled to its 8 grid neighbours, so row-major order keeps every entry within 20 DOFs of
 /// the diagonal). The pattern's rows and columns are permuted symmetrically by the order of
@@ -9,7 +9,11 @@
 /// dense partial-pivoting LU of B — and U's band widens by at most `lower` columns. The work
 /// is that of the band, ≈ 2 n lower (lower + upper) flops instead of 2n³/3 (sheet: ≈ 5×
 /// fewer), counted exactly per factorisation for the reuse rule of
-/// solver/reused_factorization.h.
+/// solver/reused_factorization.h. With a pivot threshold tau < 1 (solver.pivot_threshold) the
+/// pivot is the diagonal entry unless it is below tau times the largest entry under it
+/// (threshold partial pivoting, as UMFPACK's and SuperLU's diagonal preference): |l_ij| ≤ 1/tau,
+/// and on the near-SPD sheet step Jacobians almost no row exchange, so U keeps the band `upper`
+/// instead of widening towards lower + upper.
 
 #include <vector>
 
@@ -45,7 +49,9 @@ double band_flops(const BandOrdering& ordering);
 class BandedLu final : public LinearSolver {
  public:
   /// Orders `pattern` (the smaller-band of natural_band and reverse_cuthill_mckee).
-  explicit BandedLu(const SparsePattern* pattern, FactorizationPrecision precision = FactorizationPrecision::kDouble);
+  /// pivot_threshold in (0, 1] (1: partial pivoting; InputError otherwise).
+  explicit BandedLu(const SparsePattern* pattern, FactorizationPrecision precision = FactorizationPrecision::kDouble,
+                    double pivot_threshold = 1.0);
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
   double factor_flops() const override { return factor_flops_; }
@@ -56,6 +62,11 @@ class BandedLu final : public LinearSolver {
   }
   const BandOrdering& ordering() const { return ordering_; }
   FactorizationPrecision precision() const { return precision_; }
+  double pivot_threshold() const { return pivot_threshold_; }
+  /// U's band above the diagonal in the last factorisation (upper + the widest row exchange).
+  int u_band() const { return u_band_; }
+  /// Row exchanges of the last factorisation.
+  int row_exchanges() const;
 
   /// Pattern entries src … src + len − 1 go to band slots dst … dst + len − 1 (slot_ in runs).
   struct SlotRun {
@@ -78,6 +89,7 @@ class BandedLu final : public LinearSolver {
 
   const SparsePattern* pattern_;
   FactorizationPrecision precision_;
+  double pivot_threshold_;
   BandOrdering ordering_;
   int n_ = 0, kv_ = 0, ldab_ = 0;  ///< kv = lower + upper: U's widest band; ldab = lower + kv + 1 (+ kSinglePad)
   int u_band_ = 0;                 ///< U's actual band in the last factorisation (≤ kv)

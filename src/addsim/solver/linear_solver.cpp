@@ -312,12 +312,14 @@ void keep_freed_memory() {
 }
 
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
-                                                 FactorizationPrecision precision) {
+                                                 FactorizationPrecision precision, double pivot_threshold) {
   limit_blas_threads();
+  if (pivot_threshold != 1.0 && !supports_pivot_threshold(kind))
+    throw InputError(std::string("solver.pivot_threshold: ") + kPivotThresholdNeedsBanded);
   if (precision == FactorizationPrecision::kSingle) {
     if (!supports_single_precision(kind))
       throw InputError(std::string("solver.factorization_precision: ") + kSinglePrecisionNeedsBanded);
-    return std::make_unique<BandedLu>(pattern, precision);
+    return std::make_unique<BandedLu>(pattern, precision, pivot_threshold);
   }
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster
   // per refactorisation than UMFPACK on an 8,232-DOF soft cube, docs/solver.md; it falls
@@ -335,7 +337,7 @@ std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const Sp
   constexpr int kDenseMaxDofs = 300;
   if (kind == LinearSolverKind::kAuto && pattern->size() < kDenseMaxDofs) return std::make_unique<DenseLu>(pattern);
   if (kind == LinearSolverKind::kDense) return std::make_unique<DenseLu>(pattern);
-  if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern);
+  if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern, precision, pivot_threshold);
   if (kind == LinearSolverKind::kSchur) return std::make_unique<BlockSchurLu>(pattern);
   if (kind == LinearSolverKind::kCholmodBicgstab) {
     auto solver = make_cholmod_bicgstab(pattern);

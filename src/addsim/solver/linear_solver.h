@@ -115,13 +115,23 @@ inline bool supports_single_precision(LinearSolverKind kind) { return kind == Li
 inline constexpr const char* kSinglePrecisionNeedsBanded =
     "\"single\" needs solver.linear_solver = \"banded\" (the solver with single-precision factors)";
 
+/// True for the solver kinds that take a pivot threshold below 1 (solver.pivot_threshold):
+/// `"banded"` (BandedLu) only, as for the single-precision factors.
+inline bool supports_pivot_threshold(LinearSolverKind kind) { return kind == LinearSolverKind::kBanded; }
+/// The one-line reason a kind without a pivot threshold is refused one below 1.
+inline constexpr const char* kPivotThresholdNeedsBanded =
+    "below 1 needs solver.linear_solver = \"banded\" (the solver with a threshold pivot choice)";
+
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
 /// SparseLU without it), factorising in `precision` (kSingle only where
-/// supports_single_precision). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
-/// requested but not available, or kSingle for a kind without a single-precision factorisation.
+/// supports_single_precision) with the pivot threshold `pivot_threshold` (below 1 only where
+/// supports_pivot_threshold). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// requested but not available, kSingle for a kind without a single-precision factorisation,
+/// or a threshold below 1 for a kind without one.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
-                                                 FactorizationPrecision precision = FactorizationPrecision::kDouble);
+                                                 FactorizationPrecision precision = FactorizationPrecision::kDouble,
+                                                 double pivot_threshold = 1.0);
 
 /// Limits BLAS to one thread and stops OpenBLAS's worker pool, unless OPENBLAS_NUM_THREADS is
 /// set (found at run time: a no-op with other BLAS libraries). Every solver that calls BLAS or

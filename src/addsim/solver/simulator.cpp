@@ -109,13 +109,16 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
       helper_begin_.push_back(n > 1 ? n - static_cast<int>(std::lround(helper_share_ * n)) : 0);
     }
   }
-  // The forward Newton's factors in solver.factorization_precision (the residual, the iterate
-  // and the convergence tests stay double); the sensitivities make their own, double ones.
+  // The forward Newton's factors in solver.factorization_precision with solver.pivot_threshold
+  // (the residual, the iterate and the convergence tests stay double); the sensitivities make
+  // their own, double ones with partial pivoting.
   const FactorizationPrecision precision = model.solver().factorization_precision;
-  lu_ = make_step_solver(model, precision);
+  const double pivot_threshold = model.solver().pivot_threshold;
+  lu_ = make_step_solver(model, precision, pivot_threshold);
   // Two threads: the helper also factorises ahead (solve_step), between evaluations.
   if (worker_ && lu_->reuses())
-    lu_->set_background(worker_.get(), make_linear_solver(model.solver().linear_solver, &model.pattern(), precision));
+    lu_->set_background(worker_.get(),
+                        make_linear_solver(model.solver().linear_solver, &model.pattern(), precision, pivot_threshold));
   // ... and takes independent subtrees of a block LU's factorisation (BlockSchurLu).
   if (worker_) lu_->set_worker(worker_.get());
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
