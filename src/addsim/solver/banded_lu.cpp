@@ -335,20 +335,21 @@ inline __attribute__((always_inline)) void rank_one_update(const T* l, T* u, int
   }
 }
 
-// LAPACK's dgbtf2 (sgbtf2 for T = float) on band storage `ab` (ldab × n, entry (i, j) at
-// ab[kv + i − j + ldab j], kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with
-// pivot[j] the row exchanged with row j, chosen by pivot_offset with threshold `tau` (1:
-// dgbtf2's partial pivoting; below 1 the diagonal is kept while it is at least tau times the
-// column's largest entry below it, so |l_ij| ≤ 1 / tau, and U's band stays narrower). Returns false on a zero or non-finite pivot; `flops`
-// counts the divisions and the rank-one updates done, `widest` the largest pivot offset below
-// the diagonal. Compiled for AVX2 and for the baseline, chosen at load time (band_factor_f64,
-// band_factor_f32): every entry gets the same element-wise operations in the same order as in
-// dgbtf2's scalar loops (no sums regrouped, no fused multiply–add: GCC's avx2 target does not
-// enable FMA), so both clones, and the scalar loops, give the same numbers to the bit. (An
-// avx512f clone would not: GCC's avx512f implies FMA and contracts a − b c, and it was no
-// faster on the sheet.) The rank-one update keeps the column's multipliers in registers
-// (rank_one_update; the sheet's km = kl = 20 is five AVX registers of doubles, or three of
-// floats over the padded band): ≈ 2× fewer instructions than the plain loop.
+// LAPACK's dgbtf2 (sgbtf2 for T = float) on band storage `ab` (ldab × n, entry (i, j) at ab[kv +
+// i − j + ldab j], kv = kl + ku, rows 0..kl − 1 free for U's fill): B = P L U with pivot[j] the
+// row exchanged with row j, chosen by pivot_offset with threshold `tau` (1: dgbtf2's partial
+// pivoting; below 1 the diagonal is kept while it is at least tau times the column's largest
+// entry below it, so |l_ij| ≤ 1 / tau, and U's band stays narrower). Returns false on a zero or
+// non-finite pivot; `flops` counts the divisions and the rank-one updates done, `widest` the
+// largest pivot offset below the diagonal. Compiled for AVX2 and for the baseline, chosen at
+// load time (band_factor_f64, band_factor_f32): every entry gets the same element-wise
+// operations in the same order as in dgbtf2's scalar loops (no sums regrouped, no fused
+// multiply–add: GCC's avx2 target does not enable FMA), so both clones, and the scalar loops,
+// give the same numbers to the bit. (An avx512f clone would not: GCC's avx512f implies FMA and
+// contracts a − b c, and it was no faster on the sheet.) The rank-one update keeps the column's
+// multipliers in registers (rank_one_update; the sheet's km = kl = 20 is five AVX registers of
+// doubles, or three of floats over the padded band): ≈ 2× fewer instructions than the plain
+// loop.
 template <class T, bool kPadded>
 inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int ku, int ldab, T tau, int* pivot,
                                                        double& flops, int& widest) {
@@ -403,12 +404,14 @@ inline __attribute__((always_inline)) bool band_factor(T* ab, int n, int kl, int
 }
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f64(double* ab, int n, int kl, int ku, int ldab,
-                                                                        double tau, int* pivot, double& flops, int& widest) {
+                                                                        double tau, int* pivot, double& flops,
+                                                                        int& widest) {
   return band_factor<double, false>(ab, n, kl, ku, ldab, tau, pivot, flops, widest);
 }
 
 __attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab, int n, int kl, int ku, int ldab,
-                                                                        float tau, int* pivot, double& flops, int& widest) {
+                                                                        float tau, int* pivot, double& flops,
+                                                                        int& widest) {
   return band_factor<float, true>(ab, n, kl, ku, ldab, tau, pivot, flops, widest);
 }
 
@@ -762,7 +765,8 @@ bool BandedLu::factorize_in(const VecX& values, std::vector<T>& ab) {
   double flops = 0.0;
   bool factored;
   if constexpr (std::is_same_v<T, float>)
-    factored = band_factor_f32(ab.data(), n_, kl, ku, ldab_, static_cast<float>(pivot_threshold_), pivot_.data(), flops, widest);
+    factored = band_factor_f32(ab.data(), n_, kl, ku, ldab_, static_cast<float>(pivot_threshold_), pivot_.data(), flops,
+                               widest);
   else
     factored = band_factor_f64(ab.data(), n_, kl, ku, ldab_, pivot_threshold_, pivot_.data(), flops, widest);
   if (!factored) return false;
