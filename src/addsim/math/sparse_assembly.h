@@ -151,6 +151,12 @@ class Assembly {
   /// every spring's block is positive semi-definite. r and the sensitivity modes stay exact
   /// (docs/solver.md, "Compressed springs").
   bool clamp_compressed_springs = false;
+  /// The step Jacobian is wanted at float accuracy only (kResidualAndStepJacobian only; reset()
+  /// keeps it): set by the Simulator for the forward Newton when its matrix is factorised in
+  /// float (solver.factorization_precision "single"). Terms may then form their blocks by a
+  /// cheaper route that agrees with the exact one to round-off (SpringTerm's particle pairs);
+  /// r and the sensitivity modes stay exact.
+  bool float_step_blocks = false;
   /// Stick predictor (kResidualAndStepJacobian only; reset() keeps it; 0: off): the ratio β
   /// handed to the contact terms' contact_force() — slipping points near the edge of the
   /// friction cone add the stick branch's partials to jac and the residual change of the

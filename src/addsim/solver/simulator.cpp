@@ -115,6 +115,8 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   const FactorizationPrecision precision = model.solver().factorization_precision;
   const double pivot_threshold = model.solver().pivot_threshold;
   lu_ = make_step_solver(model, precision, pivot_threshold);
+  // Its matrix then needs float accuracy only: terms may form its blocks cheaper.
+  assembly_.float_step_blocks = worker_assembly_.float_step_blocks = precision == FactorizationPrecision::kSingle;
   // Two threads: the helper also factorises ahead (solve_step), between evaluations.
   if (worker_ && lu_->reuses())
     lu_->set_background(worker_.get(),

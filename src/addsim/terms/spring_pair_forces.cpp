@@ -18,7 +18,8 @@ namespace {
 // 0 and 1 as one SSE2 packet, accumulated (a₀b₀ + a₁b₁) + a₂b₂, and row 2 by the unrolled
 // reduction, which halves the sum: a₀b₀ + (a₁b₁ + a₂b₂); the identity is a matrix of 1.0 and 0.0.
 __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& in, Output& out, bool clamp,
-                                                                   bool partials, const StepWeights& weights) {
+                                                                   bool partials, const StepWeights& weights,
+                                                                   bool float_blocks) {
   constexpr int L = kLanes;
   double u[3][L], uw[L], stretch[L];
   for (int i = 0; i < L; ++i) {
@@ -32,6 +33,38 @@ __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& 
     for (int c = 0; c < 3; ++c) out.r[c][i] = ks * u[c][i] + kdu * u[c][i];
   }
   if (!partials) return;
+  if (float_blocks && weights.active) {
+    // The step block at float accuracy (Assembly::float_step_blocks), in closed form: over
+    // ∂u/∂d = (I − uuᵀ)/‖d‖, spring_force()'s ∂r_a/∂x_a
+    //   k (uuᵀ + t (I − uuᵀ)/‖d‖) + k_d (uw I + u wᵀ) (I − uuᵀ)/‖d‖ = α I + u (β u + γ w)ᵀ,
+    //   α = (k t + k_d uw)/‖d‖, β = k − (k t + 2 k_d uw)/‖d‖, γ = k_d/‖d‖
+    // (t the stretch, clamped at 0 under `clamp`; (u wᵀ)(u uᵀ) = uw uuᵀ), so that with
+    // ∂r_a/∂ẋ_a = k_d uuᵀ the step block is wq α I + u (B u + C w)ᵀ, B = wq β + wv k_d, C = wq γ:
+    // one division per spring instead of six, no 3 × 3 product, and kx and kv are not formed
+    // (the caller takes spring_force() for a pair it cannot scatter from `step`). The same
+    // matrix as the exact route to round-off, not bit for bit.
+    double alpha[L], beta[L], gamma[L];
+    for (int i = 0; i < L; ++i) {
+      const double inv = 1.0 / out.len[i];
+      const double t = clamp ? std::max(stretch[i], 0.0) : stretch[i];
+      const double kt = in.k[i] * t, kdu = in.kd[i] * uw[i];
+      alpha[i] = weights.wq * ((kt + kdu) * inv);
+      beta[i] = weights.wq * (in.k[i] - (kt + 2.0 * kdu) * inv) + weights.wv * in.kd[i];
+      gamma[i] = weights.wq * (in.kd[i] * inv);
+    }
+    for (int b = 0; b < 3; ++b) {
+      // Column b: u (B u_b + C w_b), plus α on the diagonal.
+      double col[L];
+      for (int i = 0; i < L; ++i) col[i] = beta[i] * u[b][i] + gamma[i] * in.w[b][i];
+      for (int a = 0; a < 3; ++a) {
+        double* s = out.step[a + 3 * b];
+        for (int i = 0; i < L; ++i) s[i] = u[a][i] * col[i];
+      }
+      double* diag = out.step[4 * b];
+      for (int i = 0; i < L; ++i) diag[i] += alpha[i];
+    }
+    return;
+  }
   // The partials lane by lane as above (each loop over the lanes, so that it vectorises: the
   // divisions four lanes per instruction), the same operations per lane as spring_force().
   // uuᵀ and ∂u/∂d = (I − uuᵀ)/‖d‖, upper triangles (both symmetric entry for entry).
@@ -87,8 +120,8 @@ __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& 
 
 }  // namespace
 
-void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights) {
-  lane_forces(in, out, clamp, partials, weights);
+void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights, bool float_blocks) {
+  lane_forces(in, out, clamp, partials, weights, float_blocks);
 }
 
 }  // namespace addsim::spring_pairs

@@ -38,7 +38,11 @@ struct StepWeights {
 /// Fills `out` for all kLanes lanes; kx and kv only when `partials`, step only when
 /// `weights.active` (which needs `partials`; the weights must not both be zero). `clamp`: drop
 /// the transverse stiffness of compressed springs (Assembly::clamp_compressed_springs).
-void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights = {});
+/// `float_blocks` (with `weights.active`): step by a cheaper closed form that equals the exact
+/// one to round-off but not bit for bit, and kx and kv left unset — for a Newton matrix
+/// factorised in float (Assembly::float_step_blocks). len and r are the same bits either way.
+void forces(const Input& in, Output& out, bool clamp, bool partials, const StepWeights& weights = {},
+            bool float_blocks = false);
 
 /// Index of entry (i, j) of a symmetric 3 × 3 matrix in Output::kv.
 constexpr int upper_index(int i, int j) { return i <= j ? i + j * (j + 1) / 2 : j + i * (i + 1) / 2; }

@@ -268,6 +268,10 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
   const JacobianWeights& jw = out.weights();
   const bool step_blocks = step && (jw.wq != 0.0 || jw.wv != 0.0);
   const spring_pairs::StepWeights lane_weights{step_blocks, jw.wq, jw.wv};
+  // The forward Newton's matrix at float accuracy (Assembly::float_step_blocks): the pairs'
+  // step blocks by the kernel's closed form. Never the sensitivities' partials
+  // (kResidualAndJacobians) nor r, which are the same bits with or without it.
+  const bool float_blocks = step_blocks && out.float_step_blocks;
   int batch_begin = 0, batch_end = 0;  // pairs_[batch_begin, batch_end) are in `lanes`
   // One force record for the loop (not zeroed per spring): every path that marks it active
   // writes r, and kx and kv when partials are wanted.
@@ -301,7 +305,7 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
           batch_begin = pi;
           batch_end = std::min(pi + spring_pairs::kLanes, static_cast<int>(pairs_.size()));
           load_pair_lanes(ctx, batch_begin, batch_end, lanes_in);
-          spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights);
+          spring_pairs::forces(lanes_in, lanes, clamp, partials, lane_weights, float_blocks);
         }
         // spring_force()'s slack and collapse tests on the lane's length (one bound, see PairSpring).
         const int j = pi - batch_begin;
@@ -312,12 +316,18 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
                                     spring_pairs::kLanes))
           continue;
         // The partials themselves (kResidualAndJacobians): the general scatter.
-        L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
-        for (int b = 0; b < 3; ++b)
-          for (int a = 0; a < 3; ++a) {
-            L.kx(a, b) = lanes.kx[a + 3 * b][j];
-            L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
-          }
+        if (float_blocks) {
+          // The kernel formed `step` only: this spring's record by spring_force() (r the same bits).
+          spring_force(springs_[ps.spring], ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db),
+                       ctx.v.segment<3>(ps.da) - ctx.v.segment<3>(ps.db), ctx, clamp, partials, L);
+        } else {
+          L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
+          for (int b = 0; b < 3; ++b)
+            for (int a = 0; a < 3; ++a) {
+              L.kx(a, b) = lanes.kx[a + 3 * b][j];
+              L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
+            }
+        }
         scatter(ps.spring);
       }
       k = pairs_[run_end - 1].spring;
