@@ -11,6 +11,7 @@
 #include <Eigen/Eigenvalues>
 
 #include "addsim/check/derivative_check.h"
+#include "addsim/terms/spring_pair_forces.h"
 #include "../support/particle_fixture.h"
 
 namespace addsim {
@@ -554,11 +555,13 @@ TEST(SpringTerm, PairKernelMatchesOneSpringPathBitForBit) {
     v0.segment<3>(3 * k) = Vec3(std::cos(2.0 * k), std::sin(4.0 * k), 0.5 * std::cos(k + 0.3));
   }
   const VecX p = m.params().defaults();
-  auto evaluate = [&](const VecX& q, EvalMode mode, JacobianWeights w, bool clamp, bool batched) {
+  auto evaluate = [&](const VecX& q, EvalMode mode, JacobianWeights w, bool clamp, bool batched,
+                      bool float_blocks = false) {
     const VecX v = v0 + w.wv * (q - q0);
     const TermContext ctx{q, v, a, p, 3, m.scheme()};
     Assembly out(&m.pattern(), &m.stencils());
     out.clamp_compressed_springs = clamp;
+    out.float_step_blocks = float_blocks;
     out.reset(mode, w);
     spring_term->set_batched_pairs(batched);
     spring_term->evaluate(ctx, out);
@@ -584,6 +587,18 @@ TEST(SpringTerm, PairKernelMatchesOneSpringPathBitForBit) {
                                std::to_string(c.clamp);
       EXPECT_GT(lanes.r.norm(), 1.0) << what;
       expect_same_assembly_bits(lanes, one, what);
+      // Assembly::float_step_blocks: r, r_abs and the sensitivity partials the same bits, the
+      // step Jacobian equal to float accuracy (the pairs' blocks in closed form).
+      const Assembly cheap = evaluate(q0, c.mode, c.w, c.clamp, true, true);
+      if (c.mode != EvalMode::kResidualAndStepJacobian) {
+        expect_same_assembly_bits(cheap, lanes, what + ", float blocks");
+      } else {
+        Assembly same_jac = cheap;
+        same_jac.jac = lanes.jac;
+        expect_same_assembly_bits(same_jac, lanes, what + ", float blocks");
+        EXPECT_LE((cheap.jac - lanes.jac).cwiseAbs().maxCoeff(), 1e-12 * lanes.jac.cwiseAbs().maxCoeff())
+            << what << ", float blocks";
+      }
     }
   };
   compare_modes("moving");
@@ -626,6 +641,61 @@ TEST(SpringTerm, PairKernelMatchesOneSpringPathBitForBit) {
                   (2.0 * eps);
   }
   EXPECT_LE((j_step - fd).cwiseAbs().maxCoeff(), 1e-6 * j_step.cwiseAbs().maxCoeff());
+  // The same check for the float-accuracy step blocks (Assembly::float_step_blocks).
+  const Assembly cheap = evaluate(q0, EvalMode::kResidualAndStepJacobian, w, false, true, true);
+  MatX j_cheap = MatX::Zero(n, n);
+  for (int col = 0; col < n; ++col)
+    for (int k = m.pattern().outer()[col]; k < m.pattern().outer()[col + 1]; ++k)
+      j_cheap(m.pattern().inner()[k], col) += cheap.jac[k];
+  EXPECT_LE((j_cheap - fd).cwiseAbs().maxCoeff(), 1e-6 * j_cheap.cwiseAbs().maxCoeff());
+}
+
+// The lane kernel's float-accuracy step blocks (spring_pairs::forces with float_blocks: the
+// closed form α I + u (β u + γ w)ᵀ) against its exact ones, on random springs: stretched and
+// compressed, with and without the clamp, with and without damping, for the step weights of a
+// BDF step, positions only and velocities only. len and r stay the same bits; each lane's step
+// block agrees to 1e-6 of its largest entry (float accuracy; in practice ≈ 1e-15).
+TEST(SpringTerm, PairKernelFloatBlocksMatchExactOnes) {
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  using spring_pairs::kLanes;
+  double worst = 0.0;
+  for (int trial = 0; trial < 200; ++trial) {
+    spring_pairs::Input in;
+    for (int i = 0; i < kLanes; ++i) {
+      double len2 = 0.0;
+      for (int c = 0; c < 3; ++c) {
+        in.d[c][i] = unit(rng) * std::pow(10.0, unit(rng));
+        in.w[c][i] = unit(rng) * std::pow(10.0, 2.0 * unit(rng));
+        len2 += in.d[c][i] * in.d[c][i];
+      }
+      in.k[i] = std::pow(10.0, 1.0 + 3.0 * (0.5 + 0.5 * unit(rng)));
+      // Every other lane of every other trial without damping; rest lengths 0.5 … 1.5 × ‖d‖.
+      in.kd[i] = (trial % 2 == 0 && i % 2 == 0) ? 0.0 : std::pow(10.0, 2.0 * unit(rng));
+      in.rest[i] = std::sqrt(len2) * (1.0 + 0.5 * unit(rng));
+    }
+    for (const bool clamp : {false, true})
+      for (const spring_pairs::StepWeights w :
+           {spring_pairs::StepWeights{true, 1.0, 75.0}, spring_pairs::StepWeights{true, 1.0, 0.0},
+            spring_pairs::StepWeights{true, 0.0, 75.0}}) {
+        spring_pairs::Output exact, cheap;
+        spring_pairs::forces(in, exact, clamp, true, w, false);
+        spring_pairs::forces(in, cheap, clamp, true, w, true);
+        EXPECT_EQ(std::memcmp(exact.len, cheap.len, sizeof exact.len), 0);
+        EXPECT_EQ(std::memcmp(exact.r, cheap.r, sizeof exact.r), 0);
+        for (int i = 0; i < kLanes; ++i) {
+          double scale = 0.0, diff = 0.0;
+          for (int e = 0; e < 9; ++e) {
+            scale = std::max(scale, std::abs(exact.step[e][i]));
+            diff = std::max(diff, std::abs(exact.step[e][i] - cheap.step[e][i]));
+          }
+          // (Velocity weight only on an undamped lane: both blocks zero.)
+          EXPECT_LE(diff, 1e-6 * scale) << "trial " << trial << " lane " << i << " clamp " << clamp;
+          if (scale > 0.0) worst = std::max(worst, diff / scale);
+        }
+      }
+  }
+  EXPECT_LT(worst, 1e-12) << "the closed form should agree to round-off";
 }
 
 TEST(SpringTerm, CollapsedSpringsAreInadmissible) {
