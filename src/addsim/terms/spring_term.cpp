@@ -315,7 +315,8 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
         if (out.add_point_pair_lane(ps.stencil, ps.da, ps.db, &lanes.r[0][j], step_blocks ? &lanes.step[0][j] : nullptr,
                                     spring_pairs::kLanes))
           continue;
-        // The partials themselves (kResidualAndJacobians): the general scatter.
+        // The partials themselves (kResidualAndJacobians; or a step block without the pair's
+        // point map): the general scatter.
         if (float_blocks) {
           // The kernel formed `step` only: this spring's record by spring_force() (r the same bits).
           spring_force(springs_[ps.spring], ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db),
