@@ -440,20 +440,27 @@ Scene sheet_flip(int steps, std::vector<std::string> overrides) {
   return load_scene_file(test::scene_path("sheet_flip.json"), overrides);
 }
 
+// Loading the sheet flip with `overrides` fails with a one-line error naming `key` and
+// containing `needle`.
+void expect_scene_error(const std::vector<std::string>& overrides, const char* key, const char* needle) {
+  try {
+    sheet_flip(2, overrides);
+    FAIL() << overrides.back() << " was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(key), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
 TEST(BandedLuSingle, KeyIsValidated) {
   const Scene plain = sheet_flip(2, {});
   EXPECT_EQ(plain.model->solver().factorization_precision, FactorizationPrecision::kDouble);
   const Scene single = sheet_flip(2, {"solver.factorization_precision=\"single\""});
   EXPECT_EQ(single.model->solver().factorization_precision, FactorizationPrecision::kSingle);
   auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
-    try {
-      sheet_flip(2, overrides);
-      FAIL() << overrides.back() << " was accepted";
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("solver.factorization_precision"), std::string::npos) << what;
-      EXPECT_NE(what.find(needle), std::string::npos) << what;
-    }
+    expect_scene_error(overrides, "solver.factorization_precision", needle);
   };
   expect_error({"solver.factorization_precision=\"half\""}, "\"double\", \"single\"");
   expect_error({"solver.factorization_precision=32"}, "");
@@ -485,6 +492,17 @@ TEST(BandedLuSingle, SheetFlipReachesTheSameRoots) {
   EXPECT_LE(lus_b, lus_a + lus_a / 20);
 }
 
+// The adjoint gradients of one trajectory through two models that differ only in forward-solver
+// keys are the same bits (the sensitivities build their own solvers with the defaults).
+void expect_same_adjoint_gradient(const Model& plain, const Model& keyed, const Trajectory& t) {
+  const test::CentroidObjective objective;
+  const GradientResult g_plain = gradient_adjoint(plain, t, objective);
+  const GradientResult g_keyed = gradient_adjoint(keyed, t, objective);
+  EXPECT_EQ(g_plain.phi, g_keyed.phi);
+  ASSERT_EQ(g_plain.dphi_dp.size(), g_keyed.dphi_dp.size());
+  EXPECT_TRUE((g_plain.dphi_dp.array() == g_keyed.dphi_dp.array()).all());
+}
+
 // The sensitivities factorise in double whatever the key says: on one trajectory the gradient
 // with the key on is the key-off gradient bit for bit, and on each setting's own trajectory
 // (the same roots within the tolerance) the gradients agree to the trajectories' difference.
@@ -496,12 +514,9 @@ TEST(BandedLuSingle, GradientsStayDouble) {
   const Trajectory a = sim_plain.run(p), b = sim_single.run(p);
   ASSERT_TRUE(a.completed()) << a.failure;
   ASSERT_TRUE(b.completed()) << b.failure;
+  expect_same_adjoint_gradient(*plain.model, *single.model, a);
   const test::CentroidObjective objective;
   const GradientResult g_plain = gradient_adjoint(*plain.model, a, objective);
-  const GradientResult g_key_on = gradient_adjoint(*single.model, a, objective);
-  EXPECT_EQ(g_plain.phi, g_key_on.phi);
-  ASSERT_EQ(g_plain.dphi_dp.size(), g_key_on.dphi_dp.size());
-  EXPECT_TRUE((g_plain.dphi_dp.array() == g_key_on.dphi_dp.array()).all());
   const GradientResult g_single = gradient_adjoint(*single.model, b, objective);
   EXPECT_NEAR(g_single.phi, g_plain.phi, 1e-9 * std::abs(g_plain.phi));
   EXPECT_LT((g_single.dphi_dp - g_plain.dphi_dp).norm(), 1e-6 * g_plain.dphi_dp.norm());
@@ -631,15 +646,7 @@ TEST(BandedLuThreshold, KeyIsValidated) {
   EXPECT_EQ(sheet_flip(2, {}).model->solver().pivot_threshold, 1.0);
   EXPECT_EQ(sheet_flip(2, {"solver.pivot_threshold=0.1"}).model->solver().pivot_threshold, 0.1);
   auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
-    try {
-      sheet_flip(2, overrides);
-      FAIL() << overrides.back() << " was accepted";
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("solver.pivot_threshold"), std::string::npos) << what;
-      EXPECT_NE(what.find(needle), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
+    expect_scene_error(overrides, "solver.pivot_threshold", needle);
   };
   expect_error({"solver.pivot_threshold=0"}, "");
   expect_error({"solver.pivot_threshold=-0.5"}, "");
@@ -691,12 +698,7 @@ TEST(BandedLuThreshold, GradientsKeepPartialPivoting) {
   Simulator sim(*plain.model);
   const Trajectory a = sim.run(p);
   ASSERT_TRUE(a.completed()) << a.failure;
-  const test::CentroidObjective objective;
-  const GradientResult g_plain = gradient_adjoint(*plain.model, a, objective);
-  const GradientResult g_keyed = gradient_adjoint(*keyed.model, a, objective);
-  EXPECT_EQ(g_plain.phi, g_keyed.phi);
-  ASSERT_EQ(g_plain.dphi_dp.size(), g_keyed.dphi_dp.size());
-  EXPECT_TRUE((g_plain.dphi_dp.array() == g_keyed.dphi_dp.array()).all());
+  expect_same_adjoint_gradient(*plain.model, *keyed.model, a);
 }
 
 }  // namespace
