@@ -208,9 +208,20 @@ inline __attribute__((always_inline)) void store(T* p, const V& v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
 
-template <class V, class T>
-inline __attribute__((always_inline)) void broadcast(V& v, T s) {
-  for (int i = 0; i < static_cast<int>(sizeof v / sizeof s); ++i) v[i] = s;
+// v = s in every lane. Built as a 16-byte splat widened by a shuffle: a 32-byte initialiser
+// (or a loop over the lanes) is split into 16-byte halves before the avx2 clone exists, five
+// dependent instructions instead of two — on the substitutions' chain from one entry to the next.
+template <class V, class S, std::size_t... H, std::size_t... I>
+inline __attribute__((always_inline)) void broadcast_impl(V& v, S s, std::index_sequence<H...>,
+                                                          std::index_sequence<I...>) {
+  typedef S Half __attribute__((vector_size(16)));
+  const Half h = {((void)H, s)...};
+  v = __builtin_shufflevector(h, h, ((void)I, 0)...);
+}
+template <class V, class S>
+inline __attribute__((always_inline)) void broadcast(V& v, S s) {
+  static_assert(sizeof(v[0]) == sizeof(S), "one lane per scalar");
+  broadcast_impl(v, s, std::make_index_sequence<16 / sizeof(S)>(), std::make_index_sequence<sizeof(V) / sizeof(S)>());
 }
 
 // y[r] −= l[r] s for r = 0 … m − 1, element by element (each y[r] one multiply and one
@@ -420,20 +431,6 @@ __attribute__((target_clones("avx2", "default"))) bool band_factor_f32(float* ab
   return band_factor<float, true>(ab, n, kl, ku, ldab, tau, pivot, flops, widest);
 }
 
-// v = s in every lane. Built as a 16-byte splat widened by a shuffle: a 32-byte initialiser
-// (or broadcast()'s lane loop) is split into 16-byte halves before the avx2 clone exists, five
-// dependent instructions instead of two — on the substitutions' chain from one entry to the next.
-template <class V, class S, std::size_t... H, std::size_t... I>
-inline __attribute__((always_inline)) void splat_impl(V& v, S s, std::index_sequence<H...>, std::index_sequence<I...>) {
-  typedef S Half __attribute__((vector_size(16)));
-  const Half h = {((void)H, s)...};
-  v = __builtin_shufflevector(h, h, ((void)I, 0)...);
-}
-template <class V, class S>
-inline __attribute__((always_inline)) void splat(V& v, S s) {
-  splat_impl(v, s, std::make_index_sequence<16 / sizeof(S)>(), std::make_index_sequence<sizeof(V) / sizeof(S)>());
-}
-
 // out = lanes 0 … S − 1 of `low`, lanes S … of `high` (one blend with a constant mask).
 template <int S, class V, std::size_t... I>
 inline __attribute__((always_inline)) void blend_at_impl(V& out, const V& low, const V& high,
@@ -489,9 +486,9 @@ inline __attribute__((always_inline)) bool forward_column(const T* ab, int n, in
     yj = spill[p - J];
     Bits lane, at;
     lane_index<T>(lane);
-    splat(at, p - J);
+    broadcast(at, p - J);
     V moved;
-    splat(moved, next);
+    broadcast(moved, next);
 #pragma GCC unroll 16
     for (int k = 0; k < NV; ++k) win[k] = (lane + W * k) == at ? moved : win[k];
   }
@@ -504,7 +501,7 @@ inline __attribute__((always_inline)) bool forward_column(const T* ab, int n, in
   const T* l = ab + kv + static_cast<size_t>(ldab) * j;  // L(j + r, j) at l[r]
   next = after - l[1] * yj;
   V b;
-  splat(b, yj);
+  broadcast(b, yj);
   {
     V lv;
     load(lv, l - S);  // rows J …: lanes up to S are row j and the rows above, kept
@@ -524,7 +521,7 @@ inline __attribute__((always_inline)) bool forward_column(const T* ab, int n, in
     load(lv, l + W * (NV - 1) - S);
     Bits lane, last;
     lane_index<T>(lane);
-    splat(last, km - (W * (NV - 1) - S));
+    broadcast(last, km - (W * (NV - 1) - S));
     win[NV - 1] = lane > last ? win[NV - 1] : win[NV - 1] - lv * b;
   }
   return true;
@@ -579,7 +576,7 @@ inline __attribute__((always_inline)) bool backward_column(const T* ab, int kv, 
   }
   next = after - u[-1] * yj;
   V b;
-  splat(b, yj);
+  broadcast(b, yj);
   {
     V uv;
     load(uv, u - S);  // rows J …: lanes from S on are row j and the rows below, kept
@@ -598,7 +595,7 @@ inline __attribute__((always_inline)) bool backward_column(const T* ab, int kv, 
     load(uv, u - S - W * M);
     Bits lane, first;
     lane_index<T>(lane);
-    splat(first, S + W * M - u_band);
+    broadcast(first, S + W * M - u_band);
     win[0] = lane < first ? win[0] : win[0] - uv * b;
   }
   return true;
