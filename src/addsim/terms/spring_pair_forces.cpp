@@ -41,8 +41,8 @@ __attribute__((target_clones("avx2", "default"))) void lane_forces(const Input& 
     // (t the stretch, clamped at 0 under `clamp`; (u wᵀ)(u uᵀ) = uw uuᵀ), so that with
     // ∂r_a/∂ẋ_a = k_d uuᵀ the step block is wq α I + u (B u + C w)ᵀ, B = wq β + wv k_d, C = wq γ:
     // one division per spring instead of six, no 3 × 3 product, and kx and kv are not formed
-    // (the caller takes spring_force() for a pair it cannot scatter from `step`). The same
-    // matrix as the exact route to round-off, not bit for bit.
+    // (a step evaluation scatters `step` alone). The same matrix as the exact route to
+    // round-off, not bit for bit.
     double alpha[L], beta[L], gamma[L];
     for (int i = 0; i < L; ++i) {
       const double inv = 1.0 / out.len[i];

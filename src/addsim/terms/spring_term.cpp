@@ -315,20 +315,15 @@ void SpringTerm::evaluate(const TermContext& ctx, Assembly& out) const {
         if (out.add_point_pair_lane(ps.stencil, ps.da, ps.db, &lanes.r[0][j], step_blocks ? &lanes.step[0][j] : nullptr,
                                     spring_pairs::kLanes))
           continue;
-        // The partials themselves (kResidualAndJacobians; or a step block without the pair's
-        // point map): the general scatter.
-        if (float_blocks) {
-          // The kernel formed `step` only: this spring's record by spring_force() (r the same bits).
-          spring_force(springs_[ps.spring], ctx.q.segment<3>(ps.da) - ctx.q.segment<3>(ps.db),
-                       ctx.v.segment<3>(ps.da) - ctx.v.segment<3>(ps.db), ctx, clamp, partials, L);
-        } else {
-          L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
-          for (int b = 0; b < 3; ++b)
-            for (int a = 0; a < 3; ++a) {
-              L.kx(a, b) = lanes.kx[a + 3 * b][j];
-              L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
-            }
-        }
+        // The partials themselves (kResidualAndJacobians): the general scatter. Step evaluations
+        // never get here — a pair's DOFs are two whole particles, so its stencil has a point map
+        // (SparsePattern) — and so neither do the float blocks, which leave kx and kv unset.
+        L.r = Vec3(lanes.r[0][j], lanes.r[1][j], lanes.r[2][j]);
+        for (int b = 0; b < 3; ++b)
+          for (int a = 0; a < 3; ++a) {
+            L.kx(a, b) = lanes.kx[a + 3 * b][j];
+            L.kv(a, b) = lanes.kv[spring_pairs::upper_index(a, b)][j];
+          }
         scatter(ps.spring);
       }
       k = pairs_[run_end - 1].spring;
