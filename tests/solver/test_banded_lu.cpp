@@ -424,9 +424,9 @@ TEST(BandedLuSingle, OnlyTheSolversWithSingleFactorsAcceptIt) {
   const Sheet s = make_sheet(3, identity(9));
   EXPECT_STREQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kSingle)->name(),
                "banded_lu_single");
-  EXPECT_TRUE(supports_single_precision(LinearSolverKind::kBanded));
+  EXPECT_TRUE(supports_factorization_options(LinearSolverKind::kBanded));
   for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
-    EXPECT_FALSE(supports_single_precision(kind));
+    EXPECT_FALSE(supports_factorization_options(kind));
     EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kSingle), InputError);
   }
 }
@@ -634,9 +634,9 @@ TEST(BandedLuThreshold, ThresholdOutsideItsRangeIsRefused) {
     EXPECT_THROW(BandedLu(&s.pattern, FactorizationPrecision::kDouble, tau), InputError) << tau;
   EXPECT_EQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kDouble, 0.25)->name(),
             std::string("banded_lu"));
-  EXPECT_TRUE(supports_pivot_threshold(LinearSolverKind::kBanded));
+  EXPECT_TRUE(supports_factorization_options(LinearSolverKind::kBanded));
   for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
-    EXPECT_FALSE(supports_pivot_threshold(kind));
+    EXPECT_FALSE(supports_factorization_options(kind));
     EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 0.25), InputError);
     EXPECT_NO_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 1.0));
   }

@@ -101,13 +101,13 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                                       : LinearSolverKind::kAuto;
   const bool single = r.choice("factorization_precision", "double", {"double", "single"}) == "single";
   s.factorization_precision = single ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble;
-  if (single && !supports_single_precision(s.linear_solver))
-    r.fail("factorization_precision", std::string(kSinglePrecisionNeedsBanded) + ", got \"" + ls + "\"");
+  if (single && !supports_factorization_options(s.linear_solver))
+    r.fail("factorization_precision", std::string("\"single\" ") + kFactorizationOptionNeedsBanded + ", got \"" + ls + "\"");
   s.pivot_threshold = r.number("pivot_threshold", 1.0, Bound::kPositive);
   if (s.pivot_threshold > 1.0)
     r.fail("pivot_threshold", "must be in (0, 1] (1: partial pivoting), got " + std::to_string(s.pivot_threshold));
-  if (s.pivot_threshold != 1.0 && !supports_pivot_threshold(s.linear_solver))
-    r.fail("pivot_threshold", std::string(kPivotThresholdNeedsBanded) + ", got \"" + ls + "\"");
+  if (s.pivot_threshold != 1.0 && !supports_factorization_options(s.linear_solver))
+    r.fail("pivot_threshold", std::string("below 1 ") + kFactorizationOptionNeedsBanded + ", got \"" + ls + "\"");
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);
   s.stick_predictor_ratio = r.number("stick_predictor_ratio", 0.0, Bound::kNonNegative);

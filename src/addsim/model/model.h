@@ -22,7 +22,7 @@ enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDens
 /// Arithmetic of the forward Newton's factors (solver.factorization_precision): kSingle stores
 /// and computes the LU in float while the residual, the iterate and the convergence tests stay
 /// double (mixed-precision Newton, docs/solver.md). Only solvers that have a single-precision
-/// factorisation accept it (supports_single_precision, solver/linear_solver.h); the sensitivities'
+/// factorisation accept it (supports_factorization_options, solver/linear_solver.h); the sensitivities'
 /// solvers are always double.
 enum class FactorizationPrecision { kDouble, kSingle };
 

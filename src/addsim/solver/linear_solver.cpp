@@ -314,11 +314,11 @@ void keep_freed_memory() {
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
                                                  FactorizationPrecision precision, double pivot_threshold) {
   limit_blas_threads();
-  if (pivot_threshold != 1.0 && !supports_pivot_threshold(kind))
-    throw InputError(std::string("solver.pivot_threshold: ") + kPivotThresholdNeedsBanded);
+  if (pivot_threshold != 1.0 && !supports_factorization_options(kind))
+    throw InputError(std::string("solver.pivot_threshold: below 1 ") + kFactorizationOptionNeedsBanded);
   if (precision == FactorizationPrecision::kSingle) {
-    if (!supports_single_precision(kind))
-      throw InputError(std::string("solver.factorization_precision: ") + kSinglePrecisionNeedsBanded);
+    if (!supports_factorization_options(kind))
+      throw InputError(std::string("solver.factorization_precision: \"single\" ") + kFactorizationOptionNeedsBanded);
     return std::make_unique<BandedLu>(pattern, precision, pivot_threshold);
   }
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster

@@ -108,25 +108,19 @@ void refine_direct_solve(const SparsePattern& pattern, const VecX& values, const
   if (counted && !met) ++counts.unmet;
 }
 
-/// True for the solver kinds with a single-precision factorisation (solver.factorization_precision
-/// = "single"): `"banded"` (BandedLu) only. kAuto is not among them: the choice must be explicit.
-inline bool supports_single_precision(LinearSolverKind kind) { return kind == LinearSolverKind::kBanded; }
-/// The one-line reason a kind without single-precision factors is refused.
-inline constexpr const char* kSinglePrecisionNeedsBanded =
-    "\"single\" needs solver.linear_solver = \"banded\" (the solver with single-precision factors)";
-
-/// True for the solver kinds that take a pivot threshold below 1 (solver.pivot_threshold):
-/// `"banded"` (BandedLu) only, as for the single-precision factors.
-inline bool supports_pivot_threshold(LinearSolverKind kind) { return kind == LinearSolverKind::kBanded; }
-/// The one-line reason a kind without a pivot threshold is refused one below 1.
-inline constexpr const char* kPivotThresholdNeedsBanded =
-    "below 1 needs solver.linear_solver = \"banded\" (the solver with a threshold pivot choice)";
+/// True for the solver kinds whose factorisation takes the forward Newton's options other than
+/// their defaults — single-precision factors (solver.factorization_precision = "single") and a
+/// pivot threshold below 1 (solver.pivot_threshold): `"banded"` (BandedLu) only. kAuto is not
+/// among them: the choice must be explicit.
+inline bool supports_factorization_options(LinearSolverKind kind) { return kind == LinearSolverKind::kBanded; }
+/// The end of the one-line reason such an option is refused for another kind.
+inline constexpr const char* kFactorizationOptionNeedsBanded =
+    "needs solver.linear_solver = \"banded\" (the solver with single-precision factors and a pivot threshold)";
 
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
-/// SparseLU without it), factorising in `precision` (kSingle only where
-/// supports_single_precision) with the pivot threshold `pivot_threshold` (below 1 only where
-/// supports_pivot_threshold). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// SparseLU without it), factorising in `precision` with the pivot threshold `pivot_threshold`
+/// (kSingle and thresholds below 1 only where supports_factorization_options). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
 /// requested but not available, kSingle for a kind without a single-precision factorisation,
 /// or a threshold below 1 for a kind without one.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
