@@ -218,8 +218,8 @@ VecX dense_lu_reference_solve(std::vector<T> a, int n, const VecX& rhs, bool tra
 template <class T = double>
 void expect_bitwise_like_scalar_lu(const Sheet& s, const VecX& values, std::mt19937& rng, double tau = 1.0,
                                    int zero_stride = 0) {
-  BandedLu lu(&s.pattern, std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble,
-              tau);
+  BandedLu lu(&s.pattern,
+              {std::is_same_v<T, float> ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble, tau});
   ASSERT_TRUE(lu.factorize(values));
   const std::vector<int>& order = lu.ordering().order;
   const std::vector<int>& position = lu.ordering().position;
@@ -361,7 +361,7 @@ TEST(BandedLuSingle, SubstitutionsInRegistersMatchTheScalarFloatLu) {
                    std::to_string(mass));
       expect_bitwise_like_scalar_lu<float>(chain, values, rng);
       expect_bitwise_like_scalar_lu<float>(chain, values, rng, 1.0, 3);
-      BandedLu lu(&chain.pattern, FactorizationPrecision::kSingle);
+      BandedLu lu(&chain.pattern, {FactorizationPrecision::kSingle});
       ASSERT_TRUE(lu.factorize(values));
       const int kl = lu.ordering().lower, u_band = u_band_of(lu, chain.n);
       ASSERT_GE(u_band, kl);
@@ -387,7 +387,7 @@ TEST(BandedLuSingle, SubstitutionsInRegistersMatchTheScalarFloatLu) {
 TEST(BandedLuSingle, SolvesTheSheetToFloatAccuracyAndRefines) {
   const Sheet s = make_sheet(5, identity(25));
   std::mt19937 rng(31);
-  BandedLu lu(&s.pattern, FactorizationPrecision::kSingle);
+  BandedLu lu(&s.pattern, {FactorizationPrecision::kSingle});
   EXPECT_STREQ(lu.name(), "banded_lu_single");
   EXPECT_EQ(lu.precision(), FactorizationPrecision::kSingle);
   for (const double mass : {200.0, 20.0, 1e-6}) {
@@ -422,12 +422,12 @@ TEST(BandedLuSingle, SolvesTheSheetToFloatAccuracyAndRefines) {
 
 TEST(BandedLuSingle, OnlyTheSolversWithSingleFactorsAcceptIt) {
   const Sheet s = make_sheet(3, identity(9));
-  EXPECT_STREQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kSingle)->name(),
+  EXPECT_STREQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, {FactorizationPrecision::kSingle})->name(),
                "banded_lu_single");
   EXPECT_TRUE(supports_factorization_options(LinearSolverKind::kBanded));
   for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
     EXPECT_FALSE(supports_factorization_options(kind));
-    EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kSingle), InputError);
+    EXPECT_THROW(make_linear_solver(kind, &s.pattern, {FactorizationPrecision::kSingle}), InputError);
   }
 }
 
@@ -456,9 +456,9 @@ void expect_scene_error(const std::vector<std::string>& overrides, const char* k
 
 TEST(BandedLuSingle, KeyIsValidated) {
   const Scene plain = sheet_flip(2, {});
-  EXPECT_EQ(plain.model->solver().factorization_precision, FactorizationPrecision::kDouble);
+  EXPECT_EQ(plain.model->solver().factorization.precision, FactorizationPrecision::kDouble);
   const Scene single = sheet_flip(2, {"solver.factorization_precision=\"single\""});
-  EXPECT_EQ(single.model->solver().factorization_precision, FactorizationPrecision::kSingle);
+  EXPECT_EQ(single.model->solver().factorization.precision, FactorizationPrecision::kSingle);
   auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
     expect_scene_error(overrides, "solver.factorization_precision", needle);
   };
@@ -550,7 +550,7 @@ TEST(BandedLuThreshold, OneIsPartialPivotingToTheBit) {
   std::mt19937 rng(37);
   for (const FactorizationPrecision precision : {FactorizationPrecision::kDouble, FactorizationPrecision::kSingle}) {
     const VecX values = spring_sheet_values(s, 14.4, 1000.0, rng);
-    BandedLu plain(&s.pattern, precision), one(&s.pattern, precision, 1.0);
+    BandedLu plain(&s.pattern, {precision}), one(&s.pattern, {precision, 1.0});
     ASSERT_TRUE(plain.factorize(values));
     ASSERT_TRUE(one.factorize(values));
     EXPECT_GT(plain.row_exchanges(), 0);
@@ -591,7 +591,7 @@ TEST(BandedLuThreshold, KeepsTheDiagonalAndSolvesTheSpringSheet) {
   std::mt19937 rng(43);
   for (int trial = 0; trial < 4; ++trial) {
     const VecX values = spring_sheet_values(s, 14.4, 1000.0, rng);
-    BandedLu partial(&s.pattern), threshold(&s.pattern, FactorizationPrecision::kDouble, 0.1);
+    BandedLu partial(&s.pattern), threshold(&s.pattern, {FactorizationPrecision::kDouble, 0.1});
     ASSERT_TRUE(partial.factorize(values));
     expect_solves_like_sparse_lu(s, values, threshold, rng);
     EXPECT_GT(partial.u_band(), threshold.u_band()) << trial;
@@ -600,7 +600,7 @@ TEST(BandedLuThreshold, KeepsTheDiagonalAndSolvesTheSpringSheet) {
     EXPECT_LT(threshold.factor_flops(), partial.factor_flops()) << trial;
     EXPECT_DOUBLE_EQ(threshold.factor_flops(), band_flops(threshold.ordering())) << trial;
     EXPECT_LT(threshold.solve_flops(), partial.solve_flops()) << trial;
-    BandedLu single(&s.pattern, FactorizationPrecision::kSingle, 0.1);
+    BandedLu single(&s.pattern, {FactorizationPrecision::kSingle, 0.1});
     ASSERT_TRUE(single.factorize(values));
     EXPECT_EQ(single.u_band(), single.ordering().upper) << trial;
     const VecX b = test::random_rhs(s.n, rng);
@@ -619,7 +619,7 @@ TEST(BandedLuThreshold, SmallDiagonalsStillExchangeRows) {
   const Sheet s = make_sheet(4, identity(16));
   std::mt19937 rng(47);
   VecX values = sheet_values(s, 1e-6, 1.0, rng);
-  BandedLu lu(&s.pattern, FactorizationPrecision::kDouble, 0.1);
+  BandedLu lu(&s.pattern, {FactorizationPrecision::kDouble, 0.1});
   expect_solves_like_sparse_lu(s, values, lu, rng);
   EXPECT_GT(lu.row_exchanges(), 0);
   EXPECT_GT(lu.u_band(), lu.ordering().upper);
@@ -631,20 +631,20 @@ TEST(BandedLuThreshold, SmallDiagonalsStillExchangeRows) {
 TEST(BandedLuThreshold, ThresholdOutsideItsRangeIsRefused) {
   const Sheet s = make_sheet(3, identity(9));
   for (const double tau : {0.0, -0.5, 1.5, std::nan("")})
-    EXPECT_THROW(BandedLu(&s.pattern, FactorizationPrecision::kDouble, tau), InputError) << tau;
-  EXPECT_EQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, FactorizationPrecision::kDouble, 0.25)->name(),
+    EXPECT_THROW(BandedLu(&s.pattern, {FactorizationPrecision::kDouble, tau}), InputError) << tau;
+  EXPECT_EQ(make_linear_solver(LinearSolverKind::kBanded, &s.pattern, {FactorizationPrecision::kDouble, 0.25})->name(),
             std::string("banded_lu"));
   EXPECT_TRUE(supports_factorization_options(LinearSolverKind::kBanded));
   for (LinearSolverKind kind : {LinearSolverKind::kAuto, LinearSolverKind::kDense, LinearSolverKind::kEigenLu}) {
     EXPECT_FALSE(supports_factorization_options(kind));
-    EXPECT_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 0.25), InputError);
-    EXPECT_NO_THROW(make_linear_solver(kind, &s.pattern, FactorizationPrecision::kDouble, 1.0));
+    EXPECT_THROW(make_linear_solver(kind, &s.pattern, {FactorizationPrecision::kDouble, 0.25}), InputError);
+    EXPECT_NO_THROW(make_linear_solver(kind, &s.pattern, {FactorizationPrecision::kDouble, 1.0}));
   }
 }
 
 TEST(BandedLuThreshold, KeyIsValidated) {
-  EXPECT_EQ(sheet_flip(2, {}).model->solver().pivot_threshold, 1.0);
-  EXPECT_EQ(sheet_flip(2, {"solver.pivot_threshold=0.1"}).model->solver().pivot_threshold, 0.1);
+  EXPECT_EQ(sheet_flip(2, {}).model->solver().factorization.pivot_threshold, 1.0);
+  EXPECT_EQ(sheet_flip(2, {"solver.pivot_threshold=0.1"}).model->solver().factorization.pivot_threshold, 0.1);
   auto expect_error = [](const std::vector<std::string>& overrides, const char* needle) {
     expect_scene_error(overrides, "solver.pivot_threshold", needle);
   };

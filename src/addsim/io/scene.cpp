@@ -100,13 +100,13 @@ void parse_solver(ObjectReader& top, Model& model, const std::string& source) {
                     : ls == "schur"   ? LinearSolverKind::kSchur
                                       : LinearSolverKind::kAuto;
   const bool single = r.choice("factorization_precision", "double", {"double", "single"}) == "single";
-  s.factorization_precision = single ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble;
+  s.factorization.precision = single ? FactorizationPrecision::kSingle : FactorizationPrecision::kDouble;
   if (single && !supports_factorization_options(s.linear_solver))
     r.fail("factorization_precision", std::string("\"single\" ") + kFactorizationOptionNeedsBanded + ", got \"" + ls + "\"");
-  s.pivot_threshold = r.number("pivot_threshold", 1.0, Bound::kPositive);
-  if (s.pivot_threshold > 1.0)
-    r.fail("pivot_threshold", "must be in (0, 1] (1: partial pivoting), got " + std::to_string(s.pivot_threshold));
-  if (s.pivot_threshold != 1.0 && !supports_factorization_options(s.linear_solver))
+  s.factorization.pivot_threshold = r.number("pivot_threshold", 1.0, Bound::kPositive);
+  if (s.factorization.pivot_threshold > 1.0)
+    r.fail("pivot_threshold", "must be in (0, 1] (1: partial pivoting), got " + std::to_string(s.factorization.pivot_threshold));
+  if (s.factorization.pivot_threshold != 1.0 && !supports_factorization_options(s.linear_solver))
     r.fail("pivot_threshold", std::string("below 1 ") + kFactorizationOptionNeedsBanded + ", got \"" + ls + "\"");
   s.reuse_factorization = r.boolean("reuse_factorization", true);
   s.clamped_first_iteration = r.boolean("clamped_first_iteration", false);

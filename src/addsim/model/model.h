@@ -26,6 +26,18 @@ enum class LinearSolverKind { kAuto, kUmfpack, kEigenLu, kCholmodBicgstab, kDens
 /// solvers are always double.
 enum class FactorizationPrecision { kDouble, kSingle };
 
+/// How the forward Newton's step Jacobians are factorised (solver.factorization_precision,
+/// solver.pivot_threshold). The defaults are double factors with partial pivoting, which every
+/// solver kind supports and the sensitivities always use; the other values only where
+/// supports_factorization_options (solver/linear_solver.h).
+struct FactorizationOptions {
+  FactorizationPrecision precision = FactorizationPrecision::kDouble;
+  /// Threshold of the banded LU's pivots, in (0, 1]: the diagonal stays the pivot while it is
+  /// at least this fraction of its column's largest entry below it; 1 = partial pivoting
+  /// (solver/banded_lu.h).
+  double pivot_threshold = 1.0;
+};
+
 /// Largest solver.chord_acceleration (Anderson depth of the chord tail).
 inline constexpr int kMaxChordAcceleration = 8;
 
@@ -36,12 +48,8 @@ struct SolverSettings {
   int max_iterations = 50;       ///< Newton iteration cap per step
   int max_halvings = 30;         ///< line-search halvings per iteration
   LinearSolverKind linear_solver = LinearSolverKind::kAuto;
-  /// Precision of the forward Newton's factorisations (solver.factorization_precision).
-  FactorizationPrecision factorization_precision = FactorizationPrecision::kDouble;
-  /// Threshold of the forward Newton's banded LU pivots (solver.pivot_threshold, in (0, 1]): the
-  /// diagonal stays the pivot while it is at least this fraction of its column's largest entry
-  /// below it; 1 = partial pivoting (solver/banded_lu.h).
-  double pivot_threshold = 1.0;
+  /// The forward Newton's factorisations (solver.factorization_precision, solver.pivot_threshold).
+  FactorizationOptions factorization;
   /// Keep one LU across Newton iterations and steps, solving by GMRES preconditioned with
   /// it while that is cheaper than refactorising (solver/reused_factorization.h).
   bool reuse_factorization = true;

@@ -132,10 +132,10 @@ double band_flops(const BandOrdering& o) {
   return flops;
 }
 
-BandedLu::BandedLu(const SparsePattern* pattern, FactorizationPrecision precision, double pivot_threshold)
-    : pattern_(pattern), precision_(precision), pivot_threshold_(pivot_threshold), n_(pattern->size()) {
-  if (!(pivot_threshold > 0.0 && pivot_threshold <= 1.0))
-    throw InputError("BandedLu: the pivot threshold must be in (0, 1], got " + std::to_string(pivot_threshold));
+BandedLu::BandedLu(const SparsePattern* pattern, const FactorizationOptions& options)
+    : pattern_(pattern), precision_(options.precision), pivot_threshold_(options.pivot_threshold), n_(pattern->size()) {
+  if (!(pivot_threshold_ > 0.0 && pivot_threshold_ <= 1.0))
+    throw InputError("BandedLu: the pivot threshold must be in (0, 1], got " + std::to_string(pivot_threshold_));
   BandOrdering natural = natural_band(*pattern);
   BandOrdering rcm = reverse_cuthill_mckee(*pattern);
   ordering_ = band_flops(rcm) < band_flops(natural) ? std::move(rcm) : std::move(natural);
@@ -627,14 +627,17 @@ inline __attribute__((always_inline)) void backward_window(const T* ab, int n, i
   }
 }
 
+// The most vectors of y a substitution window holds (backward_window<T, 6>: M + 1 = 7), and so
+// the slack y needs on both sides: kWindowVectors kWidth entries (BandedLu::kSingleSlack).
+constexpr int kWindowVectors = 7;
+
 // The windowed substitutions, for kv ≥ kWidth − 1 (the first lanes read above column j's
-// diagonal), 1 ≤ kl ≤ 4 kWidth and 1 ≤ u_band ≤ 6 kWidth (at most seven vectors in the window:
-// y needs 7 kWidth entries of slack on both sides, BandedLu::kSingleSlack); false otherwise.
+// diagonal), 1 ≤ kl ≤ 4 kWidth and 1 ≤ u_band ≤ (kWindowVectors − 1) kWidth; false otherwise.
 template <class T>
 inline __attribute__((always_inline)) bool band_solve_window(const T* ab, int n, int kl, int kv, int ldab, int u_band,
                                                              const int* pivot, T* y) {
   constexpr int W = Lanes<T>::kWidth;
-  if (kv < W - 1 || kl < 1 || kl > 4 * W || u_band < 1 || u_band > 6 * W) return false;
+  if (kv < W - 1 || kl < 1 || kl > 4 * W || u_band < 1 || u_band > (kWindowVectors - 1) * W) return false;
   switch ((kl + W - 1) / W + 1) {
     case 2: forward_window<T, 2>(ab, n, kl, kv, ldab, pivot, y); break;
     case 3: forward_window<T, 3>(ab, n, kl, kv, ldab, pivot, y); break;
@@ -795,6 +798,8 @@ void BandedLu::solve_in(const std::vector<T>& ab_storage, std::vector<T>& work, 
                         bool transpose) {
   const int kl = ordering_.lower;
   const int* order = ordering_.order.data();
+  static_assert(kSingleSlack == kWindowVectors * Lanes<float>::kWidth && kSinglePad == Lanes<float>::kWidth - 1,
+                "the float storage's padding and slack follow the kernels' vector width and window");
   T* y = work.data() + (work.size() - n_) / 2;  // single precision: after kSingleSlack entries of slack
   for (int k = 0; k < n_; ++k) y[k] = static_cast<T>(b[order[k]]);
   const T* ab = ab_storage.data();

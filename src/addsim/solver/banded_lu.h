@@ -49,9 +49,8 @@ double band_flops(const BandOrdering& ordering);
 class BandedLu final : public LinearSolver {
  public:
   /// Orders `pattern` (the smaller-band of natural_band and reverse_cuthill_mckee).
-  /// pivot_threshold in (0, 1] (1: partial pivoting; InputError otherwise).
-  explicit BandedLu(const SparsePattern* pattern, FactorizationPrecision precision = FactorizationPrecision::kDouble,
-                    double pivot_threshold = 1.0);
+  /// options.pivot_threshold in (0, 1] (1: partial pivoting; InputError otherwise).
+  explicit BandedLu(const SparsePattern* pattern, const FactorizationOptions& options = {});
   bool factorize(const VecX& values) override;
   void solve(const VecX& b, VecX& x, bool transpose) override;
   double factor_flops() const override { return factor_flops_; }
@@ -83,8 +82,8 @@ class BandedLu final : public LinearSolver {
   /// (the kernels' padded vectors).
   static constexpr int kSinglePad = 7;
   /// Single precision: slack entries on both sides of the work vector, which the substitutions'
-  /// windows of y in registers (band_solve: up to seven vectors of eight) read and write past its
-  /// ends.
+  /// windows of y in registers (band_solve_window: up to seven vectors of eight) read and write
+  /// past its ends. Both constants are checked against the kernels' at compile time (solve_in).
   static constexpr int kSingleSlack = 56;
 
   const SparsePattern* pattern_;

@@ -312,14 +312,14 @@ void keep_freed_memory() {
 }
 
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
-                                                 FactorizationPrecision precision, double pivot_threshold) {
+                                                 const FactorizationOptions& options) {
   limit_blas_threads();
-  if (pivot_threshold != 1.0 && !supports_factorization_options(kind))
+  if (options.pivot_threshold != 1.0 && !supports_factorization_options(kind))
     throw InputError(std::string("solver.pivot_threshold: below 1 ") + kFactorizationOptionNeedsBanded);
-  if (precision == FactorizationPrecision::kSingle) {
+  if (options.precision == FactorizationPrecision::kSingle) {
     if (!supports_factorization_options(kind))
       throw InputError(std::string("solver.factorization_precision: \"single\" ") + kFactorizationOptionNeedsBanded);
-    return std::make_unique<BandedLu>(pattern, precision, pivot_threshold);
+    return std::make_unique<BandedLu>(pattern, options);
   }
   // kAuto: from kIterativeMinDofs DOFs on, the CHOLMOD-preconditioned BiCGSTAB (3× faster
   // per refactorisation than UMFPACK on an 8,232-DOF soft cube, docs/solver.md; it falls
@@ -337,7 +337,7 @@ std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const Sp
   constexpr int kDenseMaxDofs = 300;
   if (kind == LinearSolverKind::kAuto && pattern->size() < kDenseMaxDofs) return std::make_unique<DenseLu>(pattern);
   if (kind == LinearSolverKind::kDense) return std::make_unique<DenseLu>(pattern);
-  if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern, precision, pivot_threshold);
+  if (kind == LinearSolverKind::kBanded) return std::make_unique<BandedLu>(pattern, options);
   if (kind == LinearSolverKind::kSchur) return std::make_unique<BlockSchurLu>(pattern);
   if (kind == LinearSolverKind::kCholmodBicgstab) {
     auto solver = make_cholmod_bicgstab(pattern);

@@ -119,13 +119,12 @@ inline constexpr const char* kFactorizationOptionNeedsBanded =
 
 /// Creates the solver `kind` for `pattern` (kAuto: dense below 300 DOF, KLU below 1,000,
 /// CHOLMOD-BiCGSTAB from 4,000 DOF when built with SuiteSparse, UMFPACK in between; Eigen
-/// SparseLU without it), factorising in `precision` with the pivot threshold `pivot_threshold`
-/// (kSingle and thresholds below 1 only where supports_factorization_options). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
+/// SparseLU without it), factorising with `options` (other than the defaults only where
+/// supports_factorization_options). Throws InputError if kUmfpack, kKlu or kCholmodBicgstab is
 /// requested but not available, kSingle for a kind without a single-precision factorisation,
 /// or a threshold below 1 for a kind without one.
 std::unique_ptr<LinearSolver> make_linear_solver(LinearSolverKind kind, const SparsePattern* pattern,
-                                                 FactorizationPrecision precision = FactorizationPrecision::kDouble,
-                                                 double pivot_threshold = 1.0);
+                                                 const FactorizationOptions& options = {});
 
 /// Limits BLAS to one thread and stops OpenBLAS's worker pool, unless OPENBLAS_NUM_THREADS is
 /// set (found at run time: a no-op with other BLAS libraries). Every solver that calls BLAS or

@@ -322,10 +322,9 @@ bool ReusedFactorization::gmres(const VecX& values, const VecX& b, VecX& x, bool
   return (reached || std::abs(g[k]) <= target) && residual_.norm() <= 4.0 * target;
 }
 
-std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model, FactorizationPrecision precision,
-                                                      double pivot_threshold) {
+std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model, const FactorizationOptions& options) {
   auto lu = std::make_unique<ReusedFactorization>(
-      &model.pattern(), make_linear_solver(model.solver().linear_solver, &model.pattern(), precision, pivot_threshold),
+      &model.pattern(), make_linear_solver(model.solver().linear_solver, &model.pattern(), options),
       model.solver().reuse_factorization);
   lu->set_rotation_groups(fem_rotation_groups(model));
   lu->set_refine_to_tolerance(model.solver().refine_to_tolerance);

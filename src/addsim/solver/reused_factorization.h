@@ -204,11 +204,9 @@ std::vector<ReusedFactorization::RotationGroup> fem_rotation_groups(const Model&
 
 /// The step-Jacobian solver of `model`, as the forward run, the adjoint and the direct pass
 /// use it: its solver.linear_solver and solver.reuse_factorization, and its FEM bodies'
-/// rotations compensated in the reuse. `precision`, `pivot_threshold`: the factors' arithmetic
-/// and pivot choice — the forward run passes solver.factorization_precision and
-/// solver.pivot_threshold, the sensitivities keep the defaults (double, partial pivoting).
-std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model,
-                                                      FactorizationPrecision precision = FactorizationPrecision::kDouble,
-                                                      double pivot_threshold = 1.0);
+/// rotations compensated in the reuse. `options`: the factors' arithmetic and pivot choice —
+/// the forward run passes the model's solver().factorization, the sensitivities keep the
+/// defaults (double, partial pivoting).
+std::unique_ptr<ReusedFactorization> make_step_solver(const Model& model, const FactorizationOptions& options = {});
 
 }  // namespace addsim

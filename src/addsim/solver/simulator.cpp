@@ -112,15 +112,15 @@ Simulator::Simulator(const Model& model, int threads) : model_(model) {
   // The forward Newton's factors in solver.factorization_precision with solver.pivot_threshold
   // (the residual, the iterate and the convergence tests stay double); the sensitivities make
   // their own, double ones with partial pivoting.
-  const FactorizationPrecision precision = model.solver().factorization_precision;
-  const double pivot_threshold = model.solver().pivot_threshold;
-  lu_ = make_step_solver(model, precision, pivot_threshold);
+  const FactorizationOptions& factorization = model.solver().factorization;
+  lu_ = make_step_solver(model, factorization);
   // Its matrix then needs float accuracy only: terms may form its blocks cheaper.
-  assembly_.float_step_blocks = worker_assembly_.float_step_blocks = precision == FactorizationPrecision::kSingle;
+  assembly_.float_step_blocks = worker_assembly_.float_step_blocks =
+      factorization.precision == FactorizationPrecision::kSingle;
   // Two threads: the helper also factorises ahead (solve_step), between evaluations.
   if (worker_ && lu_->reuses())
     lu_->set_background(worker_.get(),
-                        make_linear_solver(model.solver().linear_solver, &model.pattern(), precision, pivot_threshold));
+                        make_linear_solver(model.solver().linear_solver, &model.pattern(), factorization));
   // ... and takes independent subtrees of a block LU's factorisation (BlockSchurLu).
   if (worker_) lu_->set_worker(worker_.get());
   if (auto h = std::make_shared<HybridContact>(model); h->active()) hybrid_ = std::move(h);
