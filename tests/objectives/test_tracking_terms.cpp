@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "addsim/core/error.h"
 #include "addsim/fem/fem_body.h"
@@ -284,6 +285,51 @@ TEST(ParameterSelection, ResolvesPathsScalesAndBounds) {
   VecX bad = p;
   bad[sel.indices()[3]] = 1e7;
   EXPECT_THROW(sel.check_bounds(bad), InputError);
+}
+
+// The message of the InputError that `call` throws ("" if it throws none).
+template <class Call>
+std::string input_error_of(Call call) {
+  try {
+    call();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A full vector of the wrong length (the Python binding passes user arrays straight through)
+// is an InputError naming the expected and given lengths, never a read or write outside it;
+// so is a vector of selected values of the wrong length.
+TEST(ParameterSelection, RejectsVectorsOfTheWrongLength) {
+  Fixture f;
+  const ParameterTable& t = f.model.params();
+  const ParameterSelection sel(t, {{"bodies.1.velocity"}, {"bodies.1.material.youngs_modulus", true, 1e3, 1e6}});
+  const int np = t.size();
+  ASSERT_EQ(sel.num_params(), np);
+  const VecX p = t.defaults();
+  const std::string expected_p = "expected |p| = " + std::to_string(np);
+  for (const int n : {0, 2, np - 1, np + 1}) {
+    const VecX wrong = VecX::Zero(n);
+    const std::string given = "has " + std::to_string(n) + " entries, " + expected_p;
+    EXPECT_NE(input_error_of([&] { sel.gather(wrong); }).find(": p " + given), std::string::npos) << n;
+    EXPECT_NE(input_error_of([&] { sel.scatter(wrong, VecX::Zero(4)); }).find(": p " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.select(wrong); }).find(": dΦ/dp " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.scaled_gradient(p, wrong); }).find(": dΦ/dp " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.scaled_gradient(wrong, p); }).find(": p " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.to_scaled(wrong); }).find(": p " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.from_scaled(wrong, VecX::Zero(4)); }).find(": p " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.check_bounds(wrong); }).find(": p " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.chain_factor(3, wrong); }).find(": p " + given), std::string::npos);
+  }
+  for (const int n : {0, 3, 5}) {
+    const std::string given = "has " + std::to_string(n) + " entries, expected 4";
+    EXPECT_NE(input_error_of([&] { sel.scatter(p, VecX::Zero(n)); }).find(": values " + given), std::string::npos);
+    EXPECT_NE(input_error_of([&] { sel.from_scaled(p, VecX::Zero(n)); }).find(": x " + given), std::string::npos);
+  }
+  // The right lengths still work.
+  EXPECT_EQ(sel.gather(sel.scatter(p, VecX::Constant(4, 2e3))), VecX::Constant(4, 2e3));
+  EXPECT_EQ(sel.select(p), sel.gather(p));
 }
 
 }  // namespace

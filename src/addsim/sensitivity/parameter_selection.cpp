@@ -9,7 +9,8 @@
 
 namespace addsim {
 
-ParameterSelection::ParameterSelection(const ParameterTable& table, const std::vector<ParameterSpec>& specs) {
+ParameterSelection::ParameterSelection(const ParameterTable& table, const std::vector<ParameterSpec>& specs)
+    : num_params_(table.size()) {
   std::vector<bool> taken(table.size(), false);
   for (const ParameterSpec& s : specs) {
     const ParamRange range = table.require(s.path);
@@ -36,14 +37,37 @@ ParameterSelection::ParameterSelection(const ParameterTable& table, const std::v
   }
 }
 
+// The length checks guard every index into a full vector: the Python binding passes user
+// arrays straight through, and a short p would otherwise be read or written out of bounds.
+void ParameterSelection::require_full(const VecX& v, const char* what) const {
+  if (v.size() != num_params_)
+    throw InputError(std::string("parameter selection: ") + what + " has " + std::to_string(v.size()) +
+                     " entries, expected |p| = " + std::to_string(num_params_));
+}
+
+void ParameterSelection::require_selected(const VecX& v, const char* what) const {
+  if (v.size() != size())
+    throw InputError(std::string("parameter selection: ") + what + " has " + std::to_string(v.size()) +
+                     " entries, expected " + std::to_string(size()) + " (one per selected scalar)");
+}
+
 VecX ParameterSelection::gather(const VecX& p) const {
+  require_full(p, "p");
   VecX x(size());
   for (int k = 0; k < size(); ++k) x[k] = p[indices_[k]];
   return x;
 }
 
+VecX ParameterSelection::select(const VecX& dphi_dp) const {
+  require_full(dphi_dp, "dΦ/dp");
+  VecX g(size());
+  for (int k = 0; k < size(); ++k) g[k] = dphi_dp[indices_[k]];
+  return g;
+}
+
 VecX ParameterSelection::scatter(const VecX& p, const VecX& values) const {
-  ADDSIM_CHECK(values.size() == size(), "parameter selection: wrong number of values");
+  require_full(p, "p");
+  require_selected(values, "values");
   VecX out = p;
   for (int k = 0; k < size(); ++k) out[indices_[k]] = values[k];
   return out;
@@ -69,7 +93,8 @@ VecX ParameterSelection::to_scaled(const VecX& p) const {
 }
 
 VecX ParameterSelection::from_scaled(const VecX& p, const VecX& x) const {
-  ADDSIM_CHECK(x.size() == size(), "parameter selection: wrong number of scaled values");
+  require_full(p, "p");
+  require_selected(x, "x");
   VecX values = x;
   for (int k = 0; k < size(); ++k) {
     if (scale_[k] != 1.0) values[k] *= scale_[k];
@@ -80,11 +105,13 @@ VecX ParameterSelection::from_scaled(const VecX& p, const VecX& x) const {
 
 double ParameterSelection::chain_factor(int k, const VecX& p) const {
   // p = s x (linear): dp/dx = s; p = exp(s x) (log): dp/dx = s p.
+  if (log_[k]) require_full(p, "p");
   return log_[k] ? scale_[k] * p[indices_[k]] : scale_[k];
 }
 
 VecX ParameterSelection::scaled_gradient(const VecX& p, const VecX& dphi_dp) const {
-  VecX g = gather(dphi_dp);
+  require_full(p, "p");
+  VecX g = select(dphi_dp);
   for (int k = 0; k < size(); ++k) {
     if (log_[k]) g[k] *= p[indices_[k]];  // d/d(ln p) = p d/dp
     if (scale_[k] != 1.0) g[k] *= scale_[k];
@@ -105,6 +132,7 @@ double ParameterSelection::upper_scaled(int k) const {
 }
 
 void ParameterSelection::check_bounds(const VecX& p) const {
+  require_full(p, "p");
   for (int k = 0; k < size(); ++k) {
     const double v = p[indices_[k]];
     if (!std::isfinite(v) || v < lower_[k] || v > upper_[k]) {

@@ -37,6 +37,10 @@ class ParameterSelection {
   ParameterSelection(const ParameterTable& table, const std::vector<ParameterSpec>& specs);
 
   int size() const { return static_cast<int>(indices_.size()); }
+  /// |p| of the table the selection was resolved against. Every function below that takes a
+  /// full vector (p or dΦ/dp) throws InputError naming the expected and given lengths when
+  /// the vector has another length, and every vector of selected values must have size().
+  int num_params() const { return num_params_; }
   /// Index into p of each selected scalar.
   const std::vector<int>& indices() const { return indices_; }
   /// Name of each selected scalar ("contact.kn", "bodies.0.velocity[2]").
@@ -62,7 +66,7 @@ class ParameterSelection {
   /// log-scaled scalars (j the index into p of selected scalar k).
   VecX scaled_gradient(const VecX& p, const VecX& dphi_dp) const;
   /// The selected entries of dΦ/dp (|selection|), unscaled.
-  VecX select(const VecX& dphi_dp) const { return gather(dphi_dp); }
+  VecX select(const VecX& dphi_dp) const;
   /// The factor dp_j/dx_k of selected scalar k at p: s_k, times p_j for log-scaled scalars
   /// (columns of a Jacobian dρ/dp become dρ/dx by it).
   double chain_factor(int k, const VecX& p) const;
@@ -74,6 +78,12 @@ class ParameterSelection {
   void check_bounds(const VecX& p) const;
 
  private:
+  // Throws InputError unless v has |p| entries (`what` names v in the message).
+  void require_full(const VecX& v, const char* what) const;
+  // Throws InputError unless v has size() entries.
+  void require_selected(const VecX& v, const char* what) const;
+
+  int num_params_ = 0;
   std::vector<int> indices_;
   std::vector<std::string> names_;
   std::vector<bool> log_;
