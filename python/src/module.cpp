@@ -85,6 +85,21 @@ Array read_only(Array a) {
   return a;
 }
 
+// Rows r_0 … r_m as a read-only (m+1) × cols array whose memory belongs to a capsule. numpy
+// lets an array that owns its data be made writeable again (setflags(write=True)), but not
+// one whose base exposes no writeable buffer: the cached states, returned on every access,
+// cannot be changed through the array or any view of it.
+Array frozen_rows(const std::vector<VecX>& rows, int cols) {
+  auto* data = new std::vector<double>(std::max<std::size_t>(1, rows.size() * static_cast<std::size_t>(cols)));
+  const py::capsule owner(data, [](void* d) { delete static_cast<std::vector<double>*>(d); });
+  double* out = data->data();
+  for (const VecX& r : rows) {
+    std::copy(r.data(), r.data() + cols, out);
+    out += cols;
+  }
+  return read_only(Array({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(cols)}, data->data(), owner));
+}
+
 // JSON ↔ Python through the json module (scene documents are small).
 py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
@@ -156,7 +171,7 @@ struct Rollout {
   int num_states() const { return static_cast<int>(traj.q.size()); }
 
   py::object q() {
-    if (!q_cache) q_cache = read_only(from_rows(traj.q, model().num_dofs()));
+    if (!q_cache) q_cache = frozen_rows(traj.q, model().num_dofs());
     return q_cache;
   }
   py::object v() {
@@ -164,7 +179,7 @@ struct Rollout {
       std::vector<VecX> rows;
       rows.reserve(traj.q.size());
       for (int i = 0; i < num_states(); ++i) rows.push_back(traj.velocity(model().scheme(), i));
-      v_cache = read_only(from_rows(rows, model().num_dofs()));
+      v_cache = frozen_rows(rows, model().num_dofs());
     }
     return v_cache;
   }
@@ -326,6 +341,7 @@ PYBIND11_MODULE(_addsim, m) {
   py::class_<ParameterSelection>(m, "Selection", "Scalars of p chosen by key paths (sensitivity/parameter_selection.h).")
       .def_property_readonly("size", &ParameterSelection::size)
       .def("__len__", &ParameterSelection::size)
+      .def_property_readonly("num_params", &ParameterSelection::num_params, "|p| of the scene it was selected from.")
       .def_property_readonly("indices", &ParameterSelection::indices)
       .def_property_readonly("names", &ParameterSelection::names)
       .def("gather", [](const ParameterSelection& s, const py::handle& p) { return from_vec(s.gather(to_vec(p, "p"))); },
