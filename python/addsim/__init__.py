@@ -50,23 +50,57 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _dumps(value: Any) -> str:
-    # allow_nan=False: NaN and infinity are not JSON; the scene reader would reject them anyway,
-    # this names the value instead of a parse position.
+def _first_invalid(value: Any, path: str) -> tuple[str, str] | None:
+    """(key path, what is wrong) of the first value inside ``value`` that JSON cannot hold: a
+    NaN or infinite number, or an object of another type; None if there is none."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            shown = "NaN" if value != value else ("-" if value < 0 else "") + "infinity"
+            return path, f"got {shown}; NaN and infinity are not allowed (values must be finite numbers)"
+        return None
+    if isinstance(value, Mapping):
+        items = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((str(i), v) for i, v in enumerate(value))
+    else:
+        return path, f"a {type(value).__name__} is not a JSON value (expected a number, string, list or dictionary)"
+    for key, item in items:
+        found = _first_invalid(item, f"{path}.{key}" if path else key)
+        if found is not None:
+            return found
+    return None
+
+
+def _dumps(value: Any, source: str, path: str = "") -> str:
+    """JSON text of ``value`` (a scene document, or the value of the override at key path
+    ``path``). allow_nan=False: NaN and infinity are not JSON and the scene reader would
+    reject them anyway; an error names the source and the key path of the first bad value,
+    never the whole document."""
     try:
         return _json.dumps(value, default=_json_default, allow_nan=False)
     except (TypeError, ValueError) as err:
-        raise InputError(f"cannot convert {value!r} to JSON: {err}") from None
+        found = _first_invalid(value, path)
+        if found is None:  # not expected: every failure of json.dumps is a value _first_invalid finds
+            raise InputError(f"{source}: {path or 'document'}: cannot convert to JSON: {str(err)[:200]}") from None
+        raise InputError(f"{source}: {found[0] or 'document'}: {found[1]}") from None
 
 
-def _overrides(overrides: Sequence[str] | Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> list[str]:
+def _overrides(overrides: Sequence[str] | Mapping[str, Any] | None, kwargs: Mapping[str, Any],
+               source: str) -> list[str]:
     """'PATH=JSON' strings from a list of such strings, a {path: value} mapping and keyword
-    arguments (``solver__tolerance=1e-12`` is the key path ``solver.tolerance``)."""
+    arguments (``solver__tolerance=1e-12`` is the key path ``solver.tolerance``); ``source``
+    names the scene or task file in error messages."""
     out: list[str] = []
     if overrides is None:
         pass
     elif isinstance(overrides, Mapping):
-        out += [f"{path}={_dumps(value)}" for path, value in overrides.items()]
+        out += [f"{path}={_dumps(value, source, str(path))}" for path, value in overrides.items()]
     elif isinstance(overrides, str):
         out.append(overrides)
     else:
@@ -74,8 +108,16 @@ def _overrides(overrides: Sequence[str] | Mapping[str, Any] | None, kwargs: Mapp
             if not isinstance(item, str):
                 raise InputError(f"override {item!r}: expected a 'PATH=JSON' string")
             out.append(item)
-    out += [f"{key.replace('__', '.')}={_dumps(value)}" for key, value in kwargs.items()]
+    for key, value in kwargs.items():
+        path = key.replace("__", ".")
+        out.append(f"{path}={_dumps(value, source, path)}")
     return out
+
+
+def _require(value: Any, kind: type, argument: str, expected: str) -> None:
+    # Wrong-type arguments: a TypeError naming the argument, before any attribute of it is read.
+    if not isinstance(value, kind):
+        raise TypeError(f"{argument} must be {expected}, got {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -143,6 +185,8 @@ class Scene:
     scene between threads freely."""
 
     def __init__(self, impl: "_addsim._Scene"):
+        _require(impl, _addsim._Scene, "addsim.Scene(impl)",
+                 "a loaded scene (make scenes with Scene.load(path) or Scene.from_dict(doc))")
         self._impl = impl
 
     @classmethod
@@ -151,7 +195,8 @@ class Scene:
         """Reads a scene file with overrides: 'PATH=JSON' strings, a {path: value} mapping,
         or keywords with ``__`` for dots (``Scene.load(f, steps=200, solver__tolerance=1e-12)``).
         Raises InputError naming the file and key path for anything invalid."""
-        return cls(_addsim._Scene.load_file(_os.fspath(path), _overrides(overrides, kwargs)))
+        path = _os.fspath(path)
+        return cls(_addsim._Scene.load_file(path, _overrides(overrides, kwargs, str(path))))
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], overrides: Sequence[str] | Mapping[str, Any] | None = None,
@@ -160,7 +205,7 @@ class Scene:
         file (``source`` names it in error messages)."""
         if not isinstance(doc, Mapping):
             raise InputError(f"{source}: a scene must be a dictionary, got {type(doc).__name__}")
-        return cls(_addsim._Scene.load_text(_dumps(dict(doc)), source, _overrides(overrides, kwargs)))
+        return cls(_addsim._Scene.load_text(_dumps(dict(doc), source), source, _overrides(overrides, kwargs, source)))
 
     def to_dict(self) -> dict:
         """The scene document after overrides, as validated (``Scene.from_dict`` round-trips it)."""
@@ -186,7 +231,16 @@ class Scene:
 
     def select(self, paths: str | Iterable[str]) -> Selection:
         """Scalars of p chosen by key paths (entries, rows or single scalars)."""
-        return self._impl.select([paths] if isinstance(paths, str) else list(paths))
+        if isinstance(paths, str):
+            return self._impl.select([paths])
+        given = type(paths).__name__
+        if isinstance(paths, Iterable) and not isinstance(paths, Mapping):
+            paths = list(paths)
+            bad = [type(path).__name__ for path in paths if not isinstance(path, str)]
+            if not bad:
+                return self._impl.select(paths)
+            given = f"a list holding a {bad[0]}"
+        raise TypeError(f"select: paths must be a key path or a list of key paths (strings), got {given}")
 
     def simulate(self, params: Any = None, *, threads: int = 0, check: bool = False) -> "Rollout":
         """Runs the scene from params: None (defaults), a full vector p, or {key path: values}.
@@ -198,17 +252,21 @@ class Scene:
             rollout.check()
         return rollout
 
-    def simulate_batch(self, params: Any, *, threads: int = 0, check: bool = True) -> list["Rollout"]:
+    def simulate_batch(self, params: Any, *, threads: int = 0, check: bool = False) -> list["Rollout"]:
         """One rollout per row of params (B × |p|, or a list of {key path: values}), run in
         parallel on ``threads`` C++ threads (0 = all cores), each simulator on one thread, so
-        the result equals ``simulate(p, threads=1)`` row by row, bit for bit."""
+        the result equals ``simulate(p, threads=1, check=check)`` row by row, bit for bit: a
+        row whose step fails is a rollout with ``completed`` False (states up to the failed
+        step); with ``check=True`` the first failed row (lowest index) raises SimulationError
+        (``.row``, ``.step``, ``.reason``) once all rows have run."""
         if isinstance(params, (list, tuple)) and params and isinstance(params[0], Mapping):
             params = np.stack([self.params(d) for d in params])
         impls = _addsim.simulate_batch(self._impl, np.atleast_2d(np.asarray(params, dtype=float)), threads)
         rollouts = [Rollout(self, r) for r in impls]
         if check:
-            for r in rollouts:
-                r.check()
+            for row, r in enumerate(rollouts):
+                if not r.completed:
+                    raise _failure(r, row)
         return rollouts
 
     def __repr__(self) -> str:
@@ -216,7 +274,12 @@ class Scene:
 
 
 def _selected(scene: Scene, select: Any) -> Selection | None:
-    if select is None or isinstance(select, Selection):
+    if select is None:
+        return None
+    if isinstance(select, Selection):
+        if select.num_params != scene.num_params:
+            raise InputError(f"select: the Selection is of a parameter vector of |p| = {select.num_params}, "
+                             f"this scene has |p| = {scene.num_params} (select it from this scene)")
         return select
     return scene.select(select)
 
@@ -227,6 +290,8 @@ class Rollout:
     Jacobian–vector (direct) products."""
 
     def __init__(self, scene: Scene, impl: "_addsim.Rollout"):
+        _require(scene, Scene, "addsim.Rollout(scene, impl)", "an addsim.Scene")
+        _require(impl, _addsim.Rollout, "addsim.Rollout(scene, impl)", "a rollout (made by Scene.simulate)")
         self.scene = scene
         self._impl = impl
         self.vjp_cpp_seconds = 0.0  # wall time of the last vjp's C++ part (s), for benchmarks
@@ -286,17 +351,24 @@ class Rollout:
         return f"Rollout({self.scene.name!r}, states={self.q.shape[0]}, {state})"
 
 
-def _failure(rollout: Rollout) -> SimulationError:
-    err = SimulationError(f"{rollout.scene._impl.source}: the rollout failed at step {rollout.failed_step}: "
+def _failure(rollout: Rollout, row: int | None = None) -> SimulationError:
+    # row: the rollout's row in a batch (named in the message and kept as .row).
+    where = "" if row is None else f"row {row}: "
+    err = SimulationError(f"{rollout.scene._impl.source}: {where}the rollout failed at step {rollout.failed_step}: "
                           f"{rollout.failure}")
     err.step = rollout.failed_step
     err.reason = rollout.failure
+    err.row = row
     return err
 
 
 def vjp_batch(rollouts: Sequence[Rollout], dL_dq: Any, dL_dv: Any = None, *, threads: int = 0) -> np.ndarray:
     """dL/dp (B × |p|) of B rollouts of one scene with upstream gradients (B, steps+1, |q|),
     one adjoint sweep each, run in parallel on ``threads`` C++ threads (0 = all cores)."""
+    _require(rollouts, Iterable, "vjp_batch: rollouts", "a list of addsim.Rollout")
+    rollouts = list(rollouts)
+    for b, r in enumerate(rollouts):
+        _require(r, Rollout, f"vjp_batch: rollouts[{b}]", "an addsim.Rollout")
     return _addsim.vjp_batch([r._impl for r in rollouts], np.asarray(dL_dq, dtype=float),
                              None if dL_dv is None else np.asarray(dL_dv, dtype=float), threads)
 
@@ -328,6 +400,7 @@ class Task:
     """A task file (docs/task-format.md): scene, selected parameters and objective Φ."""
 
     def __init__(self, impl: "_addsim._Task"):
+        _require(impl, _addsim._Task, "addsim.Task(impl)", "a loaded task (make tasks with Task.load(path))")
         self._impl = impl
         self.scene = Scene(impl.scene)
 
@@ -335,7 +408,8 @@ class Task:
     def load(cls, path: str | _os.PathLike, overrides: Sequence[str] | Mapping[str, Any] | None = None,
              **kwargs: Any) -> "Task":
         """Reads a task file; overrides as for Scene.load ('scene.<path>' for scene keys)."""
-        return cls(_addsim._Task.load_file(_os.fspath(path), _overrides(overrides, kwargs)))
+        path = _os.fspath(path)
+        return cls(_addsim._Task.load_file(path, _overrides(overrides, kwargs, str(path))))
 
     name = property(lambda self: self._impl.name)
     description = property(lambda self: self._impl.description)

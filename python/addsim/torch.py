@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import torch
 
-from . import InputError, Scene, Selection, vjp_batch
+from . import InputError, Scene, Selection, _selected, vjp_batch
 
 __all__ = ["rollout"]
 
@@ -68,10 +68,17 @@ def rollout(scene: Scene, params: torch.Tensor, select: str | Iterable[str] | Se
     (B, steps+1, |q|), in params' dtype; with ``velocities=True`` the pair (q, v). The B
     rollouts run on ``threads`` C++ threads (0 = all cores). Backward: one adjoint sweep per
     rollout. A failed rollout raises addsim.SimulationError; parameters outside their bounds
-    raise addsim.InputError.
+    raise addsim.InputError. params must be a floating-point tensor (float64 for gradcheck;
+    float32 and half precision are computed in float64 and rounded back): an integer or bool
+    tensor raises TypeError, as its states and gradients could not be represented.
     """
+    if not isinstance(scene, Scene):
+        raise TypeError(f"addsim.torch.rollout: scene must be an addsim.Scene, got {type(scene).__name__}")
     if not isinstance(params, torch.Tensor):
-        raise InputError(f"addsim.torch.rollout: params must be a torch.Tensor, got {type(params).__name__}")
+        raise TypeError(f"addsim.torch.rollout: params must be a torch.Tensor, got {type(params).__name__}")
+    if not params.is_floating_point():
+        raise TypeError(f"addsim.torch.rollout: params must have a floating dtype (the states are returned in "
+                        f"params' dtype), got {params.dtype}; use params.double()")
     if params.dim() not in (1, 2):
         raise InputError(f"addsim.torch.rollout: params must have shape (m,) or (B, m), got {tuple(params.shape)}")
     if select is None:
@@ -80,7 +87,7 @@ def rollout(scene: Scene, params: torch.Tensor, select: str | Iterable[str] | Se
             raise InputError("addsim.torch.rollout: base is only used together with select")
         full_base = None
     else:
-        sel = select if isinstance(select, Selection) else scene.select(select)
+        sel = _selected(scene, select)
         indices, expected = np.asarray(sel.indices, dtype=int), sel.size
         full_base = scene.params(base) if (base is None or isinstance(base, Mapping)) else np.asarray(base, float)
         if full_base.shape != (scene.num_params,):

@@ -302,3 +302,105 @@ def test_batch_equals_serial(fem_scene):
         serial = fem_scene.simulate(batch[k], threads=1)
         np.testing.assert_array_equal(rollouts[k].q, serial.q)
         np.testing.assert_array_equal(grads[k], serial.vjp(gq[k]))
+
+
+# ---------------------------------------------------------------------------------------
+# Fixes of the ux20 review: wrong lengths, wrong types, messages, read-only states, batches
+
+
+def test_selection_rejects_wrong_lengths(rigid_scene):
+    # These read and wrote outside p (garbage, a segfault, a double free) before the check.
+    np_ = rigid_scene.num_params
+    sel = rigid_scene.select(["bodies.0.mass"])
+    assert sel.num_params == np_
+    for n in (0, 2, np_ + 1):
+        with pytest.raises(addsim.InputError, match=rf"p has {n} entries, expected \|p\| = {np_}"):
+            sel.gather(np.zeros(n))
+        with pytest.raises(addsim.InputError, match=rf"p has {n} entries, expected \|p\| = {np_}"):
+            sel.scatter(np.zeros(n), [1.0])
+    kn = rigid_scene.select(["contact.kn"])
+    with pytest.raises(addsim.InputError, match=r"values has 2 entries, expected 1"):
+        kn.scatter(rigid_scene.params({}), [1, 2])
+    p = rigid_scene.params()
+    np.testing.assert_array_equal(sel.gather(sel.scatter(p, [2.5])), [2.5])
+
+
+def test_rollout_states_stay_read_only(rigid_scene):
+    r = rigid_scene.simulate()
+    q = r.q
+    first = float(q[0, 0])
+    for a in (q, r.v, q[1:], r.body(0).q):
+        assert not a.flags.writeable
+        with pytest.raises(ValueError):
+            a.setflags(write=True)
+    with pytest.raises(ValueError):
+        q[0, 0] = 99.0
+    assert r.q[0, 0] == first
+    assert r.q is r.q  # one cached array, not a copy per access
+
+
+def test_non_finite_values_name_their_key(source_dir, rigid_scene):
+    path = source_dir / "scenes" / "rigid_sphere_throw.json"
+    for spelled in ({"contact__kn": float("inf")}, {"overrides": {"contact.kn": np.float64("inf")}}):
+        with pytest.raises(addsim.InputError, match=r"rigid_sphere_throw.json: contact.kn: got infinity; NaN and "
+                                                    r"infinity are not allowed") as err:
+            addsim.Scene.load(path, **spelled)
+        assert len(str(err.value)) < 300
+    with pytest.raises(addsim.InputError, match=r"bodies.0.velocity.1: got NaN"):
+        addsim.Scene.load(path, bodies__0__velocity=[1.0, float("nan"), 0.0])
+    with pytest.raises(addsim.InputError, match=r"^mine: bodies.0.velocity.2: got -infinity"):
+        addsim.Scene.from_dict(rigid_scene.to_dict(), {"bodies.0.velocity": np.array([1.0, 0.0, -np.inf])},
+                               source="mine")
+    # A dictionary with one NaN: the key path, not the whole document.
+    doc = json.loads((source_dir / "scenes" / "quadruped_walk.json").read_text())
+    doc["contact"]["kn"] = float("nan")
+    with pytest.raises(addsim.InputError, match=r"^<dict>: contact.kn: got NaN; NaN and infinity are not allowed") \
+            as err:
+        addsim.Scene.from_dict(doc)
+    assert len(str(err.value)) < 300
+    doc["contact"]["kn"] = {1, 2}
+    with pytest.raises(addsim.InputError, match=r"^<dict>: contact.kn: a set is not a JSON value"):
+        addsim.Scene.from_dict(doc)
+
+
+def test_wrong_argument_types_raise_type_error(rigid_scene):
+    r = rigid_scene.simulate()
+    with pytest.raises(TypeError, match=r"vjp_batch: rollouts\[0\] must be an addsim.Rollout, got int"):
+        addsim.vjp_batch([1, 2], np.zeros((2,) + r.q.shape))
+    with pytest.raises(TypeError, match=r"vjp_batch: rollouts must be a list of addsim.Rollout, got Scene"):
+        addsim.vjp_batch(rigid_scene, np.zeros((1,) + r.q.shape))
+    with pytest.raises(TypeError, match=r"addsim.Scene\(impl\) must be a loaded scene .*got str"):
+        addsim.Scene("scenes/rigid_sphere_throw.json")
+    with pytest.raises(TypeError, match=r"addsim.Task\(impl\) must be a loaded task .*got dict"):
+        addsim.Task({})
+    with pytest.raises(TypeError, match=r"select: paths must be a key path or a list of key paths.*got int"):
+        rigid_scene.select(5)
+    with pytest.raises(TypeError, match=r"select: paths must be .*got a list holding a int"):
+        r.vjp(np.zeros_like(r.q), select=[5])
+    with pytest.raises(TypeError, match=r"select: paths must be .*got dict"):
+        r.jvp([1.0], select={"bodies.0.mass": 1})
+
+
+def _batch_with_a_failed_row(source_dir):
+    # Three Newton iterations per step: the sphere in free flight converges, the one thrown
+    # down hard into the floor does not on its impact step.
+    scene = addsim.Scene.load(source_dir / "scenes" / "rigid_sphere_throw.json", steps=60,
+                              solver__max_iterations=3)
+    P = np.stack([scene.params({"bodies.0.velocity": v}) for v in ([1.0, 0.0, 2.0], [1.0, 0.0, -20.0])])
+    return scene, P
+
+
+def test_simulate_batch_failed_row(source_dir):
+    scene, P = _batch_with_a_failed_row(source_dir)
+    rows = scene.simulate_batch(P, threads=2)  # check=False by default, as simulate
+    serial = [scene.simulate(P[b], threads=1) for b in range(2)]
+    assert rows[0].completed and not rows[1].completed
+    for b in range(2):
+        assert rows[b].completed == serial[b].completed and rows[b].failed_step == serial[b].failed_step
+        assert rows[b].failure == serial[b].failure
+        np.testing.assert_array_equal(rows[b].q, serial[b].q)
+    assert rows[1].failed_step >= 1 and len(rows[1].q) == rows[1].failed_step and rows[1].failure
+    with pytest.raises(addsim.SimulationError, match=r"row 1: the rollout failed at step") as err:
+        scene.simulate_batch(P, threads=2, check=True)
+    assert (err.value.row, err.value.step, err.value.reason) == (1, rows[1].failed_step, rows[1].failure)
+    assert all(r.completed for r in scene.simulate_batch(P[:1], check=True))

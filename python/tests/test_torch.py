@@ -64,7 +64,28 @@ def test_float32_and_full_parameter_vector(particle_scene):
 def test_bad_arguments(rigid_scene):
     with pytest.raises(addsim.InputError, match="columns"):
         addsim.torch.rollout(rigid_scene, torch.zeros(2, dtype=torch.float64), select=["bodies.0.velocity"])
-    with pytest.raises(addsim.InputError, match="torch.Tensor"):
+    with pytest.raises(TypeError, match="params must be a torch.Tensor, got list"):
         addsim.torch.rollout(rigid_scene, [1.0, 0.0, 2.0], select=["bodies.0.velocity"])
+    with pytest.raises(TypeError, match="scene must be an addsim.Scene, got str"):
+        addsim.torch.rollout("scenes/rigid_sphere_throw.json", torch.zeros(3), select=["bodies.0.velocity"])
+    with pytest.raises(TypeError, match="select: paths must be"):
+        addsim.torch.rollout(rigid_scene, torch.zeros(3, dtype=torch.float64), select=5)
     with pytest.raises(addsim.InputError, match="bodies.0.mass"):
         addsim.torch.rollout(rigid_scene, torch.tensor([-1.0], dtype=torch.float64), select=["bodies.0.mass"])
+
+
+@pytest.mark.parametrize("values", [[1, 0, 2], [True, False, True]])
+def test_integer_and_bool_params_raise_type_error(rigid_scene, values):
+    # The states are returned in params' dtype: an integer or bool tensor would truncate them
+    # (the sphere's final x of 0.05 m became 0), so it is refused, naming the argument and dtype.
+    params = torch.tensor(values)
+    with pytest.raises(TypeError, match=f"params must have a floating dtype.*got {params.dtype}"):
+        addsim.torch.rollout(rigid_scene, params, select=["bodies.0.velocity"])
+    q = addsim.torch.rollout(rigid_scene, params.double(), select=["bodies.0.velocity"])
+    assert q.dtype == torch.float64 and q[-1, 0] > 0.01
+
+
+def test_selection_of_another_scene_is_refused(rigid_scene, particle_scene):
+    sel = particle_scene.select(["bodies.0.velocities"])
+    with pytest.raises(addsim.InputError, match=r"\|p\| = "):
+        addsim.torch.rollout(rigid_scene, torch.zeros(3, dtype=torch.float64), select=sel)
