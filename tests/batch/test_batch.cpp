@@ -167,6 +167,24 @@ TEST(Batch, InvalidInputFailsBeforeAnyRollout) {
   EXPECT_TRUE(run_batch(f.model(), std::vector<VecX>{}, nullptr).empty());
 }
 
+// A chunk of a larger batch (addsim.dask: rows start … of the whole) names an invalid vector by
+// its row in the whole batch, not by its place in the chunk.
+TEST(Batch, InvalidItemOfAChunkIsNamedByItsRowInTheWholeBatch) {
+  const Fixture f;
+  std::vector<VecX> ps = f.throws(1);
+  ps[0][0] = std::nan("");
+  BatchOptions o;
+  o.first_index = 2;
+  try {
+    run_batch(f.model(), ps, &f.task.objective, o);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("batch item 2: "), std::string::npos) << what;
+    EXPECT_EQ(what.find("batch item 0"), std::string::npos) << what;
+  }
+}
+
 TEST(Batch, ThreadsNeverExceedItems) {
   EXPECT_EQ(batch_threads(8, 3), 3);
   EXPECT_EQ(batch_threads(1, 10), 1);

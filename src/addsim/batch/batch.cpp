@@ -104,7 +104,7 @@ std::vector<BatchItemResult> run_batch(const Model& model, std::span<const VecX>
     try {
       model.params().check(params[k]);
     } catch (const InputError& e) {
-      throw InputError("batch item " + std::to_string(k) + ": " + e.what());
+      throw InputError("batch item " + std::to_string(options.first_index + static_cast<long>(k)) + ": " + e.what());
     }
   }
   const int total = static_cast<int>(params.size());

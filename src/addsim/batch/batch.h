@@ -29,6 +29,10 @@ struct BatchOptions {
   /// Called after every finished item with (items done, items in all), from the worker
   /// thread that finished it, one call at a time (serialised by the batch).
   std::function<void(int done, int total)> progress;
+  /// The number of the first item in messages: a chunk of a larger batch (addsim.dask sends
+  /// rows start … start + n − 1 to one worker) sets it to `start`, so that an invalid vector is
+  /// named by its row in the whole batch ("batch item 2"), not its place in the chunk.
+  long first_index = 0;
 };
 
 /// The outcome of one item. A rollout that fails (a step that does not converge, an
@@ -47,7 +51,8 @@ struct BatchItemResult {
 /// Runs one rollout per parameter vector (each |p|, checked against the model's parameter
 /// table) and evaluates `objective` (may be null: rollouts only) on each; returns the
 /// results in the order of `params`. Throws InputError before any rollout if a parameter
-/// vector is invalid (naming its index), or if gradients are asked without an objective.
+/// vector is invalid (naming its index plus BatchOptions::first_index), or if gradients are
+/// asked without an objective.
 std::vector<BatchItemResult> run_batch(const Model& model, std::span<const VecX> params,
                                        const ObjectiveFunction* objective, const BatchOptions& options = {});
 
