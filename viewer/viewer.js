@@ -68,6 +68,12 @@
       rows.push(['wall time', `${fmt(summary.wall_time_s, ' s')}, ${summary.newton_iterations_total} Newton iterations`]);
     rows.push(['bodies', String(meta.bodies.length) + ` (${meta.num_dofs} DOFs)`]);
     rows.push(['shown', `${nframes} of ${D.states_stored} states` + (nframes < D.states_stored ? ' (decimated)' : '')]);
+    // Long runs: the plotted series are min/max per bucket of steps (the CSV files are complete).
+    for (const [name, file] of [['steps', 'steps.csv'], ['energies', 'energies.csv']]) {
+      const s = D[name];
+      if (s && s.bucket > 1)
+        rows.push(['plots', `${file}: min and max of every ${s.bucket} rows (${s.rows} rows, decimated)`]);
+    }
     const table = document.createElement('table');
     for (const [k, v] of rows) {
       const tr = table.insertRow();

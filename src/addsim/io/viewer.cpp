@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -39,33 +40,73 @@ json read_json_file(const fs::path& file) {
   }
 }
 
-// A CSV file of numbers with a header row → {"header": [...], "columns": {name: [values]}}.
-json read_numeric_csv(const fs::path& file) {
+// A CSV file of numbers with a header row, as columns (inf/nan kept as non-finite values).
+struct Columns {
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> values;  // one per header column
+  std::size_t rows() const { return values.empty() ? 0 : values[0].size(); }
+};
+
+Columns read_csv_columns(const fs::path& file) {
   std::istringstream in(read_text(file));
   std::string line;
   if (!std::getline(in, line)) throw InputError(file.string() + ": empty, expected a header row");
-  std::vector<std::string> header;
-  for (std::stringstream cells(line); std::getline(cells, line, ',');) header.push_back(line);
-  std::vector<json> columns(header.size(), json::array());
+  Columns csv;
+  for (std::stringstream cells(line); std::getline(cells, line, ',');) csv.header.push_back(line);
+  csv.values.resize(csv.header.size());
   int row = 1;
   while (std::getline(in, line)) {
     ++row;
     if (line.empty()) continue;
     std::stringstream cells(line);
     std::string cell;
-    for (std::size_t c = 0; c < header.size(); ++c) {
+    for (std::size_t c = 0; c < csv.header.size(); ++c) {
       if (!std::getline(cells, cell, ','))
         throw InputError(file.string() + ": row " + std::to_string(row) + " has fewer than " +
-                         std::to_string(header.size()) + " values");
+                         std::to_string(csv.header.size()) + " values");
       char* end = nullptr;
       const double x = std::strtod(cell.c_str(), &end);
       if (end == cell.c_str()) throw InputError(file.string() + ": row " + std::to_string(row) + ": \"" + cell + "\" is not a number");
-      // JSON has no inf/nan: such values (a failed step's residual) become null.
-      columns[c].push_back(std::isfinite(x) ? json(x) : json(nullptr));
+      csv.values[c].push_back(x);
     }
   }
-  json out = {{"header", header}, {"columns", json::object()}};
-  for (std::size_t c = 0; c < header.size(); ++c) out["columns"][header[c]] = std::move(columns[c]);
+  return csv;
+}
+
+// The per-step series of a CSV file for the page's plots → {"header": [...], "columns":
+// {name: [values]}, "rows": rows in the file, "bucket": rows per bucket}. Within
+// `max_bytes` (estimated at 24 bytes per JSON number) every row is embedded (bucket 1).
+// Beyond it, runs of `bucket` consecutive rows become two rows, the column-wise minimum and
+// maximum of their finite values (null when a column has none), so that a spike in a residual
+// or an energy stays visible at any length; step and time, which increase, give each bucket's
+// first and last. JSON has no inf/nan: such values (a failed step's residual) become null.
+json plot_series(const fs::path& file, std::size_t max_bytes) {
+  const Columns csv = read_csv_columns(file);
+  const std::size_t rows = csv.rows(), cols = std::max<std::size_t>(1, csv.header.size());
+  const std::size_t max_rows = std::max<std::size_t>(4, max_bytes / (24 * cols));
+  const std::size_t bucket = rows <= max_rows ? 1 : (rows + max_rows / 2 - 1) / (max_rows / 2);
+  auto value = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  json out = {{"header", csv.header}, {"columns", json::object()}, {"rows", rows}, {"bucket", bucket}};
+  for (std::size_t c = 0; c < csv.header.size(); ++c) {
+    const std::vector<double>& v = csv.values[c];
+    json column = json::array();
+    if (bucket == 1) {
+      for (double x : v) column.push_back(value(x));
+    } else {
+      for (std::size_t first = 0; first < rows; first += bucket) {
+        const std::size_t last = std::min(rows, first + bucket);
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (std::size_t i = first; i < last; ++i)
+          if (std::isfinite(v[i])) {
+            lo = std::min(lo, v[i]);
+            hi = std::max(hi, v[i]);
+          }
+        column.push_back(value(lo));
+        column.push_back(value(hi));
+      }
+    }
+    out["columns"][csv.header[c]] = std::move(column);
+  }
   return out;
 }
 
@@ -173,8 +214,14 @@ ViewerResult write_viewer(const fs::path& dir, const ViewerOptions& options) {
   data["columns"] = dofs;
   data["states"] = states;
   data["states_stored"] = traj.rows;
-  data["steps"] = fs::exists(dir / "steps.csv") ? read_numeric_csv(dir / "steps.csv") : json(nullptr);
-  data["energies"] = fs::exists(dir / "energies.csv") ? read_numeric_csv(dir / "energies.csv") : json(nullptr);
+  data["steps"] = fs::exists(dir / "steps.csv") ? plot_series(dir / "steps.csv", options.max_series_bytes) : json(nullptr);
+  data["energies"] =
+      fs::exists(dir / "energies.csv") ? plot_series(dir / "energies.csv", options.max_series_bytes) : json(nullptr);
+  for (const char* key : {"steps", "energies"})
+    if (data[key].is_object()) {
+      result.series_rows = std::max(result.series_rows, data[key]["rows"].get<std::size_t>());
+      result.series_bucket = std::max(result.series_bucket, data[key]["bucket"].get<std::size_t>());
+    }
   data["summary"] = fs::exists(dir / "summary.json") ? read_json_file(dir / "summary.json") : json(nullptr);
   data["plots"] = fs::exists(dir / "plots.json") ? read_json_file(dir / "plots.json") : json(nullptr);
   data["install_command"] = kInstallCommand;

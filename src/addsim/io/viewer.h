@@ -24,6 +24,10 @@ struct ViewerOptions {
   /// Budget of the embedded trajectory (Float32 bytes before base64): states are decimated
   /// evenly (the last always kept) so that the drawn coordinates of all kept states fit.
   std::size_t max_trajectory_bytes = std::size_t{3} << 20;
+  /// Budget of each per-step series the plots draw (steps.csv, energies.csv; estimated at 24
+  /// bytes per number): longer files are embedded as the minimum and maximum of each bucket of
+  /// consecutive steps, so that spikes stay visible (the CSV files themselves stay complete).
+  std::size_t max_series_bytes = std::size_t{1} << 20;
 };
 
 /// What write_viewer wrote.
@@ -31,6 +35,8 @@ struct ViewerResult {
   std::filesystem::path page;   ///< DIR/index.html
   int states_stored = 0;        ///< states in trajectory.npy
   int states_embedded = 0;      ///< states kept in the page
+  std::size_t series_rows = 0;  ///< rows of the longer of steps.csv and energies.csv
+  std::size_t series_bucket = 1;  ///< rows per min/max bucket of the plotted series (1: every row)
   bool has_three = false;       ///< false: three.js was missing, the page shows plots and a notice
   std::string notice;           ///< why the 3D view is missing (empty when has_three)
 };
