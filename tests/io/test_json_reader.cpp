@@ -13,6 +13,7 @@
 #include "addsim/core/input_file.h"
 #include "addsim/io/json_path.h"
 #include "addsim/io/scene.h"
+#include "addsim/io/task.h"
 #include "test_util.h"
 
 namespace addsim {
@@ -79,6 +80,38 @@ TEST(JsonSyntax, NestingIsLimited) {
   // Overrides go through the same parser.
   json doc = json::object();
   EXPECT_NE(input_error([&] { apply_override(doc, "dt=" + nested(100)); }).find("nested more than"), std::string::npos);
+}
+
+// Messages say what a value is; a list by its length and the kind of its entries, so that a
+// length error shows what was given next to what is needed.
+TEST(JsonValues, DescribeGivesTheLengthOfAList) {
+  EXPECT_EQ(describe(json::parse("[0, 0]")), "a list of 2 numbers");
+  EXPECT_EQ(describe(json::parse("[0.5]")), "a list of 1 number");
+  EXPECT_EQ(describe(json::parse("[[0, 0, 0], [1, 1, 1], [2, 2, 2]]")), "a list of 3 lists");
+  EXPECT_EQ(describe(json::parse("[{}, {}]")), "a list of 2 objects");
+  EXPECT_EQ(describe(json::parse("[1, \"a\", null]")), "a list of 3 entries");
+  EXPECT_EQ(describe(json::parse("[]")), "an empty list");
+  EXPECT_EQ(describe(json::parse("{}")), "an object");
+  EXPECT_EQ(describe(json::parse("-1")), "-1");
+  const std::string e = input_error([] { to_vec3(json::parse("[0, 0]"), "s.json", "gravity"); });
+  EXPECT_EQ(e, "s.json: gravity: expected a list of 3 numbers, got a list of 2 numbers");
+}
+
+// Excel's "CSV UTF-8" writes a byte-order mark before the header; rows keep the file's line
+// numbers across blank lines.
+TEST(DataFiles, ByteOrderMarkIsSkippedAndRowsKeepTheirLines) {
+  const NumericCsv c = parse_numeric_csv("\xEF\xBB\xBFstep,x,y,z\n0,1,2,3\n\n1,4,5,6\n", "d.csv");
+  EXPECT_EQ(c.header, (std::vector<std::string>{"step", "x", "y", "z"}));
+  ASSERT_EQ(c.rows.size(), 2u);
+  EXPECT_EQ(c.lines, (std::vector<int>{2, 4}));
+  // A marker file with a BOM loads as a task's data.
+  const std::filesystem::path dir = test::fresh_temp_dir("bom");
+  std::ofstream(dir / "s.json") << R"({"dt": 0.01, "steps": 2, "bodies": [{"type": "particles", "name": "p",
+      "positions": [[0, 0, 1]], "mass": 1}]})";
+  std::ofstream(dir / "m.csv") << "\xEF\xBB\xBFstep,marker,x,y,z,visible\n1,0,0,0,1,1\n2,0,0,0,1,0\n";
+  std::ofstream(dir / "t.json") << R"({"scene": "s.json", "parameters": ["bodies.p.velocities"], "objective":
+      [{"type": "markers", "body": "p", "markers": [{"position": [0, 0, 1]}], "data": "m.csv"}]})";
+  EXPECT_NO_THROW(load_task_file(dir / "t.json"));
 }
 
 TEST(InputFiles, OnlyRegularFilesBelowTheCap) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "addsim/io/run_checks.h"
 #include "addsim/solver/simulator.h"
 #include "addsim/terms/spring_term.h"
 #include "test_util.h"
@@ -159,6 +160,19 @@ TEST(Scene, HandlesMoveLinearlyOrFollowPerStepPositions) {
   expect_error({"handles.0.positions=[[0,0,0],[0,0,1],[0,0,2],[0,0,3]]"}, {"handles.0.positions", "either"});
 }
 
+// Messages name an unnamed obstacle by its key path, not as "obstacle ''".
+TEST(Scene, UnnamedObstacleIsNamedByItsKeyPath) {
+  const Scene scene = load_scene_text(R"({"dt": 0.01, "steps": 1, "contact": {"kn": 1e4},
+      "obstacles": [{"type": "plane", "name": "wall", "point": [5, 0, 0], "normal": [-1, 0, 0]}, {"type": "plane"}],
+      "bodies": [{"type": "particles", "name": "buried", "positions": [[0, 0, -0.05]], "mass": 1}]})", "s.json");
+  Simulator sim(*scene.model, 1);
+  const RunChecks c = check_run(scene, sim.run(scene.model->params().defaults()));
+  ASSERT_EQ(c.penetrations.size(), 1u);
+  EXPECT_EQ(c.penetrations[0].obstacle, "obstacles.1");
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("starts inside obstacle 'obstacles.1'"), std::string::npos) << c.warnings[0];
+}
+
 TEST(SceneErrors, JsonSyntaxErrorNamesFileLineAndPath) {
   const std::string msg = input_error([] { load_scene_text("{\n  \"dt\": 0.01,\n  \"steps\": ,\n}", "scene.json"); });
   EXPECT_NE(msg.find("scene.json:3:"), std::string::npos) << msg;
@@ -180,7 +194,12 @@ TEST(SceneErrors, UnknownKeyTopLevelAndNested) {
 TEST(SceneErrors, WrongType) {
   expect_error({"dt=\"fast\""}, {"dt: expected a number"});
   expect_error({"steps=2.5"}, {"steps: expected an integer"});
-  expect_error({"gravity=[0, 0]"}, {"gravity: expected a list of 3 numbers"});
+  // Length errors say what was given, not just "a list".
+  expect_error({"gravity=[0, 0]"}, {"gravity: expected a list of 3 numbers, got a list of 2 numbers"});
+  expect_error({"bodies.0.positions.1=[0, 0, 1, 2]"},
+               {"bodies.0.positions.1: expected a list of 3 numbers, got a list of 4 numbers"});
+  expect_error({"springs.0.anchors=[{\"world\": [0, 0, 0]}, {\"world\": [0, 0, 1]}, {\"handle\": 0}]"},
+               {"springs.0.anchors: expected a list of 2 anchors, got a list of 3 objects"});
   expect_error({"bodies.0.positions.1=[0, \"x\", 1]"}, {"bodies.0.positions.1.1: expected a number"});
   expect_error({"obstacles=3"}, {"obstacles: expected a list"});
   expect_error({"contact.model=quadratic"}, {"contact.model: must be one of"});
@@ -199,6 +218,25 @@ TEST(SceneErrors, OutOfRangeValue) {
   expect_error({"springs.0.anchors.1.handle=\"nope\""}, {"springs.0.anchors.1.handle: no handle named"});
   expect_error({"solver.threads=0"}, {"solver.threads: must be >= 1"});
   expect_error({"solver.threads=3"}, {"solver.threads: must be 1 or 2"});
+}
+
+// A mass above 0 (the documented range) but below the parameter table's bound 1e-300 is an
+// error of the file and key at load, not of the first rollout without either.
+TEST(SceneErrors, SubnormalMassNamesFileAndKey) {
+  expect_error({"bodies.0.mass=1e-320"}, {"scene.json: bodies.0.mass.0: must be >= 1e-300 (below it 1/m overflows), got "});
+  expect_error({"bodies.0.mass=[1e-320, 1]"}, {"scene.json: bodies.0.mass.0: must be >= 1e-300"});
+  EXPECT_NO_THROW(load({"bodies.0.mass=1e-300"}));
+}
+
+// A name is optional; one given must be usable in key paths, one-line messages and CSV headers.
+TEST(SceneErrors, EmptyOrControlCharacterNamesAreRejected) {
+  expect_error({"bodies.0.name=\"\""}, {"scene.json: bodies.0.name: must not be empty"});
+  expect_error({"bodies.0.name=\"ball\\u0000x\""},
+               {"scene.json: bodies.0.name: must not contain a control character (byte 0 at position 4)"});
+  expect_error({"obstacles.0.name=\"\\n\""}, {"obstacles.0.name: must not contain a control character (byte 10"});
+  expect_error({"handles.0.name=\"\""}, {"handles.0.name: must not be empty"});
+  expect_error({"springs.0.name=\"a\\tb\""}, {"springs.0.name: must not contain a control character (byte 9"});
+  EXPECT_NO_THROW(load({"obstacles.0.name=\"the floor\""}));
 }
 
 TEST(SceneErrors, NonFiniteValue) {

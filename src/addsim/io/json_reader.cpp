@@ -247,8 +247,32 @@ void fail_at(const std::string& source, const std::string& path, const std::stri
   throw InputError(msg + message);
 }
 
+namespace {
+
+// The kind of one list entry, for describe(): "number", "list", ...; empty for null.
+std::string entry_kind(const json& e) {
+  if (e.is_number()) return "number";
+  if (e.is_array()) return "list";
+  if (e.is_object()) return "object";
+  if (e.is_string()) return "string";
+  if (e.is_boolean()) return "boolean";
+  return "";
+}
+
+}  // namespace
+
 std::string describe(const json& v) {
-  if (v.is_array()) return "a list";
+  if (v.is_array()) {
+    // The length, and the entries' kind when they all share one ("a list of 2 numbers"), so
+    // a length error shows what was given next to what is needed.
+    if (v.empty()) return "an empty list";
+    std::string kind = entry_kind(v[0]);
+    for (const json& e : v)
+      if (entry_kind(e) != kind) kind.clear();
+    const std::string n = std::to_string(v.size());
+    if (kind.empty()) return "a list of " + n + (v.size() == 1 ? " entry" : " entries");
+    return "a list of " + n + " " + kind + (v.size() == 1 ? "" : "s");
+  }
   if (v.is_object()) return "an object";
   if (v.is_null()) return "null";
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";

@@ -83,7 +83,8 @@ class ObjectReader {
 double to_number(const nlohmann::json& v, const std::string& source, const std::string& path, Bound bound);
 /// The value as a 3-vector of finite numbers, else InputError naming `path`.
 Vec3 to_vec3(const nlohmann::json& v, const std::string& source, const std::string& path);
-/// Short description of a JSON value for error messages ("-1", "\"abc\"", "a list").
+/// Short description of a JSON value for error messages ("-1", "\"abc\"", "a list of 2 numbers",
+/// "a list of 3 lists", "an empty list", "an object").
 std::string describe(const nlohmann::json& v);
 
 }  // namespace addsim

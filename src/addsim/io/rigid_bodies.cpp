@@ -282,13 +282,7 @@ void parse_joints(ObjectReader& top, SceneBuilder& b, const std::vector<Vec3>& h
     const std::string type =
         r.choice("type", std::nullopt, {"ball", "distance", "unilateral", "hinge", "motor", "motor_damping"});
     const std::string name = r.string("name", "");
-    if (!name.empty()) {
-      if (name.find('.') != std::string::npos || name.find_first_not_of("0123456789") == std::string::npos)
-        r.fail("name", "must not contain '.' or be a number, got \"" + name + "\"");
-      for (const std::string& n : names)
-        if (n == name) r.fail("name", "duplicate name \"" + name + "\"");
-      names.push_back(name);
-    }
+    check_name(r, name, names);
     const std::string base = "joints." + std::to_string(k);
     const std::string alias = "joints." + (name.empty() ? std::to_string(k) : name);
     auto add1 = [&](const char* key, double value, ParamKind kind, double lower) {

@@ -18,16 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-// Names address list entries in key paths, so they must be unique and not look like an index.
-void check_name(ObjectReader& r, const std::string& name, std::vector<std::string>& seen) {
-  if (name.empty()) return;
-  if (name.find('.') != std::string::npos || name.find_first_not_of("0123456789") == std::string::npos)
-    r.fail("name", "must not contain '.' or be a number, got \"" + name + "\"");
-  for (const std::string& s : seen)
-    if (s == name) r.fail("name", "duplicate name \"" + name + "\"");
-  seen.push_back(name);
-}
-
 std::string alias_of(const std::string& list, const std::string& name, int index) {
   return list + "." + (name.empty() ? std::to_string(index) : name);
 }
@@ -157,7 +147,8 @@ void parse_obstacles(ObjectReader& top, SceneBuilder& b) {
     const int fp = b.model->params().add(base + ".friction", alias_of("obstacles", name, index) + ".friction",
                                          ParamKind::kContact, VecX::Constant(1, friction), 1, 1, 0.0,
                                          std::numeric_limits<double>::infinity());
-    b.obstacles.push_back(std::make_shared<PlaneObstacle>(name, fp, point, normal));
+    // Messages name an obstacle by its name, an unnamed one by its key path.
+    b.obstacles.push_back(std::make_shared<PlaneObstacle>(name.empty() ? base : name, fp, point, normal));
     b.scene->obstacle_names.push_back(name);
   }
 }
@@ -317,6 +308,22 @@ std::string read_file(const std::filesystem::path& file) { return read_input_fil
 
 }  // namespace
 
+void check_name(ObjectReader& r, const std::string& name, std::vector<std::string>& seen) {
+  if (!r.has("name")) return;
+  if (name.empty()) r.fail("name", "must not be empty (leave the key out for an unnamed entry)");
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f)
+      r.fail("name", "must not contain a control character (byte " + std::to_string(c) + " at position " +
+                         std::to_string(i) + ")");
+  }
+  if (name.find('.') != std::string::npos || name.find_first_not_of("0123456789") == std::string::npos)
+    r.fail("name", "must not contain '.' or be a number, got \"" + name + "\"");
+  for (const std::string& s : seen)
+    if (s == name) r.fail("name", "duplicate name \"" + name + "\"");
+  seen.push_back(name);
+}
+
 int SceneBuilder::add_particle_body(const std::string& name, const std::string& type,
                                     const std::vector<Vec3>& positions, const std::vector<Vec3>& velocities,
                                     const std::vector<double>& masses) {
@@ -343,6 +350,28 @@ const std::map<std::string, BodyParser>& body_parsers() {
   };
   return table;
 }
+
+namespace {
+
+// The readers check each key against its documented range ("> 0"); the parameter table can
+// be tighter (a mass of at least 1e-300, so that 1/m stays finite). A value between the two
+// is an error here, naming this file and the key, rather than at the first rollout, naming
+// neither.
+void check_parameter_bounds(const ParameterTable& params, const std::string& source) {
+  const VecX& p = params.defaults();
+  for (int i = 0; i < params.size(); ++i) {
+    const ParamEntry& e = params.entry_of(i);
+    if (p[i] >= e.lower && p[i] <= e.upper) continue;
+    std::ostringstream msg;
+    if (e.kind == ParamKind::kMass && p[i] < e.lower)
+      msg << "must be >= " << e.lower << " (below it 1/m overflows), got " << p[i];
+    else
+      msg << "must lie in [" << e.lower << ", " << e.upper << "], got " << p[i];
+    fail_at(source, params.name_of(i), msg.str());
+  }
+}
+
+}  // namespace
 
 Scene build_scene(const json& doc, const std::string& source) {
   Scene scene;
@@ -387,6 +416,7 @@ Scene build_scene(const json& doc, const std::string& source) {
   model.info.emplace_back("gravity", g.str());
   model.info.emplace_back("contact model", to_string(b.contact.model));
   model.finalize();
+  check_parameter_bounds(model.params(), source);
   // A run stores q for every step plus a step report (about 512 bytes with its residual
   // history): refuse a trajectory the machine cannot hold before the run starts.
   const double trajectory_bytes = (steps + 1.0) * (8.0 * model.num_dofs() + 512.0);

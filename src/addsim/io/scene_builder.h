@@ -47,6 +47,12 @@ struct SceneBuilder {
                         const std::vector<Vec3>& velocities, const std::vector<double>& masses);
 };
 
+/// Checks the `name` of a list entry (body, obstacle, handle, spring, joint) that `reader`
+/// read: a name is optional, but one given must be usable as a key path segment and in one-line
+/// messages and CSV headers — not empty, no '.', not a number, no control character (NUL, tab,
+/// newline) — and unique among `seen`, to which it is added. InputError at `name` otherwise.
+void check_name(ObjectReader& reader, const std::string& name, std::vector<std::string>& seen);
+
 /// Parses the body object `reader` (at "bodies.<index>") into the builder.
 using BodyParser = std::function<void(ObjectReader& reader, int index, SceneBuilder& builder)>;
 

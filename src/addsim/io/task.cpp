@@ -8,7 +8,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include "addsim/core/error.h"
 #include "addsim/core/input_file.h"
@@ -167,7 +169,7 @@ std::vector<Marker> parse_markers(ObjectReader& r, int body, const TaskContext& 
 // Marker data from CSV: columns step, marker, x, y, z[, visible]; missing rows are invisible.
 std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_markers, const TaskContext& c, int n) {
   const fs::path file = c.dir / r.string("data", std::nullopt);
-  const auto [header, rows] = read_numeric_csv(file);
+  const auto [header, rows, lines] = read_numeric_csv(file);
   const std::vector<std::string> need = {"step", "marker", "x", "y", "z"};
   if (header.size() < 5 || !std::equal(need.begin(), need.end(), header.begin()) ||
       (header.size() == 6 && header[5] != "visible") || header.size() > 6)
@@ -177,14 +179,14 @@ std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_mark
   int visible_rows = 0;
   for (size_t l = 0; l < rows.size(); ++l) {
     const auto& row = rows[l];
-    const std::string where = file.string() + ":" + std::to_string(l + 2);
+    const std::string where = file.string() + ":" + std::to_string(lines[l]);
     const double step = row[0], marker = row[1];
     if (step != std::floor(step) || step < 0 || step > n)
       throw InputError(where + ": step must be an integer in [0, " + std::to_string(n) + "]");
     if (marker != std::floor(marker) || marker < 0 || marker >= static_cast<double>(num_markers))
       throw InputError(where + ": marker must be an integer in [0, " + std::to_string(num_markers - 1) + "]");
     // A second row for the same marker and step would silently replace the first.
-    const auto [it, fresh] = seen.emplace(std::make_pair(static_cast<int>(step), static_cast<int>(marker)), l + 2);
+    const auto [it, fresh] = seen.emplace(std::make_pair(static_cast<int>(step), static_cast<int>(marker)), lines[l]);
     if (!fresh)
       throw InputError(where + ": marker " + std::to_string(static_cast<int>(marker)) + " at step " +
                        std::to_string(static_cast<int>(step)) + " is already given on line " +
@@ -195,7 +197,15 @@ std::vector<MarkerFrame> marker_frames_from_csv(ObjectReader& r, size_t num_mark
       f.positions.assign(num_markers, Vec3::Zero());
       f.visible.assign(num_markers, false);
     }
-    const bool visible = header.size() == 6 ? row[5] != 0.0 : true;
+    // `visible` is a 0/1 flag: any other value (0.5, -1, 2, an empty field) is a typo or a
+    // confidence weight, which the objective does not take.
+    if (header.size() == 6 && row[5] != 0.0 && row[5] != 1.0) {
+      std::ostringstream v;
+      v << row[5];
+      throw InputError(where + ": column 6 (visible) must be 0 or 1, got " +
+                       (std::isnan(row[5]) ? std::string("an empty field or nan") : v.str()));
+    }
+    const bool visible = header.size() == 6 ? row[5] == 1.0 : true;
     const Vec3 x(row[2], row[3], row[4]);
     if (visible && !x.allFinite()) throw InputError(where + ": a visible marker needs finite x, y, z");
     f.positions[static_cast<int>(marker)] = visible ? x : Vec3::Zero();
@@ -242,11 +252,11 @@ std::vector<PointCloudFrame> point_cloud_frames(ObjectReader& r, const TaskConte
   std::map<int, PointCloudFrame> frames;
   if (r.has("data")) {
     const fs::path file = c.dir / r.string("data", std::nullopt);
-    const auto [header, rows] = read_numeric_csv(file);
+    const auto [header, rows, lines] = read_numeric_csv(file);
     if (header != std::vector<std::string>{"step", "x", "y", "z"}) r.fail("data", file.string() + ": header must be step,x,y,z");
     for (size_t l = 0; l < rows.size(); ++l) {
       const auto& row = rows[l];
-      const std::string where = file.string() + ":" + std::to_string(l + 2);
+      const std::string where = file.string() + ":" + std::to_string(lines[l]);
       if (row[0] != std::floor(row[0]) || row[0] < 0 || row[0] > n)
         throw InputError(where + ": step must be an integer in [0, " + std::to_string(n) + "]");
       const Vec3 x(row[1], row[2], row[3]);
@@ -725,6 +735,57 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
   return stages;
 }
 
+// A stage's `set` and `steps` change the scene it runs on. Each such scene is loaded here, so
+// that a bad value is an error of the task naming the stage's key (stages.0.set.dt), at load,
+// rather than one naming the scene file (where the value is fine) when the stage starts.
+// Identical stage scenes are loaded once.
+void check_stage_scenes(const Task& t, const fs::path& scene_file, const std::vector<std::string>& scene_sets,
+                        const fs::path& dir) {
+  static const json kNone = json::array();
+  const json& list = t.json.contains("stages") ? t.json.at("stages") : kNone;
+  std::set<std::vector<std::string>> loaded;
+  for (size_t k = 0; k < t.stages.size() && k < list.size(); ++k) {
+    const TaskStage& st = t.stages[k];
+    if (st.scene_overrides.empty()) continue;
+    const std::string path = "stages." + std::to_string(k);
+    // (override path, the task's key that gave it)
+    std::vector<std::pair<std::string, std::string>> keys;
+    if (list[k].contains("set"))
+      for (const auto& [p, value] : list[k].at("set").items()) keys.emplace_back(p, path + ".set." + p);
+    if (list[k].contains("steps")) keys.emplace_back("steps", path + ".steps");
+    const fs::path file = st.scene.empty() ? scene_file : dir / st.scene;
+    std::vector<std::string> sets = scene_sets;
+    sets.insert(sets.end(), st.scene_overrides.begin(), st.scene_overrides.end());
+    std::vector<std::string> id = sets;
+    id.push_back(file.string());
+    if (!loaded.insert(id).second) continue;
+    try {
+      load_scene_file(file, sets);
+    } catch (const InputError& e) {
+      std::string what = e.what();
+      if (what.starts_with(file.string() + ": ")) what = what.substr(file.string().size() + 2);
+      // The stage key whose override the message names (the longest, for "contact" and
+      // "contact.kn" both given): an override's own error ("--set P: ...") or a reader's
+      // ("P: ...", "P.sub: ...").
+      const std::pair<std::string, std::string>* best = nullptr;
+      std::size_t cut = 0;
+      for (const auto& kp : keys) {
+        const std::string own = "--set " + kp.first + ": ";
+        std::size_t n = 0;
+        if (what.starts_with(own)) n = own.size();
+        else if (what.starts_with(kp.first + ": ") || what.starts_with(kp.first + ".")) n = kp.first.size();
+        if (n > 0 && (!best || kp.first.size() > best->first.size())) {
+          best = &kp;
+          cut = n;
+        }
+      }
+      if (!best) throw InputError(t.source + ": " + path + ": the scene with this stage's set: " + e.what());
+      const std::string rest = what.substr(cut);
+      throw InputError(t.source + ": " + best->second + (rest.starts_with(":") || rest.starts_with(".") ? "" : ": ") + rest);
+    }
+  }
+}
+
 }  // namespace
 
 OptimizerMethod parse_optimizer_method(const std::string& name, const std::string& what) {
@@ -735,16 +796,16 @@ OptimizerMethod parse_optimizer_method(const std::string& name, const std::strin
   throw InputError(what + ": unknown method \"" + name + "\" (expected lbfgsb, gauss_newton, adam or cmaes)");
 }
 
-std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(const fs::path& file) {
-  return parse_numeric_csv(read_text(file, "data file"), file);
-}
+NumericCsv read_numeric_csv(const fs::path& file) { return parse_numeric_csv(read_text(file, "data file"), file); }
 
-std::pair<std::vector<std::string>, std::vector<std::vector<double>>> parse_numeric_csv(const std::string& text,
-                                                                                        const fs::path& file) {
-  std::istringstream in(text);
+NumericCsv parse_numeric_csv(const std::string& text, const fs::path& file) {
+  // Excel's "CSV UTF-8" starts with a byte-order mark, which would otherwise become part of
+  // the first header column ("\xEF\xBB\xBFstep").
+  const std::string_view bom = "\xEF\xBB\xBF";
+  std::istringstream in(text.starts_with(bom) ? text.substr(bom.size()) : text);
   std::string line;
-  std::vector<std::string> header;
-  std::vector<std::vector<double>> rows;
+  NumericCsv csv;
+  std::vector<std::string>& header = csv.header;
   auto split = [](const std::string& s) {
     std::vector<std::string> out;
     std::string cell;
@@ -785,10 +846,11 @@ std::pair<std::vector<std::string>, std::vector<std::vector<double>>> parse_nume
         throw InputError(file.string() + ":" + std::to_string(lineno) + ": \"" + cell + "\" is not a finite number");
       row.push_back(v);
     }
-    rows.push_back(std::move(row));
+    csv.rows.push_back(std::move(row));
+    csv.lines.push_back(lineno);
   }
   if (header.empty()) throw InputError(file.string() + ": empty data file (a header line is required)");
-  return {header, rows};
+  return csv;
 }
 
 Task load_task_file(const fs::path& file, const std::vector<std::string>& overrides) {
@@ -866,6 +928,7 @@ Task load_task_text(const std::string& text, const fs::path& file, const std::ve
   }
   t.stages = parse_stages(top, t, t.specs, file.parent_path());
   top.finish();
+  check_stage_scenes(t, scene_file, scene_sets, file.parent_path());
   return t;
 }
 

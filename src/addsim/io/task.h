@@ -76,14 +76,21 @@ Task load_task_text(const std::string& text, const std::filesystem::path& file,
 /// InputError naming `what` otherwise.
 OptimizerMethod parse_optimizer_method(const std::string& name, const std::string& what);
 
-/// Rows of a CSV file of numbers with a header line; returns the header columns and the
-/// rows (each as many numbers as columns; empty fields and "nan" are NaN). Throws
-/// InputError naming the file and line for a bad number or a wrong column count.
-std::pair<std::vector<std::string>, std::vector<std::vector<double>>> read_numeric_csv(
-    const std::filesystem::path& file);
+/// A CSV file of numbers: its header columns, its rows (each as many numbers as columns;
+/// empty fields and "nan" are NaN) and each row's line number in the file (blank lines are
+/// skipped, so a row's index and its line differ).
+struct NumericCsv {
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+  std::vector<int> lines;
+};
+
+/// Reads a CSV file of numbers with a header line (a leading UTF-8 byte-order mark, as
+/// spreadsheet programs write, is skipped). Throws InputError naming the file and line for a
+/// bad number or a wrong column count.
+NumericCsv read_numeric_csv(const std::filesystem::path& file);
 
 /// Same for CSV text; `file` names it in messages.
-std::pair<std::vector<std::string>, std::vector<std::vector<double>>> parse_numeric_csv(
-    const std::string& text, const std::filesystem::path& file);
+NumericCsv parse_numeric_csv(const std::string& text, const std::filesystem::path& file);
 
 }  // namespace addsim

@@ -108,18 +108,32 @@ scene_doc("steps_huge", with_(steps=10**12), ": steps: is too large")
 scene_doc("steps_2e9", with_(steps=2**32), ": steps: is too large")
 scene_doc("steps_1e9_memory", with_(steps=1000000000), ": steps: a trajectory of 1000000000 steps")
 scene_doc("integrator_bad", with_(integrator="rk4"), ": integrator: must be one of")
-scene_doc("gravity_short", with_(gravity=[0, -9.81]), ": gravity: expected a list of 3 numbers")
+scene_doc("gravity_short", with_(gravity=[0, -9.81]), ": gravity: expected a list of 3 numbers, got a list of 2 numbers")
 scene_doc("gravity_null", with_(gravity=[0, 0, None]), ": gravity.2: expected a number, got null")
 scene_doc("no_bodies", {"dt": 0.01}, ": bodies: a scene needs at least one body")
 scene_doc("bodies_not_list", with_(bodies={"a": 1}), ": bodies: expected a list")
 scene_doc("body_not_object", with_(bodies=[3]), ": bodies.0: expected an object")
 scene_doc("body_type_bad", body(type="blob"), ": bodies.0.type: must be one of")
 scene_doc("body_mass_negative", body(mass=-1), ": bodies.0.mass: must be > 0")
+# Above 0 but below the parameter table's 1e-300 (1/m overflows): the file and key, not the table's message.
+scene_doc("body_mass_subnormal", body(mass=1e-320), ": bodies.0.mass: must be >= 1e-300")
 scene_doc("body_mass_huge", body(mass=1e308), "residual is not finite")
 scene_doc("body_positions_empty", body(positions=[]), ": bodies.0.positions")
+scene_doc("body_position_four", body(positions=[[0, 0, 1, 2]]),
+          ": bodies.0.positions.0: expected a list of 3 numbers, got a list of 4 numbers")
+scene_doc("spring_three_anchors", with_(bodies=[dict(PARTICLE, positions=[[0, 0, 1], [0, 0, 2]])],
+                                        springs=[{"type": "distance", "stiffness": 1,
+                                                  "anchors": [{"body": "p", "point": k} for k in (0, 1, 0)]}]),
+          ": springs.0.anchors: expected a list of 2 anchors, got a list of 3 objects")
+scene_doc("handles_nested_short", with_(handles=[{"positions": [[[0, 0, 0]]] * 6}]),
+          ": handles.0.positions.0: expected a list of 3 numbers, got a list of 1 list")
 scene_doc("body_position_nonnumber", body(positions=[[0, "a", 1]]), ": bodies.0.positions.0.1: expected a number")
 scene_doc("body_name_number", body(name="12"), ": bodies.0.name: must not contain '.' or be a number")
 scene_doc("body_name_dot", body(name="a.b"), ": bodies.0.name: must not contain '.'")
+scene_doc("body_name_empty", body(name=""), ": bodies.0.name: must not be empty")
+scene_doc("body_name_nul", body(name="ball\u0000x"), ": bodies.0.name: must not contain a control character (byte 0 at position 4)")
+scene_doc("obstacle_name_newline", with_(obstacles=[{"type": "plane", "name": "floor\n"}]),
+          ": obstacles.0.name: must not contain a control character (byte 10")
 scene_doc("body_names_duplicate", with_(bodies=[PARTICLE, dict(PARTICLE)]), ": bodies.1.name: duplicate name")
 scene_doc("contact_model_bad", with_(contact={"model": "magic"}), ": contact.model: must be one of")
 scene_doc("contact_kn_negative", with_(contact={"kn": -5}), ": contact.kn: must be > 0")
@@ -295,6 +309,12 @@ task_doc("tracked_weights_zero", task_with(objective=[dict(COM_P, tracked={"node
          ": objective.0.tracked: tracked point: the weights sum to zero")
 task_doc("tracked_key_unknown", task_with(objective=[dict(COM_P, tracked={"nodes": [0], "weigths": [1]})]),
          ": objective.0.tracked.weigths")
+# A stage's scene override is named by the stage's key, not by the scene file (where dt is fine).
+task_doc("stage_set_bad", task_with(stages=[{"name": "a", "set": {"dt": -1}}]), ": stages.0.set.dt: must be > 0, got -1")
+task_doc("stage_set_nested_bad", task_with(stages=[{"name": "a"}, {"name": "b", "set": {"contact": {"kn": -5}}}]),
+         ": stages.1.set.contact.kn: must be > 0, got -5")
+task_doc("stage_set_bad_path", task_with(stages=[{"name": "a", "set": {"bodies.7.mass": 1}}]),
+         ": stages.0.set.bodies.7.mass: bodies.7: index out of range")
 task_doc("set_steps_huge", task_with(set={"steps": 1000000000}), "steps: a trajectory of 1000000000 steps")
 MARKERS = {"type": "markers", "body": "p", "markers": [{"position": [0, 0, 1]}]}
 
@@ -313,6 +333,13 @@ marker_case("step_outside", "step,marker,x,y,z\n99,0,0,0,1\n", "step_outside.csv
 marker_case("step_fraction", "step,marker,x,y,z\n1.5,0,0,0,1\n", "step_fraction.csv:2: step must be an integer")
 marker_case("marker_outside", "step,marker,x,y,z\n1,3,0,0,1\n", "marker_outside.csv:2: marker must be an integer in [0, 0]")
 marker_case("empty", "", "empty.csv: empty data file")
+# Excel's "CSV UTF-8" starts with a byte-order mark: the header is accepted, the step on line 2 is the error.
+marker_case("bom", "\ufeffstep,marker,x,y,z\n99,0,0,0,1\n", "bom.csv:2: step must be an integer in [0, 5]")
+# Blank lines count: the line number is the file's.
+marker_case("blank_line", "step,marker,x,y,z\n\n99,0,0,0,1\n", "blank_line.csv:3: step must be an integer in [0, 5]")
+for cid, value, shown in [("half", "0.5", "0.5"), ("negative", "-1", "-1"), ("two", "2", "2"), ("empty", "", "an empty field")]:
+    marker_case("visible_" + cid, "step,marker,x,y,z,visible\n1,0,0,0,1,1\n2,0,0,0,1,%s\n" % value,
+                "visible_%s.csv:3: column 6 (visible) must be 0 or 1, got %s" % (cid, shown))
 task_doc("markers_missing", task_with(objective=[dict(MARKERS, data="../data/none.csv")]), "none.csv: no such data file",
          "none.csv")
 task_doc("markers_dir", task_with(objective=[dict(MARKERS, data="../data")]), "../data: is a directory, not a data file", "data")
