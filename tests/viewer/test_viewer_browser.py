@@ -131,6 +131,37 @@ def optimize_and_gradient_pages(addsim, browser, scene, tmp):
     return failures
 
 
+def long_run_page(addsim, browser, tmp):
+    """A long cheap run (100,000 steps of one particle on a spring): its plot series are
+    decimated (min/max per bucket), so the page stays small, and it still draws its plots
+    without JavaScript errors. Before the cap, 200,000 steps of a 3-DOF scene made 63 MB."""
+    scene = os.path.join(tmp, "long.json")
+    with open(scene, "w") as f:
+        json.dump({"name": "long", "dt": 1e-3, "steps": 100000,
+                   "bodies": [{"type": "particles", "name": "bob", "positions": [[0, 0, 0.5]], "mass": 1}],
+                   "springs": [{"type": "zero_length", "anchors": [{"world": [0, 0, 1]}, {"body": "bob", "point": 0}],
+                                "stiffness": 100}]}, f)
+    out = os.path.join(tmp, "long")
+    run = subprocess.run([addsim, "simulate", scene, "--out", out, "--quiet"], capture_output=True, text=True)
+    if run.returncode != 0:
+        return [f"long run failed: {run.stderr}"]
+    page = os.path.join(out, "index.html")
+    size = os.path.getsize(page)
+    failures = []
+    # Trajectory ≤ 3 MiB of Float32 (4 MiB in base64) + its state indices + 2 × 1 MiB of series + three.js.
+    if size > 9e6:
+        failures.append(f"long run: index.html is {size} bytes")
+    ready, console = screenshot(browser, page, "frame=-1", os.path.join(tmp, "long.png"), os.path.join(tmp, "profile-long"))
+    if ready is None:
+        return failures + [f"long run: the page never reported ready; console: {console}"]
+    errors = [line for line in console if "Uncaught" in line or "Error" in line.split('", source')[0]]
+    if ready["errors"] or errors:
+        failures.append(f"long run: JavaScript errors {errors}")
+    if not any(p.startswith("energy") for p in ready["plots"]):
+        failures.append(f"long run: plots {ready['plots']}")
+    return failures
+
+
 def main():
     addsim = sys.argv[1]
     browser = chromium()
@@ -187,6 +218,7 @@ def main():
                 failures.append(f"frame= not honoured: {reports}")
 
         failures += optimize_and_gradient_pages(addsim, browser, scene, tmp)
+        failures += long_run_page(addsim, browser, tmp)
 
         # Without three.js: a warning naming the install command and a page with a notice.
         env = dict(os.environ, ADDSIM_THREE_JS=os.path.join(tmp, "missing", "three.cjs"))
