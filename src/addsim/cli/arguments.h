@@ -6,7 +6,26 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 namespace addsim::cli {
+
+/// CLI11 checks with plain messages ("--max-sims: must be a positive integer, got 0") instead of
+/// CLI11's PositiveNumber/NonNegativeNumber, whose message prints the double range's 309-digit bound.
+/// A whole number ≥ 1.
+CLI::Validator positive_integer();
+/// A whole number ≥ 0 (0: the option's default, e.g. all cores for --threads).
+CLI::Validator non_negative_integer();
+/// A finite number > 0.
+CLI::Validator positive_number();
+/// A non-empty path ("--out: must not be empty").
+CLI::Validator non_empty_path();
+
+/// The `--set` overrides of `app` with its `--steps N` (if given, N > 0) inserted as
+/// `<steps_key>=N` where --steps stood on the command line, so that a later one wins
+/// ("--steps 3 --set steps=4" runs 4 steps, "--set steps=4 --steps 3" runs 3).
+std::vector<std::string> overrides_in_order(const CLI::App& app, const std::vector<std::string>& sets, int steps,
+                                            const std::string& steps_key);
 
 /// `s` split at every `sep`, keeping empty fields ("a,,b" → {"a", "", "b"}; "a," → {"a", ""}).
 std::vector<std::string> split(const std::string& s, char sep);

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 
+#include "addsim/cli/arguments.h"
 #include "addsim/cli/demo_scene.h"
 #include "addsim/cli/gradient_commands.h"
 #include "addsim/cli/optimize_command.h"
@@ -23,6 +24,7 @@
 #include "addsim/io/run_checks.h"
 #include "addsim/io/scene.h"
 #include "addsim/io/vtk.h"
+#include "addsim/core/error.h"
 #include "addsim/solver/simulator.h"
 
 namespace addsim::cli {
@@ -56,6 +58,7 @@ class Progress {
 
 // Loads a scene, reporting its meshes; on a terminal says so first, since meshing can take seconds.
 Scene load_scene_with_notice(const std::string& file, const std::vector<std::string>& sets, bool quiet) {
+  note_input_file(file);
   ProgressLine line(quiet);
   if (line.live()) line.update("building scene " + file + " ...", {}, true);
   const MeshProgress meshes(quiet);
@@ -165,7 +168,7 @@ std::function<int()> setup_simulate(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   app.add_option("scene", opt->scene, "Scene file (JSON, see docs/scene-format.md)")->required();
-  app.add_option("--out,-o", opt->out, "Output directory (default: ./out/<scene file stem>)");
+  app.add_option("--out,-o", opt->out, "Output directory (default: ./out/<scene file stem>)")->check(non_empty_path());
   app.add_option("--set", opt->sets, "Override a scene value before validation: PATH=JSON, e.g. contact.kn=2000")
       ->expected(1)
       ->allow_extra_args(false)
@@ -178,12 +181,15 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
       ->check(CLI::Range(1, 1000000));
-  return [opt]() {
-    if (opt->steps > 0) opt->sets.push_back("steps=" + std::to_string(opt->steps));
+  return [opt, &app]() {
+    const std::vector<std::string> sets = overrides_in_order(app, opt->sets, opt->steps, "steps");
+    // The VTK options only shape the series --vtk writes.
+    for (const char* name : {"--vtk-every", "--vtk-volume"})
+      if (!opt->vtk && app.get_option(name)->count() > 0) throw InputError(std::string(name) + ": needs --vtk");
     // The output folder is made and probed before the scene is meshed.
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     prepare_output_dir(out);
-    const Scene scene = load_scene_with_notice(opt->scene, opt->sets, opt->quiet);
+    const Scene scene = load_scene_with_notice(opt->scene, sets, opt->quiet);
     print_notices(scene);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
@@ -199,7 +205,7 @@ std::function<int()> setup_demo(CLI::App& app) {
     bool no_png = false;
   };
   auto opt = std::make_shared<Options>();
-  app.add_option("--out,-o", opt->out, "Output directory")->capture_default_str();
+  app.add_option("--out,-o", opt->out, "Output directory")->capture_default_str()->check(non_empty_path());
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
   app.add_flag("--no-png", opt->no_png, "Do not save final_frame.png (a still of the viewer, needs chromium)");
   return [opt]() {
@@ -226,6 +232,25 @@ std::function<int()> setup_version(CLI::App&) {
 }
 
 }  // namespace
+
+namespace {
+std::string& noted_input_file() {
+  static std::string file;
+  return file;
+}
+}  // namespace
+
+void note_input_file(const std::string& file) { noted_input_file() = file; }
+
+const std::string& input_file() { return noted_input_file(); }
+
+std::string with_input_file(const std::string& message) {
+  const std::string& file = input_file();
+  if (file.empty() || message.empty() || message[0] == '-' || message.find(file) != std::string::npos) return message;
+  const std::size_t field = message.find(": ");
+  if (field != std::string::npos && message.substr(0, field).find('/') != std::string::npos) return message;
+  return file + ": " + message;
+}
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {

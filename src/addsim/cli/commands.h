@@ -21,6 +21,16 @@ struct Command {
   std::function<std::function<int()>(CLI::App& app)> setup;  ///< declares options, returns the action
 };
 
+/// The scene or task file the running command loads (empty: none yet). An InputError or
+/// SimulationError whose message names no file is reported with this file in front (main.cpp),
+/// so that errors thrown deep in the library ("joints.0: …", "adjoint: …") still say where.
+void note_input_file(const std::string& file);
+const std::string& input_file();
+
+/// `message` with input_file() in front when it names no file or option itself: it does not
+/// contain the file, does not start with '-' (an option), and its first "X: " field holds no '/'.
+std::string with_input_file(const std::string& message);
+
 /// All subcommands (simulate, demo, version; later gradient, gradcheck, landscape).
 const std::vector<Command>& commands();
 

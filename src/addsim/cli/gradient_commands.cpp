@@ -70,8 +70,10 @@ void add_set_option(CLI::App& app, std::vector<std::string>& sets, int& steps) {
 }
 
 // Loads the task with --steps applied (reporting its meshes) and prints the scene's notices.
-Task load_task(const std::string& file, std::vector<std::string> sets, int steps, bool quiet) {
-  if (steps > 0) sets.push_back("scene.steps=" + std::to_string(steps));
+Task load_task(const CLI::App& app, const std::string& file, const std::vector<std::string>& given_sets, int steps,
+               bool quiet) {
+  const std::vector<std::string> sets = overrides_in_order(app, given_sets, steps, "scene.steps");
+  note_input_file(file);
   Task task = [&] {
     const MeshProgress meshes(quiet);
     return load_task_file(file, sets);
@@ -159,16 +161,17 @@ std::function<int()> make_gradient(CLI::App& app) {
   app.add_option("--method", opt->method, "adjoint (all parameters, one backward pass) or direct")
       ->check(CLI::IsMember({"adjoint", "direct"}))
       ->capture_default_str();
-  app.add_option("--out,-o", opt->out, "Also write the JSON to this file");
+  app.add_option("--out,-o", opt->out, "Also write the JSON to this file")->check(non_empty_path());
   app.add_option("--view", opt->view,
-                 "Also write DIR/index.html: the forward rollout and the gradient components (docs/viewer.md)");
+                 "Also write DIR/index.html: the forward rollout and the gradient components (docs/viewer.md)")
+      ->check(non_empty_path());
   app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
-  return [opt]() {
+  return [opt, &app]() {
     if (!opt->out.empty()) prepare_output_file(opt->out);
     if (!opt->view.empty()) prepare_output_dir(opt->view, "--view");
-    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
+    const Task task = load_task(app, opt->task, opt->sets, opt->steps, opt->quiet);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
@@ -303,22 +306,22 @@ std::function<int()> make_gradcheck(CLI::App& app) {
   app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
   app.add_option("--fd-step", opt->fd_step,
                  "One relative finite-difference step h (absolute step h*max(1,|p|)); default: a sweep")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_flag("--contact", opt->contact,
                "Treat the rollout as contact-rich (tolerance 1e-4) even if the unperturbed run has no contact");
   app.add_option("--tolerance", opt->tolerance, "Relative tolerance adjoint vs central FD (overrides the default)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file");
+      ->check(positive_number());
+  app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file")->check(non_empty_path());
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
-  return [opt]() {
+  return [opt, &app]() {
     // CLI11's PositiveNumber lets NaN through ("nan" <= 0 is false): refuse it here.
     if (std::isnan(opt->tolerance) || std::isinf(opt->tolerance))
       throw InputError("--tolerance: must be a finite number > 0, got " + std::to_string(opt->tolerance));
     if (std::isnan(opt->fd_step) || std::isinf(opt->fd_step))
       throw InputError("--fd-step: must be a finite number > 0, got " + std::to_string(opt->fd_step));
     if (!opt->out.empty()) prepare_output_file(opt->out);
-    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
+    const Task task = load_task(app, opt->task, opt->sets, opt->steps, opt->quiet);
     const Model& model = *task.scene.model;
     const VecX& p = task.p();
     Simulator sim(model);
@@ -346,7 +349,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
     const double g_norm = g_adj.norm();
     const double floor = kFloorFraction * g_norm;
     bool ok = true;
-    int straddling = 0;
+    int straddling = 0, inconclusive_count = 0;
     json rows = json::array();
     std::printf("%s: Phi = %.12e, %d parameters, %s (%d of %d steps with contact)\n", task.name.c_str(), adj.phi,
                 task.selection.size(), contact_rich ? "contact-rich" : "contact-free", contact_steps,
@@ -388,20 +391,34 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       const bool fd_valid = check.compared;
       const double e_fd = fd_valid ? check.rel_error : std::numeric_limits<double>::infinity();
       const double tol_k = fd_valid ? check.tolerance : tol;
-      const bool pass = e_dir <= kAdjointDirectTolerance && fd_failure.empty() && check.pass;
-      const std::string status = !pass ? "fail" : straddles ? "straddling" : "pass";
+      // Inconclusive: the FD noise ν is at least the compared values themselves (and they are
+      // not negligible against ‖g‖), so the noise floor ν / tol would let any adjoint value
+      // pass — typically a --fd-step so small that the difference of Φ is round-off.
+      const double magnitude = std::max(std::abs(a), fd_valid ? std::abs(fd.derivative) : 0.0);
+      const bool inconclusive = fd_valid && check.pass && magnitude > floor && noise >= magnitude;
+      const bool pass = e_dir <= kAdjointDirectTolerance && fd_failure.empty() && check.pass && !inconclusive;
+      const std::string status = inconclusive && e_dir <= kAdjointDirectTolerance ? "inconclusive"
+                                 : !pass                                          ? "fail"
+                                 : straddles                                      ? "straddling"
+                                                                                  : "pass";
       const std::string mode = !fd_failure.empty() ? "failed" : to_string(fd.kind);
       ok = ok && pass;
       straddling += straddles ? 1 : 0;
+      inconclusive_count += status == "inconclusive" ? 1 : 0;
       const double scale = std::max(1.0, std::abs(p[j]));
       if (fd_valid)
         std::printf("%-32s %14.6e %20.12e %20.12e %20.12e %10s %10.2e %10.2e %8.0e%s\n",
                     task.selection.names()[k].c_str(), p[j], a, d, fd.derivative, mode.c_str(), e_dir, e_fd,
-                    fd.step / scale, pass ? "" : "  FAIL");
+                    fd.step / scale, status == "inconclusive" ? "  INCONCLUSIVE" : pass ? "" : "  FAIL");
       else
         std::printf("%-32s %14.6e %20.12e %20.12e %20s %10s %10.2e %10s %8s%s\n", task.selection.names()[k].c_str(),
                     p[j], a, d, "-", mode.c_str(), e_dir, "-", "-", pass ? "" : "  FAIL");
       if (!fd_failure.empty()) std::printf("  finite differences failed: %s\n", fd_failure.c_str());
+      if (status == "inconclusive")
+        std::printf("  %s: inconclusive: the finite difference's noise estimate %.2e (at the relative step %.1e) is "
+                    "at least |dPhi/dp| = %.2e, so it cannot confirm or refute the adjoint; use a larger --fd-step "
+                    "(e.g. 1e-6) or leave it out for the default sweep\n",
+                    task.selection.names()[k].c_str(), noise, fd.step / scale, magnitude);
       if (straddles)
         std::printf("  %s: event-straddling at every step tried (both perturbed rollouts change the contact "
                     "signature); not compared, not counted as a failure\n",
@@ -450,8 +467,18 @@ std::function<int()> make_gradcheck(CLI::App& app) {
                         {"tolerance_direct", kAdjointDirectTolerance},
                         {"passed", ok},
                         {"straddling", straddling},
+                        {"inconclusive", inconclusive_count},
                         {"parameters", rows}};
       write_text(opt->out, out.dump(2) + "\n");
+    }
+    if (!ok && inconclusive_count > 0 && !std::any_of(rows.begin(), rows.end(), [](const json& r) {
+          return r["status"] == "fail";
+        })) {
+      std::cerr << "addsim: error: " << task.source << ": gradient check inconclusive: for " << inconclusive_count
+                << " of " << task.selection.size()
+                << " parameters the finite difference is within its own noise (see the table on stdout); use a "
+                   "larger --fd-step\n";
+      return kGradcheckFailed;
     }
     if (!ok) {
       std::cerr << "addsim: error: " << task.source << ": gradient check failed (see the table on stdout)\n";
@@ -485,16 +512,18 @@ std::function<int()> make_landscape(CLI::App& app) {
       ->required();
   app.add_option("--grid", opt->grid, "Grid size NxM (N values of P1, M of P2)")->required();
   app.add_option("--range", opt->range, "Ranges a:b,c:d of P1 and P2 (parameter units)")->required();
-  app.add_option("--out,-o", opt->out, "Output directory (landscape.csv, landscape.png)")->required();
-  app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--out,-o", opt->out, "Output directory (landscape.csv, landscape.png)")
+      ->required()
+      ->check(non_empty_path());
+  app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(non_negative_integer());
   app.add_flag("--no-png", opt->no_png, "Write only the CSV");
   add_quiet_option(app, opt->quiet);
   add_set_option(app, opt->sets, opt->steps);
-  return [opt]() {
+  return [opt, &app]() {
     // The output folder is made and probed before the task is meshed.
     const fs::path out(opt->out);
     prepare_output_dir(out);
-    const Task task = load_task(opt->task, opt->sets, opt->steps, opt->quiet);
+    const Task task = load_task(app, opt->task, opt->sets, opt->steps, opt->quiet);
     const Model& model = *task.scene.model;
     const VecX p = task.p();
     // Axes: two scalar parameters.
@@ -609,8 +638,9 @@ std::function<int()> make_landscape(CLI::App& app) {
     }
     write_text(out / "landscape.csv", csv.str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%s: %d grid points on %d threads in %.2f s; wrote %s\n", task.name.c_str(), total, threads, seconds,
-                (out / "landscape.csv").string().c_str());
+    if (!opt->quiet)
+      std::printf("%s: %d grid points on %d thread%s in %.2f s; wrote %s\n", task.name.c_str(), total, threads,
+                  threads == 1 ? "" : "s", seconds, (out / "landscape.csv").string().c_str());
     if (!opt->no_png) {
       const char* env = std::getenv("ADDSIM_SOURCE_DIR");
       const fs::path script = fs::path(env ? env : ADDSIM_SOURCE_DIR_DEFAULT) / "scripts" / "plot_landscape.py";
@@ -622,7 +652,7 @@ std::function<int()> make_landscape(CLI::App& app) {
       if (!plot.ok())
         throw InternalError("plotting failed: /usr/bin/python3 " + script.string() + " " + plot.describe() +
                             " (landscape.csv is written; use --no-png to skip the PNG)");
-      std::printf("wrote %s\n", (out / "landscape.png").string().c_str());
+      if (!opt->quiet) std::printf("wrote %s\n", (out / "landscape.png").string().c_str());
     }
     if (failed > 0)
       throw SimulationError(task.source + ": " + std::to_string(failed) + " of " + std::to_string(total) +

@@ -55,9 +55,9 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return action();
     return fail(ExitCode::kBadInput, "no command given (see addsim --help)");
   } catch (const addsim::InputError& e) {
-    return fail(ExitCode::kBadInput, e.what());
+    return fail(ExitCode::kBadInput, addsim::cli::with_input_file(e.what()));
   } catch (const addsim::SimulationError& e) {
-    return fail(ExitCode::kSimulationFailed, e.what());
+    return fail(ExitCode::kSimulationFailed, addsim::cli::with_input_file(e.what()));
   } catch (const std::exception& e) {
     return fail(ExitCode::kInternal, std::string("internal error: ") + e.what());
   }

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "addsim/cli/arguments.h"
 #include "addsim/cli/commands.h"
 #include "addsim/cli/notices.h"
 #include "addsim/cli/output_paths.h"
@@ -207,11 +208,27 @@ nlohmann::json convergence_plots(const fs::path& csv) {
         {"series", {{{"name", "\u2016\u2207\u03a6\u2016"}, {"y", grad}}}}}});
 }
 
+// The error of loading stage k's task with its overrides, named by the stage's key: a scene key
+// ("<task>: scene: <scene file>: dt: …") becomes stages.k.set.dt, an objective key
+// ("<task>: objective.0.target: …") stages.k.objective_set.0.target; anything else is put
+// under stages.k.
+std::string stage_override_error(const std::string& task_file, int k, std::string message) {
+  const std::string stage = "stages." + std::to_string(k);
+  if (message.rfind(task_file + ": ", 0) == 0) message.erase(0, task_file.size() + 2);
+  if (message.rfind("scene: ", 0) == 0) {
+    const std::size_t key = message.find(": ", 7);
+    if (key != std::string::npos) return task_file + ": " + stage + ".set." + message.substr(key + 2);
+  }
+  if (message.rfind("objective.", 0) == 0) return task_file + ": " + stage + ".objective_set." + message.substr(10);
+  return task_file + ": " + stage + ": " + message;
+}
+
 struct Options {
   std::string task;
   std::string out;
   std::string method;
   long max_sims = 0;
+  int steps = 0;
   bool resume = false;
   bool quiet = false;
   std::vector<std::string> sets;
@@ -227,6 +244,7 @@ struct StageState {
 int run_optimize(const Options& opt) {
   const fs::path out(opt.out);
   const fs::path task_file = fs::absolute(opt.task).lexically_normal();
+  note_input_file(opt.task);
   // The checkpoint of an interrupted run, or a fresh start.
   json checkpoint;
   std::vector<std::string> sets = opt.sets;
@@ -245,7 +263,18 @@ int run_optimize(const Options& opt) {
     if (checkpoint.at("task").get<std::string>() != task_file.string())
       throw InputError(opt.task + ": the run in " + out.string() + " optimised " +
                        checkpoint.at("task").get<std::string>());
-    // The run continues with the options it was started with.
+    // The run continues with the options it was started with; options given again are ignored (said once).
+    std::vector<std::string> ignored;
+    if (!opt.method.empty()) ignored.push_back("--method");
+    if (opt.max_sims > 0) ignored.push_back("--max-sims");
+    if (opt.sets.size() > (opt.steps > 0 ? 1u : 0u)) ignored.push_back("--set");
+    if (opt.steps > 0) ignored.push_back("--steps");
+    if (!ignored.empty()) {
+      std::string list;
+      for (const std::string& o : ignored) list += (list.empty() ? "" : ", ") + o;
+      std::fprintf(stderr, "addsim: warning: --resume continues with the options the run was started with (%s); ignored: %s\n",
+                   (out / kCheckpoint).string().c_str(), list.c_str());
+    }
     sets = checkpoint.at("sets").get<std::vector<std::string>>();
     method = checkpoint.at("method").get<std::string>();
     max_sims = checkpoint.at("max_sims").get<long>();
@@ -314,6 +343,35 @@ int run_optimize(const Options& opt) {
                        "\": " + e.what());
     }
     stage_selection(k, *stage_tasks[k]);
+  }
+  // Every stage that will run is loaded and checked before anything is written to --out (a bad
+  // input leaves no checkpoint that would lock a corrected rerun out): its `set` overrides, its
+  // parameters, and a Gauss-Newton method against its objective.
+  const int first_stage = opt.resume ? checkpoint.value("stage", 0) : 0;
+  for (int k = std::max(first_stage, 0); k < num_stages; ++k) {
+    if (!stage_tasks.count(k)) {
+      try {
+        stage_tasks[k] = load_stage_task(k);
+      } catch (const InputError& e) {
+        throw InputError(stage_override_error(task_file.string(), k, e.what()));
+      }
+    }
+    stage_selection(k, *stage_tasks[k]);
+    const Task& t = *stage_tasks[k];
+    if (stages[k].options.method == OptimizerMethod::kGaussNewton && t.objective.first_non_least_squares_term() >= 0) {
+      const int bad = t.objective.first_non_least_squares_term();
+      std::string key = "optimize.method";
+      if (!method.empty()) {
+        key = "--method";
+      } else if (!first->stages.empty()) {
+        const nlohmann::json sj = first->json.contains("stages") ? first->json["stages"][k] : nlohmann::json();
+        if (sj.is_object() && sj.contains("optimize") && sj["optimize"].contains("method"))
+          key = "stages." + std::to_string(k) + ".optimize.method";
+      }
+      throw InputError(task_file.string() + ": " + key + ": gauss_newton needs a sum-of-squares objective; objective." +
+                       std::to_string(bad) + " (" + t.term_types[bad] + ") is not one" +
+                       (num_stages > 1 ? " (stage " + std::to_string(k) + ")" : std::string()));
+    }
   }
 
   // iterations.csv: a fresh file, or on resume the rows up to the checkpoint.
@@ -635,8 +693,9 @@ int run_optimize(const Options& opt) {
     std::error_code ec;
     fs::rename(out / ".convergence.tmp.png", out / kPlot, ec);
   }
-  std::printf("%s: phi %.6e  phi/phi0 %.3e  %ld simulations  %.2f s  stop: %s\n", first->name.c_str(), lr.phi_best,
-              lr.phi_best / lr.phi0, result.simulations, result.seconds, to_string(result.reason));
+  if (!opt.quiet)
+    std::printf("%s: phi %.6e  phi/phi0 %.3e  %ld simulations  %.2f s  stop: %s\n", first->name.c_str(), lr.phi_best,
+                lr.phi_best / lr.phi0, result.simulations, result.seconds, to_string(result.reason));
 
   // index.html: the rollout at the best parameters (one more simulation) with the
   // convergence plots (docs/viewer.md); the viewer's files go next to the run's.
@@ -654,7 +713,7 @@ int run_optimize(const Options& opt) {
     if (!traj.completed())
       std::fprintf(stderr, "addsim: warning: the rollout at the best parameters failed at step %d (%s); %s shows it up to there\n",
                    traj.failed_step, traj.failure.c_str(), page.page.string().c_str());
-    std::printf("open %s in a browser to watch the best rollout\n", page.page.string().c_str());
+    if (!opt.quiet) std::printf("open %s in a browser to watch the best rollout\n", page.page.string().c_str());
   }
   return kOk;
 }
@@ -665,17 +724,25 @@ std::function<int()> setup_optimize(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON with an optional optimize section and stages)")->required();
   app.add_option("--out,-o", opt->out, "Output folder (iterations.csv, result.json, optimized_scene.json, convergence.png, index.html)")
-      ->required();
+      ->required()
+      ->check(non_empty_path());
   app.add_option("--method", opt->method, "Override every stage's method: lbfgsb, gauss_newton, adam or cmaes")
       ->check(CLI::IsMember({"lbfgsb", "gauss_newton", "adam", "cmaes"}));
-  app.add_option("--max-sims", opt->max_sims, "Override every stage's simulation budget")->check(CLI::PositiveNumber);
+  app.add_option("--max-sims", opt->max_sims, "Override every stage's simulation budget")->check(positive_integer());
   app.add_flag("--resume", opt->resume, "Continue the interrupted run in --out from its last completed iteration");
-  app.add_flag("--quiet,-q", opt->quiet, "No progress lines");
+  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors and warnings (no progress, no summary)");
   app.add_option("--set", opt->sets, "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON)")
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  return [opt]() { return run_optimize(*opt); };
+  app.add_option("--steps", opt->steps,
+                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
+                 "motor targets); the objective's steps must lie within N")
+      ->check(CLI::Range(1, 1000000000));
+  return [opt, &app]() {
+    opt->sets = overrides_in_order(app, opt->sets, opt->steps, "scene.steps");
+    return run_optimize(*opt);
+  };
 }
 
 }  // namespace addsim::cli

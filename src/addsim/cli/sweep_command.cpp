@@ -78,6 +78,7 @@ struct Options {
   long samples = 0;
   unsigned seed = 1;
   int threads = 0;
+  int steps = 0;
   bool no_gradient = false;
   bool quiet = false;
   std::vector<std::string> sets;
@@ -271,14 +272,14 @@ std::vector<BatchItemResult> run_on_scheduler(const Options& opt, const Model& m
 std::function<int()> setup_sweep(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   app.add_option("task", opt->task, "Task file (JSON, see docs/task-format.md)")->required();
-  app.add_option("--out,-o", opt->out, "Output directory (sweep.csv)")->required();
+  app.add_option("--out,-o", opt->out, "Output directory (sweep.csv)")->required()->check(non_empty_path());
   app.add_option("--axes", opt->axes, "Grid: one or two scalar parameter paths P1[,P2]");
   app.add_option("--grid", opt->grid, "Grid: N or NxM points (>= 2 per axis)");
   app.add_option("--range", opt->range, "Grid: a:b[,c:d] per axis (parameter units); write --range=-1:1 for a minus");
   app.add_option("--samples", opt->samples, "Random samples of the task's parameters within their bounds")
       ->check(CLI::Range(1L, kMaxPoints));
   app.add_option("--seed", opt->seed, "Seed of --samples")->capture_default_str();
-  app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(non_negative_integer());
   app.add_flag("--no-gradient", opt->no_gradient, "Only the objective, no adjoint gradients");
   app.add_option("--scheduler", opt->scheduler,
                  "Run the points on a Dask cluster: the scheduler's address (tcp://host:port; docs/scale-out.md)");
@@ -287,7 +288,12 @@ std::function<int()> setup_sweep(CLI::App& app) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  return [opt]() {
+  app.add_option("--steps", opt->steps,
+                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
+                 "motor targets); the objective's steps must lie within N")
+      ->check(CLI::Range(1, 1000000000));
+  return [opt, &app]() {
+    opt->sets = overrides_in_order(app, opt->sets, opt->steps, "scene.steps");
     const bool grid = !opt->axes.empty() || !opt->grid.empty() || !opt->range.empty();
     if (grid == (opt->samples > 0))
       throw InputError("sweep: give either a grid (--axes, --grid, --range) or --samples N, not both or neither");
@@ -296,6 +302,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
     // The output folder is made and probed before the task is meshed.
     const fs::path out(opt->out);
     prepare_output_dir(out);
+    note_input_file(opt->task);
     const Task task = [&] {
       const MeshProgress meshes(opt->quiet);
       return load_task_file(opt->task, opt->sets);
@@ -349,11 +356,13 @@ std::function<int()> setup_sweep(CLI::App& app) {
       failed += r.completed ? 0 : 1;
     }
     write_atomically(out / "sweep.csv", csv.str());
+    const int used_threads = batch_threads(opt->threads, static_cast<int>(results.size()));
+    const std::string where = opt->scheduler.empty()
+                                  ? std::to_string(used_threads) + (used_threads == 1 ? " thread" : " threads")
+                                  : "the Dask cluster at " + opt->scheduler;
     if (!opt->quiet)
       std::printf("%s: %zu points on %s in %.2f s (%d failed); wrote %s\n", task.name.c_str(), results.size(),
-                  opt->scheduler.empty()
-                      ? (std::to_string(batch_threads(opt->threads, static_cast<int>(results.size()))) + " threads").c_str()
-                      : ("the Dask cluster at " + opt->scheduler).c_str(),
+                  where.c_str(),
                   seconds, failed, (out / "sweep.csv").string().c_str());
     return failed > 0 ? static_cast<int>(kSimulationFailed) : static_cast<int>(kOk);
   };

@@ -79,13 +79,33 @@ std::function<int()> setup_view(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   app.add_option("dir", opt->dir, "Output folder of simulate or demo (with meta.json and trajectory.npy)")->required();
-  app.add_option("--png", opt->png, "Also save a still of the page (headless chromium) to this file");
-  app.add_option("--frame", opt->frame, "With --png: the stored frame to show (0 first, negative from the end)")
-      ->capture_default_str();
-  return [opt]() {
+  CLI::Option* png_option = app.add_option("--png", opt->png, "Also save a still of the page (headless chromium) to this file");
+  CLI::Option* frame_option =
+      app.add_option("--frame", opt->frame, "With --png: the stored frame to show (0 first, negative from the end)")
+          ->capture_default_str();
+  return [opt, png_option, frame_option]() {
+    // The still's path is checked before anything is written: a folder, or a file in a folder
+    // that does not exist, is an error (chromium would only fail without saying why).
+    if (png_option->count() > 0) {
+      std::error_code ec;
+      const fs::path png(opt->png);
+      if (png.empty()) throw InputError("--png: empty path");
+      if (fs::is_directory(png, ec))
+        throw InputError("--png: " + png.string() + ": is a directory; give the still's file name, e.g. " +
+                         (png / "still.png").string());
+      const fs::path parent = fs::absolute(png, ec).parent_path();
+      if (!fs::is_directory(parent, ec))
+        throw InputError("--png: " + png.string() + ": the folder " + parent.string() + " does not exist");
+    } else if (frame_option->count() > 0) {
+      throw InputError("--frame: needs --png (it selects the frame of the still)");
+    }
     const ViewerResult page = write_viewer_page(opt->dir);
     if (!opt->png.empty()) {
       if (!page.has_three) throw InputError("--png: the page has no 3D view (" + page.notice + ")");
+      const int n = page.states_embedded;
+      if (n > 0 && (opt->frame >= n || opt->frame < -n))
+        throw InputError("--frame: " + std::to_string(opt->frame) + " is outside the " + std::to_string(n) +
+                         " stored frames (0 to " + std::to_string(n - 1) + ", or -1 to -" + std::to_string(n) + ")");
       const std::string failure = write_still(page.page, opt->png, opt->frame);
       if (!failure.empty()) throw InputError("--png: " + failure);
     }

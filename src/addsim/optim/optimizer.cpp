@@ -285,6 +285,19 @@ struct LbfgsObjective {
     const long n = static_cast<long>(best_at_search.size());
     return n > restart_iterations && best_at_search[n - 1] * restart_factor > best_at_search[n - 1 - restart_iterations];
   }
+  // Ends an iteration of the tracker at its accepted point x (the line search started at xp).
+  // An accepted point equal to the start (the step vanished in x's round-off, e.g. at Φ ≈ 0,
+  // where every trial along the direction rounds to the same Φ) leaves LBFGS++'s memory as it
+  // was (it skips the pair s = 0), so every later iteration would replay the same trials
+  // until the budget ends: the run stops there as converged. With the restart rule on, the
+  // rule decides instead (a restart empties the memory).
+  void accept(const VecX& x, const VecX& xp) {
+    tracker->end_iteration();
+    if (restart_iterations <= 0 && x == xp)
+      throw Stop{StopReason::kNoProgress,
+                 "L-BFGS-B converged: the line search returned to its start (no step along the search direction "
+                 "changes x or lowers Phi)"};
+  }
   double operator()(const VecX& x, VecX& grad) {
     if (restart_point && restart_point->x == x) {
       grad = restart_point->gradient;
@@ -305,6 +318,11 @@ struct LbfgsObjective {
 
 template <typename Scalar>
 class GuardedLineSearch {
+  template <typename Vector>
+  static void accept(LbfgsObjective& f, const Vector& x, const Vector& xp) {
+    f.accept(x, xp);
+  }
+
  public:
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
@@ -335,7 +353,7 @@ class GuardedLineSearch {
     };
     try {
       LBFGSpp::LineSearchMoreThuente<Scalar>::LineSearch(guarded, fx, x, grad, step, step_max, drt, xp, param);
-      f.tracker->end_iteration();
+      accept(f, x, xp);
       return;
     } catch (const FailedTrial& failed) {
       step = failed.step;
@@ -344,7 +362,7 @@ class GuardedLineSearch {
       // whose quasi-Newton length is far too short); its last trial is kept when it
       // satisfies the sufficient-decrease condition, as any backtracking search would.
       if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
-        f.tracker->end_iteration();
+        accept(f, x, xp);
         return;
       }
       throw;
@@ -356,7 +374,7 @@ class GuardedLineSearch {
       x.noalias() = xp + step * drt;
       fx = f(x, grad);
       if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
-        f.tracker->end_iteration();
+        accept(f, x, xp);
         return;
       }
     }
@@ -394,7 +412,7 @@ class GuardedLineSearch {
         fx_lo = fx;
         grad_lo = grad;
       } else {
-        f.tracker->end_iteration();
+        accept(f, x, xp);
         return;
       }
       step = std::isfinite(hi) ? 0.5 * (lo + hi) : std::min(2.0 * step, step_max);
@@ -404,7 +422,7 @@ class GuardedLineSearch {
       x.noalias() = xp + lo * drt;
       fx = fx_lo;
       grad = grad_lo;
-      f.tracker->end_iteration();
+      accept(f, x, xp);
       return;
     }
     x = xp;
