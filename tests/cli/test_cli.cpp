@@ -183,4 +183,63 @@ TEST(Cli, ViewRewritesThePageOfAnOutputFolder) {
   expect_one_line_error(bad, "no meta.json");
 }
 
+// `view --png` checks the still's path before anything runs: a folder, or a file in a missing
+// folder, is a one-line error naming the path and why (chromium would fail without saying
+// why, or not at all for a folder); --frame needs --png and must name a stored frame.
+TEST(Cli, ViewPngPathAndFrameAreChecked) {
+  const fs::path dir = fresh_temp_dir();
+  ASSERT_EQ(run("simulate -q --out result --set steps=5 '" + scene("rigid_cubes_bounce").string() + "'", dir).code, 0);
+  fs::create_directories(dir / "stills");
+  const CliRun folder = run("view result --png stills", dir);
+  EXPECT_EQ(folder.code, 2);
+  expect_one_line_error(folder, "--png: stills: is a directory");
+  const CliRun missing = run("view result --png nodir/x.png", dir);
+  EXPECT_EQ(missing.code, 2);
+  expect_one_line_error(missing, "--png: nodir/x.png: the folder " + (dir / "nodir").string() + " does not exist");
+  const CliRun frame = run("view result --frame 3", dir);
+  EXPECT_EQ(frame.code, 2);
+  expect_one_line_error(frame, "--frame: needs --png");
+  const CliRun beyond = run("view result --png x.png --frame 99999", dir);
+  EXPECT_EQ(beyond.code, 2);
+  expect_one_line_error(beyond, "--frame: 99999 is outside the 6 stored frames");
+  EXPECT_FALSE(fs::exists(dir / "x.png"));
+}
+
+// Options are applied in command-line order: --steps N is --set steps=N where it stands, so a
+// later one wins. Options that only shape another option's output need it; --out "" is refused.
+TEST(Cli, StepsAndSetApplyInOrderAndDependentOptionsNeedTheirOption) {
+  const fs::path dir = fresh_temp_dir();
+  const std::string s = "'" + scene("spring_oscillator").string() + "'";
+  auto rows = [&](const std::string& args) {
+    const CliRun r = run("simulate -q --out o " + s + " " + args, dir);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const std::string csv = slurp(dir / "o" / "steps.csv");
+    return std::count(csv.begin(), csv.end(), '\n') - 1;  // header
+  };
+  EXPECT_EQ(rows("--steps 3 --set steps=4"), 4);
+  EXPECT_EQ(rows("--set steps=4 --steps 3"), 3);
+  EXPECT_EQ(rows("--set steps=5 --steps 3 --set steps=4"), 4);
+  for (const char* option : {"--vtk-every", "--vtk-volume"}) {
+    const std::string value = std::string(option) == "--vtk-every" ? " 3" : "";
+    const CliRun r = run("simulate -q --out v " + s + " " + option + value, dir);
+    EXPECT_EQ(r.code, 2) << option;
+    expect_one_line_error(r, std::string(option) + ": needs --vtk");
+  }
+  const CliRun empty = run("simulate -q --out '' " + s, dir);
+  EXPECT_EQ(empty.code, 2);
+  expect_one_line_error(empty, "--out: must not be empty");
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+// An error thrown where the file is not known (here the rigid joint's check) is reported with
+// the scene file in front.
+TEST(Cli, ErrorsWithoutAFileNameTheLoadedScene) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("simulate -q --out h '" + scene("hinge_pendulum").string() +
+                           "' --set 'joints.0.anchors.1={\"body\":\"rod\",\"point\":[0,0,0]}'",
+                       dir);
+  EXPECT_EQ(r.code, 2);
+  expect_one_line_error(r, scene("hinge_pendulum").string() + ": joints.0: a rigid joint needs two different bodies");
+}
+
 }  // namespace

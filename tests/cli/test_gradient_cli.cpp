@@ -113,6 +113,31 @@ TEST(GradientCli, GradcheckPassesOnAContactFreeTaskAndFailsBeyondTheTolerance) {
   EXPECT_NE(bad.out.find("FAIL"), std::string::npos);
 }
 
+// A --fd-step so small that Φ(p ± h) differ only by round-off (FD = 0, or far off) cannot
+// confirm the adjoint: such parameters are "inconclusive", the check exits 4 and says why,
+// instead of passing under the noise floor ν / tol. The default sweep still passes (above).
+TEST(GradientCli, GradcheckWithARoundOffStepIsInconclusive) {
+  const fs::path dir = fresh_temp_dir();
+  const fs::path task = write_spring_task(dir);
+  for (const std::string step : {"1e-17", "1e-300"}) {
+    const CliRun r = run("gradcheck '" + task.string() + "' --quiet --fd-step " + step + " --out check.json", dir);
+    EXPECT_EQ(r.code, 4) << step << "\n" << r.out;
+    // Where some FD is also far off (a failure), the line says both.
+    expect_one_line_error(r, "inconclusive");
+    EXPECT_NE(r.err.find("use a larger --fd-step"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("INCONCLUSIVE"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("gradcheck passed"), std::string::npos) << r.out;
+    const json j = json::parse(slurp(dir / "check.json"));
+    EXPECT_FALSE(j["passed"].get<bool>());
+    EXPECT_GT(j["inconclusive"].get<int>(), 0);
+    for (const auto& row : j["parameters"])
+      if (row["status"] == "inconclusive") {
+        EXPECT_FALSE(row["pass"].get<bool>());
+        EXPECT_GE(row["fd_noise"].get<double>(), std::abs(row["adjoint"].get<double>()));
+      }
+  }
+}
+
 // The standalone "upright" term: the axis between a node and a point embedded at its step-0
 // position, kept along u at the last step of a contact-free flight of the small ball; its
 // adjoint gradient w.r.t. the spin matches central differences, and bad markers are errors
@@ -353,6 +378,10 @@ TEST(GradientCli, FailedForwardRunIsAnErrorWithExitCode3) {
   const CliRun r = run("gradient '" + task.string() + "' --set scene.solver.max_iterations=1", dir);
   EXPECT_EQ(r.code, 3) << r.out;
   expect_one_line_error(r, "forward run failed at step");
+  // An adjoint sweep that overflows (Φ itself is not finite at a target of 1e308) names the task.
+  const CliRun inf = run("gradient '" + task.string() + "' --set 'objective.0.target=[1e308,1e308,0]'", dir);
+  EXPECT_EQ(inf.code, 3) << inf.out;
+  expect_one_line_error(inf, task.string() + ": adjoint: ");
 }
 
 // Generates the marker data of tasks/soft_material.json from a run at the "true" material, then

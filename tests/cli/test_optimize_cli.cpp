@@ -209,12 +209,14 @@ TEST(OptimizeCli, StageObjectiveOverridesApplyToThatStageOnly) {
   ASSERT_EQ(res["stages"].size(), 2u);
   EXPECT_NEAR(res["stages"][0]["phi0"].get<double>(), phi_first, 1e-12 * phi_both);
   EXPECT_GT(res["stages"][1]["phi0"].get<double>(), res["stages"][0]["phi"].get<double>() + 1.0);
-  // A bad objective path names the stage's task file and the key path when the stage starts.
+  // A bad objective path names the task file and the stage's key path, before anything is
+  // written (the later stage is checked before the first one runs).
   task["stages"][1]["objective_set"] = {{"1.step", 999}};
   write_json(dir / "bad.json", task);
   const CliRun bad = run("optimize bad.json --out run2 --quiet", dir);
   EXPECT_EQ(bad.code, 2);
-  expect_one_line_error(bad, "objective.1.step");
+  expect_one_line_error(bad, "bad.json: stages.1.objective_set.1.step: ");
+  EXPECT_FALSE(fs::exists(dir / "run2"));
   task["stages"][1]["objective_set"] = json::array();
   write_json(dir / "bad2.json", task);
   const CliRun bad2 = run("optimize bad2.json --out run3 --quiet", dir);
@@ -563,6 +565,83 @@ TEST(OptimizeCli, SheetInitialStatesAndMassesReplayBitForBit) {
   EXPECT_EQ(sheet["positions"].size(), 4u);
   EXPECT_EQ(sheet["mass"].size(), 4u);
   expect_bitwise_replay(dir);
+}
+
+// Input errors found only when the stages are set up (a Gauss–Newton method on an objective
+// that is not a sum of squares, a bad stage `set`) stop the run before anything is written to
+// --out: the corrected command then runs in the same folder. The errors name the task file and
+// the key that is wrong.
+TEST(OptimizeCli, LateInputErrorsWriteNothingAndNameTheFileAndKey) {
+  const fs::path dir = fresh_temp_dir();
+  json task = throw_task(write_particle_scene(dir));
+  task["objective"].push_back({{"type", "com_coordinate"}, {"body", 0}, {"axis", {1, 0, 0}}});
+  write_json(dir / "mixed.json", task);
+  const CliRun gn = run("optimize mixed.json --method gauss_newton --out run --quiet", dir);
+  EXPECT_EQ(gn.code, 2);
+  expect_one_line_error(gn, "mixed.json: --method: gauss_newton needs a sum-of-squares objective; objective.1 "
+                            "(com_coordinate) is not one");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  task["optimize"]["method"] = "gauss_newton";
+  write_json(dir / "mixed_gn.json", task);
+  const CliRun key = run("optimize mixed_gn.json --out run --quiet", dir);
+  EXPECT_EQ(key.code, 2);
+  expect_one_line_error(key, "mixed_gn.json: optimize.method: gauss_newton needs");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  const CliRun stage = run("optimize mixed.json --set 'stages=[{\"name\":\"a\",\"set\":{\"dt\":-1}}]' --out run --quiet", dir);
+  EXPECT_EQ(stage.code, 2);
+  expect_one_line_error(stage, "mixed.json: stages.0.set.dt: must be > 0");
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  const CliRun ok = run("optimize mixed.json --out run --quiet --max-sims 3", dir);
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "result.json"));
+  // -q prints nothing but errors and warnings (as simulate -q).
+  EXPECT_EQ(ok.out, "");
+  EXPECT_EQ(ok.err, "");
+}
+
+// --resume continues with the options the run was started with: options given again are named
+// in a warning, not silently dropped. --steps N is --set scene.steps=N (optimize and sweep too).
+TEST(OptimizeCli, ResumeWarnsAboutIgnoredOptionsAndStepsIsASceneOverride) {
+  const fs::path dir = fresh_temp_dir();
+  json task = throw_task(write_particle_scene(dir));
+  task["optimize"] = {{"method", "adam"}, {"max_sims", 6}};
+  write_json(dir / "t.json", task);
+  const CliRun first = run("optimize t.json --out run --quiet --steps 20", dir);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(read_json(dir / "run" / "checkpoint.json")["sets"], json::array({"scene.steps=20"}));
+  // Make the run look killed before its first simulation (the checkpoint it writes at the
+  // start), then resume with other options.
+  json cp = read_json(dir / "run" / "checkpoint.json");
+  for (const char* k : {"stage", "simulations", "iteration", "stage_start_simulations", "failed_simulations"}) cp[k] = 0;
+  for (const char* k : {"seconds", "stage_start_seconds"}) cp[k] = 0.0;
+  cp["phi0"] = nullptr;
+  cp["carried"] = json::object();
+  cp["complete"] = false;
+  write_json(dir / "run" / "checkpoint.json", cp);
+  fs::remove(dir / "run" / "result.json");
+  const CliRun again = run("optimize t.json --out run --quiet --resume --max-sims 9 --method lbfgsb", dir);
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find("addsim: warning: --resume continues with the options the run was started with"),
+            std::string::npos)
+      << again.err;
+  EXPECT_NE(again.err.find("ignored: --method, --max-sims"), std::string::npos) << again.err;
+  // The run's own budget (6), not --max-sims 9.
+  EXPECT_EQ(read_json(dir / "run" / "result.json")["simulations"], 6);
+  const CliRun too_long = run("optimize t.json --out run2 --quiet --steps 0", dir);
+  EXPECT_EQ(too_long.code, 2);
+}
+
+// Option values out of range get a plain message, not CLI11's range with its 309-digit bound.
+TEST(OptimizeCli, OptionRangeErrorsArePlain) {
+  const fs::path dir = fresh_temp_dir();
+  write_json(dir / "t.json", throw_task(write_particle_scene(dir)));
+  const CliRun zero = run("optimize t.json --out run --max-sims 0", dir);
+  EXPECT_EQ(zero.code, 2);
+  expect_one_line_error(zero, "--max-sims: must be a positive integer, got 0");
+  EXPECT_LT(zero.err.size(), 120u) << zero.err;
+  const CliRun empty = run("optimize t.json --out ''", dir);
+  EXPECT_EQ(empty.code, 2);
+  expect_one_line_error(empty, "--out: must not be empty");
 }
 
 }  // namespace

@@ -481,7 +481,11 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       return kGradcheckFailed;
     }
     if (!ok) {
-      std::cerr << "addsim: error: " << task.source << ": gradient check failed (see the table on stdout)\n";
+      std::cerr << "addsim: error: " << task.source << ": gradient check failed (see the table on stdout)";
+      if (inconclusive_count > 0)
+        std::cerr << "; " << inconclusive_count << " of " << task.selection.size()
+                  << " parameters inconclusive (the finite difference is within its own noise): use a larger --fd-step";
+      std::cerr << "\n";
       return kGradcheckFailed;
     }
     if (straddling > 0)

@@ -101,11 +101,11 @@ std::function<int()> setup_view(CLI::App& app) {
     }
     const ViewerResult page = write_viewer_page(opt->dir);
     if (!opt->png.empty()) {
-      if (!page.has_three) throw InputError("--png: the page has no 3D view (" + page.notice + ")");
       const int n = page.states_embedded;
       if (n > 0 && (opt->frame >= n || opt->frame < -n))
         throw InputError("--frame: " + std::to_string(opt->frame) + " is outside the " + std::to_string(n) +
                          " stored frames (0 to " + std::to_string(n - 1) + ", or -1 to -" + std::to_string(n) + ")");
+      if (!page.has_three) throw InputError("--png: the page has no 3D view (" + page.notice + ")");
       const std::string failure = write_still(page.page, opt->png, opt->frame);
       if (!failure.empty()) throw InputError("--png: " + failure);
     }
