@@ -209,7 +209,9 @@ TEST(Cli, ViewPngPathAndFrameAreChecked) {
 // later one wins. Options that only shape another option's output need it; --out "" is refused.
 TEST(Cli, StepsAndSetApplyInOrderAndDependentOptionsNeedTheirOption) {
   const fs::path dir = fresh_temp_dir();
-  const std::string s = "'" + scene("spring_oscillator").string() + "'";
+  std::string s = scene("spring_oscillator").string();
+  s.insert(0, 1, '\'');
+  s.push_back('\'');
   auto rows = [&](const std::string& args) {
     const CliRun r = run("simulate -q --out o " + s + " " + args, dir);
     EXPECT_EQ(r.code, 0) << r.err;
