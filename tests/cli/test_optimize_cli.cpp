@@ -644,4 +644,19 @@ TEST(OptimizeCli, OptionRangeErrorsArePlain) {
   expect_one_line_error(empty, "--out: must not be empty");
 }
 
+// tasks/soft_material.json fits its own model's marker data to Φ/Φ₀ ≈ 1e-22; there the line
+// search ends at its own start and LBFGS++ would replay the same trials until the budget
+// (before: 100 simulations, stop simulation_budget). The run stops as converged instead, at
+// the same best point (docs/optimization.md "L-BFGS-B at Φ ≈ 0").
+TEST(OptimizeCli, SoftMaterialStopsWhenTheLineSearchReturnsToItsStart) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("optimize '" + (source_dir() / "tasks" / "soft_material.json").string() + "' --out run --quiet", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json res = read_json(dir / "run" / "result.json");
+  EXPECT_EQ(res["stop_reason"], "no_progress") << res.dump(2);
+  EXPECT_LT(res["simulations"].get<long>(), 100);
+  EXPECT_LT(res["phi_ratio"].get<double>(), 1e-20);
+  EXPECT_NE(res["message"].get<std::string>().find("converged"), std::string::npos);
+}
+
 }  // namespace
