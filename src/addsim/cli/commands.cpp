@@ -176,7 +176,7 @@ std::function<int()> setup_simulate(CLI::App& app) {
   app.add_option("--steps", opt->steps,
                  "Run only N steps: --set steps=N, which also cuts per-step lists (handles, poses, motor targets)")
       ->check(CLI::Range(1, 1000000000));
-  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors (no progress, no summary)");
+  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors and warnings (no progress, no summary)");
   app.add_flag("--vtk", opt->vtk, "Also write a ParaView series: trajectory.pvd and vtk/frame_<step>.vtu");
   app.add_flag("--vtk-volume", opt->vtk_volume, "With --vtk: write FEM bodies as tetrahedra, not surface triangles");
   app.add_option("--vtk-every", opt->vtk_every, "With --vtk: write every n-th step (the last is always written)")
@@ -206,7 +206,7 @@ std::function<int()> setup_demo(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   app.add_option("--out,-o", opt->out, "Output directory")->capture_default_str()->check(non_empty_path());
-  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors");
+  app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors and warnings");
   app.add_flag("--no-png", opt->no_png, "Do not save final_frame.png (a still of the viewer, needs chromium)");
   return [opt]() {
     prepare_output_dir(opt->out);
