@@ -102,4 +102,16 @@ TEST(SweepCli, BadInputIsAOneLineErrorBeforeAnyRollout) {
   EXPECT_NE(r.code, 0);
 }
 
+// sweep takes --steps N like gradient (--set scene.steps=N; here the scene's own 40 steps), and
+// its summary line counts in the singular where it should.
+TEST(SweepCli, StepsOptionAndSingularSummary) {
+  const fs::path dir = fresh_temp_dir();
+  const CliRun r = run("sweep " + kTask + " --out o --samples 1 --no-gradient --threads 1 --steps 40", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(": 1 point on 1 thread in "), std::string::npos) << r.out;
+  const CliRun bad = run("sweep " + kTask + " --out o2 --samples 1 --threads -1", dir);
+  EXPECT_EQ(bad.code, 2);
+  expect_one_line_error(bad, "--threads: must be an integer >= 0, got -1");
+}
+
 }  // namespace

@@ -361,8 +361,8 @@ std::function<int()> setup_sweep(CLI::App& app) {
                                   ? std::to_string(used_threads) + (used_threads == 1 ? " thread" : " threads")
                                   : "the Dask cluster at " + opt->scheduler;
     if (!opt->quiet)
-      std::printf("%s: %zu points on %s in %.2f s (%d failed); wrote %s\n", task.name.c_str(), results.size(),
-                  where.c_str(),
+      std::printf("%s: %zu point%s on %s in %.2f s (%d failed); wrote %s\n", task.name.c_str(), results.size(),
+                  results.size() == 1 ? "" : "s", where.c_str(),
                   seconds, failed, (out / "sweep.csv").string().c_str());
     return failed > 0 ? static_cast<int>(kSimulationFailed) : static_cast<int>(kOk);
   };
