@@ -245,6 +245,16 @@ TEST(GradientCli, LandscapeWritesCsvAndPng) {
   EXPECT_EQ(csv.find("nan"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "land" / "landscape.png"));
   EXPECT_GT(fs::file_size(dir / "land" / "landscape.png"), 1000u);
+  // --quiet: nothing but errors and warnings (like simulate and sweep); one thread in the singular.
+  const std::string grid = "' --axes bodies.bob.velocities.0.0,springs.spring.stiffness --grid 2x2 --range 0:0.5,80:120 "
+                           "--no-png --threads 1 --out ";
+  const CliRun quiet = run("landscape '" + task.string() + grid + "q --quiet", dir);
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.out, "");
+  EXPECT_EQ(quiet.err, "");
+  const CliRun one = run("landscape '" + task.string() + grid + "one", dir);
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("4 grid points on 1 thread in "), std::string::npos) << one.out;
 }
 
 // Sets an environment variable for the commands a test runs, restoring the old value after.
