@@ -96,6 +96,8 @@ std::function<int()> setup_view(CLI::App& app) {
       const fs::path parent = fs::absolute(png, ec).parent_path();
       if (!fs::is_directory(parent, ec))
         throw InputError("--png: " + png.string() + ": the folder " + parent.string() + " does not exist");
+      if (access(parent.c_str(), W_OK) != 0)
+        throw InputError("--png: " + png.string() + ": cannot write into the folder " + parent.string());
     } else if (frame_option->count() > 0) {
       throw InputError("--frame: needs --png (it selects the frame of the still)");
     }
