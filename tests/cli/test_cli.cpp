@@ -242,6 +242,11 @@ TEST(Cli, ErrorsWithoutAFileNameTheLoadedScene) {
                        dir);
   EXPECT_EQ(r.code, 2);
   expect_one_line_error(r, scene("hinge_pendulum").string() + ": joints.0: a rigid joint needs two different bodies");
+  // A parameter outside its bounds: named with the file, and nothing is written.
+  const CliRun mass = run("simulate -q --out m '" + scene("spring_oscillator").string() + "' --set bodies.0.mass=1e-320", dir);
+  EXPECT_EQ(mass.code, 2);
+  expect_one_line_error(mass, scene("spring_oscillator").string() + ": parameter bodies.0.mass");
+  EXPECT_FALSE(fs::exists(dir / "m"));
 }
 
 }  // namespace
