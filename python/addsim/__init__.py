@@ -437,12 +437,15 @@ class Task:
     def value_and_gradient(self, x: Any) -> tuple[float, np.ndarray]:
         return self._impl.value_and_gradient(np.asarray(x, dtype=float))
 
-    def batch(self, params: Any, *, gradients: bool = True, threads: int = 0) -> "BatchResult":
+    def batch(self, params: Any, *, gradients: bool = True, threads: int = 0,
+              first_row: int = 0) -> "BatchResult":
         """Φ and dΦ/dp at every row of params (full parameter vectors p, shape (B, |p|)) as one
         C++ batch over `threads` threads (0: all cores). A failed rollout is a row with
-        completed False, NaN values and its reason; it raises nothing (docs/scale-out.md)."""
+        completed False, NaN values and its reason; it raises nothing (docs/scale-out.md).
+        first_row: the number of params' first row in error messages (`batch item k`), for a
+        chunk of a larger batch (addsim.dask)."""
         phi, grad, completed, failure, failed_step = self._impl.batch(
-            np.atleast_2d(np.asarray(params, dtype=float)), gradients, threads)
+            np.atleast_2d(np.asarray(params, dtype=float)), gradients, threads, first_row)
         return BatchResult(np.asarray(phi), None if grad is None else np.asarray(grad),
                            np.asarray(completed, dtype=bool), list(failure), np.asarray(failed_step, dtype=int))
 

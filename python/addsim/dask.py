@@ -175,9 +175,9 @@ def _evaluate_chunk(source: Package | str, overrides: tuple, start: int, params:
     except InputError:
         # Some row is not a valid parameter vector: evaluate row by row so only that row fails.
         rows = []
-        for row in params:
+        for i, row in enumerate(params):
             try:
-                rows.append(task.batch(row[None, :], gradients=gradients, threads=1))
+                rows.append(task.batch(row[None, :], gradients=gradients, threads=1, first_row=start + i))
             except InputError as err:
                 n = task.scene.num_params
                 rows.append(BatchResult(np.array([math.nan]),

@@ -577,7 +577,7 @@ PYBIND11_MODULE(_addsim, m) {
           // Φ (and dΦ/dp, all |p|) at every row of P (full parameter vectors) by run_batch
           // (batch/batch.h): the same function `addsim sweep` and addsim.dask run, one fresh
           // simulator per row, so results are bit-identical for any thread count.
-          [](const TaskHandle& t, const py::handle& params, bool gradients, int threads) {
+          [](const TaskHandle& t, const py::handle& params, bool gradients, int threads, long first_row) {
             const Model& model = *t.task->scene.model;
             const MatX P = to_mat(params, "params");
             if (P.rows() > 0 && P.cols() != model.params().size())
@@ -588,6 +588,7 @@ PYBIND11_MODULE(_addsim, m) {
             BatchOptions o;
             o.threads = threads;
             o.gradients = gradients;
+            o.first_index = first_row;
             std::vector<BatchItemResult> results;
             {
               py::gil_scoped_release release;
@@ -612,7 +613,7 @@ PYBIND11_MODULE(_addsim, m) {
                                                            : py::object(py::none()),
                                   completed, failures, failed_step);
           },
-          py::arg("params"), py::arg("gradients") = true, py::arg("threads") = 0)
+          py::arg("params"), py::arg("gradients") = true, py::arg("threads") = 0, py::arg("first_row") = 0)
       .def("value_and_gradient", [](const TaskHandle& t, const py::handle& x) {
         const VecX p = t.p_of(to_vec(x, "x"));
         GradientResult r;

@@ -83,7 +83,7 @@ def test_failed_and_invalid_rows_are_records(client, task_path):
     r = addsim.dask.map_task(client, task_path, P, chunk_size=4)
     assert list(r.completed) == [True, False, False, True]
     assert r.failed_step[1] > 0 and "step" in r.failure[1]
-    assert "invalid parameters" in r.failure[2]
+    assert "invalid parameters" in r.failure[2] and "batch item 2" in r.failure[2]
     assert np.isnan(r.phi[1]) and np.isnan(r.phi[2])
     assert np.isfinite(r.phi[[0, 3]]).all()
 
