@@ -245,7 +245,7 @@ TEST(Cli, ErrorsWithoutAFileNameTheLoadedScene) {
   // A parameter outside its bounds: named with the file, and nothing is written.
   const CliRun mass = run("simulate -q --out m '" + scene("spring_oscillator").string() + "' --set bodies.0.mass=1e-320", dir);
   EXPECT_EQ(mass.code, 2);
-  expect_one_line_error(mass, scene("spring_oscillator").string() + ": parameter bodies.0.mass");
+  expect_one_line_error(mass, scene("spring_oscillator").string() + ": bodies.0.mass: must be >= 1e-300");
   EXPECT_FALSE(fs::exists(dir / "m"));
 }
 
