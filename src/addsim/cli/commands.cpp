@@ -190,9 +190,6 @@ std::function<int()> setup_simulate(CLI::App& app) {
     const fs::path out = opt->out.empty() ? fs::path("out") / fs::path(opt->scene).stem() : fs::path(opt->out);
     prepare_output_dir(out);
     const Scene scene = load_scene_with_notice(opt->scene, sets, opt->quiet);
-    // Parameter bounds are checked before any output is written (the run would refuse them
-    // only after creating steps.csv and trajectory.npy in the output folder).
-    scene.model->params().check(scene.model->params().defaults());
     print_notices(scene);
     VtkOptions vtk;
     vtk.cells = opt->vtk_volume ? VtkCells::kVolume : VtkCells::kSurface;
