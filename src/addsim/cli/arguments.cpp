@@ -57,6 +57,18 @@ CLI::Validator non_empty_path() {
                         "PATH");
 }
 
+void add_task_override_options(CLI::App& app, std::vector<std::string>& sets, int& steps) {
+  app.add_option("--set", sets,
+                 "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON) before validation")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--steps", steps,
+                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
+                 "motor targets); the objective's steps must lie within N")
+      ->check(CLI::Range(1, 1000000000));
+}
+
 std::vector<std::string> overrides_in_order(const CLI::App& app, const std::vector<std::string>& sets, int steps,
                                             const std::string& steps_key) {
   if (steps <= 0) return sets;

@@ -1,6 +1,7 @@
 #pragma once
-/// Small parsers of command-line values shared by the sampling commands (`landscape`,
-/// `sweep`): comma lists and "a:b" ranges. Each failure is an InputError naming the option.
+/// Options and small parsers of command-line values shared by the commands: the task
+/// overrides (`--set`, `--steps`), plain range checks, comma lists and "a:b" ranges. Each
+/// failure is an InputError naming the option.
 
 #include <string>
 #include <utility>
@@ -20,6 +21,10 @@ CLI::Validator non_negative_integer();
 CLI::Validator positive_number();
 /// A non-empty path ("--out: must not be empty").
 CLI::Validator non_empty_path();
+
+/// Adds a task command's `--set PATH=JSON` (task values, or scene values as scene.PATH; repeatable)
+/// and `--steps N`; overrides_in_order() merges them in command-line order.
+void add_task_override_options(CLI::App& app, std::vector<std::string>& sets, int& steps);
 
 /// The `--set` overrides of `app` with its `--steps N` (if given, N > 0) inserted as
 /// `<steps_key>=N` where --steps stood on the command line, so that a later one wins

@@ -57,18 +57,6 @@ void add_quiet_option(CLI::App& app, bool& quiet) {
   app.add_flag("--quiet,-q", quiet, "No progress on stderr");
 }
 
-void add_set_option(CLI::App& app, std::vector<std::string>& sets, int& steps) {
-  app.add_option("--set", sets,
-                 "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON) before validation")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--steps", steps,
-                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
-                 "motor targets); the objective's steps must lie within N")
-      ->check(CLI::Range(1, 1000000000));
-}
-
 // Loads the task with --steps applied (reporting its meshes) and prints the scene's notices.
 Task load_task(const CLI::App& app, const std::string& file, const std::vector<std::string>& given_sets, int steps,
                bool quiet) {
@@ -167,7 +155,7 @@ std::function<int()> make_gradient(CLI::App& app) {
       ->check(non_empty_path());
   app.add_flag("--scaled", opt->scaled, "Report dPhi/dx in the task's scaling (x = ln p for log parameters)");
   add_quiet_option(app, opt->quiet);
-  add_set_option(app, opt->sets, opt->steps);
+  add_task_override_options(app, opt->sets, opt->steps);
   return [opt, &app]() {
     if (!opt->out.empty()) prepare_output_file(opt->out);
     if (!opt->view.empty()) prepare_output_dir(opt->view, "--view");
@@ -313,7 +301,7 @@ std::function<int()> make_gradcheck(CLI::App& app) {
       ->check(positive_number());
   app.add_option("--out,-o", opt->out, "Also write the results as JSON to this file")->check(non_empty_path());
   add_quiet_option(app, opt->quiet);
-  add_set_option(app, opt->sets, opt->steps);
+  add_task_override_options(app, opt->sets, opt->steps);
   return [opt, &app]() {
     // CLI11's PositiveNumber lets NaN through ("nan" <= 0 is false): refuse it here.
     if (std::isnan(opt->tolerance) || std::isinf(opt->tolerance))
@@ -522,7 +510,7 @@ std::function<int()> make_landscape(CLI::App& app) {
   app.add_option("--threads", opt->threads, "Worker threads (default: all cores)")->check(non_negative_integer());
   app.add_flag("--no-png", opt->no_png, "Write only the CSV");
   add_quiet_option(app, opt->quiet);
-  add_set_option(app, opt->sets, opt->steps);
+  add_task_override_options(app, opt->sets, opt->steps);
   return [opt, &app]() {
     // The output folder is made and probed before the task is meshed.
     const fs::path out(opt->out);

@@ -731,14 +731,7 @@ std::function<int()> setup_optimize(CLI::App& app) {
   app.add_option("--max-sims", opt->max_sims, "Override every stage's simulation budget")->check(positive_integer());
   app.add_flag("--resume", opt->resume, "Continue the interrupted run in --out from its last completed iteration");
   app.add_flag("--quiet,-q", opt->quiet, "Print nothing but errors and warnings (no progress, no summary)");
-  app.add_option("--set", opt->sets, "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON)")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--steps", opt->steps,
-                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
-                 "motor targets); the objective's steps must lie within N")
-      ->check(CLI::Range(1, 1000000000));
+  add_task_override_options(app, opt->sets, opt->steps);
   return [opt, &app]() {
     opt->sets = overrides_in_order(app, opt->sets, opt->steps, "scene.steps");
     return run_optimize(*opt);

@@ -284,14 +284,7 @@ std::function<int()> setup_sweep(CLI::App& app) {
   app.add_option("--scheduler", opt->scheduler,
                  "Run the points on a Dask cluster: the scheduler's address (tcp://host:port; docs/scale-out.md)");
   app.add_flag("--quiet,-q", opt->quiet, "No progress on stderr");
-  app.add_option("--set", opt->sets, "Override a task value (PATH=JSON) or a scene value (scene.PATH=JSON)")
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--steps", opt->steps,
-                 "Run the scene for N steps: --set scene.steps=N, which also cuts per-step lists (handles, poses, "
-                 "motor targets); the objective's steps must lie within N")
-      ->check(CLI::Range(1, 1000000000));
+  add_task_override_options(app, opt->sets, opt->steps);
   return [opt, &app]() {
     opt->sets = overrides_in_order(app, opt->sets, opt->steps, "scene.steps");
     const bool grid = !opt->axes.empty() || !opt->grid.empty() || !opt->range.empty();
