@@ -318,11 +318,6 @@ struct LbfgsObjective {
 
 template <typename Scalar>
 class GuardedLineSearch {
-  template <typename Vector>
-  static void accept(LbfgsObjective& f, const Vector& x, const Vector& xp) {
-    f.accept(x, xp);
-  }
-
  public:
   using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
@@ -353,7 +348,7 @@ class GuardedLineSearch {
     };
     try {
       LBFGSpp::LineSearchMoreThuente<Scalar>::LineSearch(guarded, fx, x, grad, step, step_max, drt, xp, param);
-      accept(f, x, xp);
+      f.accept(x, xp);
       return;
     } catch (const FailedTrial& failed) {
       step = failed.step;
@@ -362,7 +357,7 @@ class GuardedLineSearch {
       // whose quasi-Newton length is far too short); its last trial is kept when it
       // satisfies the sufficient-decrease condition, as any backtracking search would.
       if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
-        accept(f, x, xp);
+        f.accept(x, xp);
         return;
       }
       throw;
@@ -374,7 +369,7 @@ class GuardedLineSearch {
       x.noalias() = xp + step * drt;
       fx = f(x, grad);
       if (std::isfinite(fx) && fx <= fx_init + param.ftol * step * dg_init) {
-        accept(f, x, xp);
+        f.accept(x, xp);
         return;
       }
     }
@@ -412,7 +407,7 @@ class GuardedLineSearch {
         fx_lo = fx;
         grad_lo = grad;
       } else {
-        accept(f, x, xp);
+        f.accept(x, xp);
         return;
       }
       step = std::isfinite(hi) ? 0.5 * (lo + hi) : std::min(2.0 * step, step_max);
@@ -422,7 +417,7 @@ class GuardedLineSearch {
       x.noalias() = xp + lo * drt;
       fx = fx_lo;
       grad = grad_lo;
-      accept(f, x, xp);
+      f.accept(x, xp);
       return;
     }
     x = xp;
