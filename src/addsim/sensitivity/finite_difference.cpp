@@ -167,6 +167,49 @@ FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, do
   return out;
 }
 
+double fd_noise(const FdSweep& sweep, double phi) {
+  if (sweep.kind == FdKind::kStraddling || !(sweep.step > 0.0)) return 0.0;
+  // The plateau: the chosen quotient against its neighbours of the same kind (the closer one).
+  double spread = 0.0;
+  for (std::size_t i = 0; i < sweep.samples.size(); ++i) {
+    const FdSample& s = sweep.samples[i];
+    if (s.step != sweep.step || !s.failure.empty()) continue;
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t n : {i - 1, i + 1}) {
+      if (n >= sweep.samples.size()) continue;
+      const FdSample& o = sweep.samples[n];
+      if (!o.failure.empty() || o.usable() != sweep.kind) continue;
+      best = std::min(best, std::abs(o.value(sweep.kind) - s.value(sweep.kind)));
+    }
+    if (std::isfinite(best)) spread = best;
+  }
+  // Round-off of one Φ (a sum over steps and terms) over the step.
+  constexpr double kPhiRoundoff = 4.0;
+  const double roundoff = kPhiRoundoff * std::numeric_limits<double>::epsilon() * std::abs(phi) / sweep.step;
+  // The rollouts' own noise: second differences D(s) = (forward − backward) s of the samples
+  // on the unperturbed branch on both sides, against the curvature trend Φ'' s² of the largest
+  // such step; their largest departure at steps s ≤ t is δΦ, a noise of Φ differences.
+  const FdSample* reference = nullptr;
+  for (const FdSample& s : sweep.samples)
+    if (s.failure.empty() && s.usable() == FdKind::kCentral && (!reference || s.step > reference->step))
+      reference = &s;
+  double phi_noise = 0.0;
+  if (reference) {
+    const double curvature = (reference->forward - reference->backward) / reference->step;
+    for (const FdSample& s : sweep.samples) {
+      if (!s.failure.empty() || s.usable() != FdKind::kCentral || s.step > sweep.step) continue;
+      const double second = (s.forward - s.backward) * s.step;
+      phi_noise = std::max(phi_noise, std::abs(second - curvature * s.step * s.step));
+    }
+  }
+  return std::max({spread, roundoff, phi_noise / sweep.step});
+}
+
+double adjoint_direct_error(double adjoint, double direct, double g_norm) {
+  const double scale = std::max({std::abs(adjoint), std::abs(direct), g_norm});
+  return scale > 0.0 ? std::abs(adjoint - direct) / scale : 0.0;
+}
+
 FdSweep directional_derivative_fd_sweep_events(Simulator& sim, const ObjectiveFunction& objective, const VecX& p,
                                                const VecX& direction, std::span<const double> steps,
                                                const std::function<void(int done, int total)>& progress) {

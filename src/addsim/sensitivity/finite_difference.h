@@ -116,6 +116,28 @@ struct FdCheck {
 /// and passes (callers report it); any compared value beyond its tolerance fails.
 FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, double central_tolerance);
 
+/// Noise estimate ν of a sweep's chosen quotient (absolute, dΦ/dp units; docs/task-format.md
+/// "gradcheck"): the largest of
+/// - the disagreement of the chosen quotient with its nearest neighbour of the same kind (the
+///   plateau the sweep picked),
+/// - the round-off of Φ over the step, 4 ε |Φ| / t,
+/// - the noise of Φ measured by the sweep itself, δΦ / (2t): the second differences
+///   D(s) = Φ(p + s d) − 2 Φ(p) + Φ(p − s d) = (forward − backward) s of the samples with
+///   s ≤ t that keep the contact signature on both sides depart from their curvature trend
+///   Φ'' s² (Φ'' from the sweep's largest such step) only by the noise of the rollouts (the
+///   forward solves stop at their tolerance: on the quadruped δΦ ≈ 50 … 1700 ε|Φ|, far above
+///   4 ε|Φ|, as Φ there is a small sum of squares of O(1) positions); δΦ is their largest
+///   departure.
+/// Zero for a straddling sweep.
+double fd_noise(const FdSweep& sweep, double phi);
+
+/// Adjoint vs direct: |a − d| / max(|a|, |d|, ‖g‖), ‖g‖ the selected gradient's norm. Both
+/// passes make the same linear solves (in another order), whose round-off (≈ κ ε) is relative to
+/// the whole gradient — the adjoint's λ carries one error shared by every component — so a
+/// component's absolute error is bounded by the tolerance times ‖g‖, whatever its own size.
+/// An exactly equal pair (e.g. both zero) has error 0.
+double adjoint_direct_error(double adjoint, double direct, double g_norm);
+
 /// Central difference ≈ dΦ/dp_j with the step t·max(1, |p_j|).
 double gradient_fd(Simulator& sim, const ObjectiveFunction& objective, const VecX& p, int j, double step);
 
