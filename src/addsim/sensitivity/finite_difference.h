@@ -121,7 +121,7 @@ FdCheck check_derivative(double analytic, const FdSweep& sweep, double floor, do
 /// - the disagreement of the chosen quotient with its nearest neighbour of the same kind (the
 ///   plateau the sweep picked),
 /// - the round-off of Φ over the step, 4 ε |Φ| / t,
-/// - the noise of Φ measured by the sweep itself, δΦ / (2t): the second differences
+/// - the noise of Φ measured by the sweep itself, δΦ / t: the second differences
 ///   D(s) = Φ(p + s d) − 2 Φ(p) + Φ(p − s d) = (forward − backward) s of the samples with
 ///   s ≤ t that keep the contact signature on both sides depart from their curvature trend
 ///   Φ'' s² (Φ'' from the sweep's largest such step) only by the noise of the rollouts (the
