@@ -97,6 +97,21 @@ TEST(Scene, ParameterTableOfTheSheetScene) {
   EXPECT_EQ(t.require("handles.0.positions").entry->kind, ParamKind::kControl);
   EXPECT_DOUBLE_EQ(t.defaults()[t.require("bodies.0.mass.3").offset], 0.1 / 25);
   EXPECT_DOUBLE_EQ(t.defaults()[t.require("bodies.0.stiffness").offset], 1000.0);
+  // A known entry with an index beyond it is named as such, not as an unknown parameter.
+  auto message_of = [&](const std::string& path) {
+    try {
+      t.require(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message_of("handles.corner_b.positions.61").find("handles.corner_b.positions has 61 rows of 3"),
+            std::string::npos);
+  EXPECT_NE(message_of("handles.0.positions.60.3").find("has 61 rows of 3"), std::string::npos);
+  EXPECT_NE(message_of("bodies.0.mass.25").find("bodies.0.mass has 25 rows"), std::string::npos);
+  EXPECT_NE(message_of("contact.kt").find("unknown parameter 'contact.kt'"), std::string::npos);
+  EXPECT_NE(message_of("bodies.0.mass.x").find("unknown parameter"), std::string::npos);
   // 5 × 5 sheet: 40 structural + 32 shear springs, plus the 2 handle springs.
   const SpringTerm* springs = nullptr;
   for (const auto& term : s.model->terms())

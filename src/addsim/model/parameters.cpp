@@ -78,6 +78,24 @@ std::optional<ParamRange> ParameterTable::resolve(const std::string& path) const
 ParamRange ParameterTable::require(const std::string& path) const {
   auto r = resolve(path);
   if (!r) {
+    // A known entry with a row or column beyond its size (e.g. a per-step control's step after
+    // --steps cut the scene) is named as such, not as an unknown parameter.
+    for (const auto& e : entries_)
+      for (const std::string* name : {&e.path, &e.alias}) {
+        if (path.size() <= name->size() + 1 || path.compare(0, name->size(), *name) != 0 || path[name->size()] != '.')
+          continue;
+        const std::string rest = path.substr(name->size() + 1);
+        const auto dot = rest.find('.');
+        int row = 0, col = 0;
+        if (!parse_index(rest.substr(0, dot), &row)) continue;
+        if (dot != std::string::npos && !parse_index(rest.substr(dot + 1), &col)) continue;
+        std::ostringstream msg;
+        msg << "parameter '" << path << "': " << *name << " has " << e.rows << (e.rows == 1 ? " row" : " rows");
+        if (e.cols > 1) msg << " of " << e.cols;
+        msg << " (indices from 0)";
+        if (e.kind == ParamKind::kControl) msg << "; per-step controls have one row per state of the scene's steps";
+        throw InputError(msg.str());
+      }
     std::ostringstream msg;
     msg << "unknown parameter '" << path << "'; differentiable values of this model are:";
     for (const auto& e : entries_) msg << " " << e.path;
