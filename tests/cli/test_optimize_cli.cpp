@@ -599,6 +599,28 @@ TEST(OptimizeCli, LateInputErrorsWriteNothingAndNameTheFileAndKey) {
   EXPECT_EQ(ok.err, "");
 }
 
+// A stage on its own scene is loaded with that stage's overrides only: another stage's `set`,
+// made for the task's scene (a key the own scene lacks), is not applied to it.
+TEST(OptimizeCli, AStageOnItsOwnSceneIsNotCheckedWithAnotherStagesSet) {
+  const fs::path dir = fresh_temp_dir();
+  json floor_scene = json::parse(slurp(write_particle_scene(dir)));
+  floor_scene["obstacles"] = {{{"type", "plane"}, {"name", "floor"}, {"point", {0, 0, -10}}, {"friction", 0.5}}};
+  json task = throw_task(write_json(dir / "floor.json", floor_scene));
+  task["stages"] = {{{"name", "plain"}, {"scene", "particle.json"}, {"optimize", {{"max_sims", 3}}}},
+                    {{"name", "floor"}, {"set", {{"obstacles.0.friction", 0.3}}}, {"optimize", {{"max_sims", 3}}}}};
+  write_json(dir / "staged.json", task);
+  const CliRun r = run("optimize staged.json --out run --quiet", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "result.json"));
+  // The same `set` on the stage with the key-less scene is still an error naming that stage's key.
+  task["stages"][0]["set"] = {{"obstacles.0.friction", 0.3}};
+  write_json(dir / "bad.json", task);
+  const CliRun bad = run("optimize bad.json --out run2 --quiet", dir);
+  EXPECT_EQ(bad.code, 2);
+  expect_one_line_error(bad, "bad.json: stages.0.set.obstacles");
+  EXPECT_FALSE(fs::exists(dir / "run2"));
+}
+
 // --resume continues with the options the run was started with: options given again are named
 // in a warning, not silently dropped. --steps N is --set scene.steps=N (optimize and sweep too).
 TEST(OptimizeCli, ResumeWarnsAboutIgnoredOptionsAndStepsIsASceneOverride) {

@@ -208,17 +208,13 @@ nlohmann::json convergence_plots(const fs::path& csv) {
         {"series", {{{"name", "\u2016\u2207\u03a6\u2016"}, {"y", grad}}}}}});
 }
 
-// The error of loading stage k's task with its overrides, named by the stage's key: a scene key
-// ("<task>: scene: <scene file>: dt: …") becomes stages.k.set.dt, an objective key
-// ("<task>: objective.0.target: …") stages.k.objective_set.0.target; anything else is put
-// under stages.k.
+// The error of loading stage k's task with its overrides, named by the stage's key: an objective
+// key ("<task>: objective.0.target: …") becomes stages.k.objective_set.0.target; anything else is
+// put under stages.k. (A bad stage `set` never gets here: the task's first load checks every
+// stage's scene with it and names stages.k.set.<key>, load_task_file.)
 std::string stage_override_error(const std::string& task_file, int k, std::string message) {
   const std::string stage = "stages." + std::to_string(k);
   if (message.rfind(task_file + ": ", 0) == 0) message.erase(0, task_file.size() + 2);
-  if (message.rfind("scene: ", 0) == 0) {
-    const std::size_t key = message.find(": ", 7);
-    if (key != std::string::npos) return task_file + ": " + stage + ".set." + message.substr(key + 2);
-  }
   if (message.rfind("objective.", 0) == 0) return task_file + ": " + stage + ".objective_set." + message.substr(10);
   return task_file + ": " + stage + ": " + message;
 }
@@ -319,7 +315,9 @@ int run_optimize(const Options& opt) {
     stage_sets.insert(stage_sets.end(), sets.begin(), sets.end());
     for (const std::string& o : ts.scene_overrides) stage_sets.push_back("scene." + o);
     for (const std::string& o : ts.objective_overrides) stage_sets.push_back(o);
-    auto task = std::make_shared<Task>(load_task_file(task_file, stage_sets));
+    // The first load checked every stage's scene with its set (load_task_file); this load holds
+    // this stage's, which the other stages' checks must not be combined with.
+    auto task = std::make_shared<Task>(load_task_file(task_file, stage_sets, false));
     print_notices(task->scene);
     return task;
   };

@@ -739,7 +739,7 @@ std::vector<TaskStage> parse_stages(ObjectReader& top, const Task& t, const std:
 // that a bad value is an error of the task naming the stage's key (stages.0.set.dt), at load,
 // rather than one naming the scene file (where the value is fine) when the stage starts.
 // Identical stage scenes are loaded once.
-void check_stage_scenes(const Task& t, const fs::path& scene_file, const std::vector<std::string>& scene_sets,
+void load_stage_scenes(const Task& t, const fs::path& scene_file, const std::vector<std::string>& scene_sets,
                         const fs::path& dir) {
   static const json kNone = json::array();
   const json& list = t.json.contains("stages") ? t.json.at("stages") : kNone;
@@ -853,11 +853,12 @@ NumericCsv parse_numeric_csv(const std::string& text, const fs::path& file) {
   return csv;
 }
 
-Task load_task_file(const fs::path& file, const std::vector<std::string>& overrides) {
-  return load_task_text(read_text(file, "task file"), file, overrides);
+Task load_task_file(const fs::path& file, const std::vector<std::string>& overrides, bool check_stage_scenes) {
+  return load_task_text(read_text(file, "task file"), file, overrides, check_stage_scenes);
 }
 
-Task load_task_text(const std::string& text, const fs::path& file, const std::vector<std::string>& overrides) {
+Task load_task_text(const std::string& text, const fs::path& file, const std::vector<std::string>& overrides,
+                    bool check_stage_scenes) {
   const std::string source = file.string();
   json doc = parse_json_text(text, source);
   if (!doc.is_object()) fail_at(source, "", "a task must be a JSON object");
@@ -928,7 +929,7 @@ Task load_task_text(const std::string& text, const fs::path& file, const std::ve
   }
   t.stages = parse_stages(top, t, t.specs, file.parent_path());
   top.finish();
-  check_stage_scenes(t, scene_file, scene_sets, file.parent_path());
+  if (check_stage_scenes) load_stage_scenes(t, scene_file, scene_sets, file.parent_path());
   return t;
 }
 

@@ -65,12 +65,17 @@ struct Task {
 /// Reads a task file, applies overrides ("PATH=JSON": task keys, or "scene.<path>=JSON"
 /// for the scene, applied after the task's own `set`) and builds it. Throws InputError
 /// naming the file and key path for anything invalid (including the scene's own errors).
-Task load_task_file(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+/// With `check_stage_scenes`, each stage's scene is loaded with its `set` and `steps` too, so
+/// that a bad value is an error of the task naming stages.k.set.<key>; false for the task as one
+/// of its stages runs it (addsim optimize: the overrides already hold that stage's scene and
+/// set, which the other stages' checks must not be combined with).
+Task load_task_file(const std::filesystem::path& file, const std::vector<std::string>& overrides = {},
+                    bool check_stage_scenes = true);
 
 /// Same for task text; `file` names it in messages and its folder resolves the scene and data
 /// paths, as if the text had been read from `file`.
 Task load_task_text(const std::string& text, const std::filesystem::path& file,
-                    const std::vector<std::string>& overrides = {});
+                    const std::vector<std::string>& overrides = {}, bool check_stage_scenes = true);
 
 /// The optimiser method named `name` ("lbfgsb", "gauss_newton", "adam", "cmaes"); throws
 /// InputError naming `what` otherwise.
