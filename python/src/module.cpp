@@ -70,13 +70,17 @@ Array from_vec(const VecX& v) {
 }
 
 // Rows r_0 … r_m (each of size cols) into one C-ordered (m+1) × cols array.
-Array from_rows(const std::vector<VecX>& rows, int cols) {
-  Array a({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(cols)});
-  double* out = a.mutable_data();
+// Rows r_0 … r_m (each `cols` long) one after the other from `out` on.
+void copy_rows(const std::vector<VecX>& rows, int cols, double* out) {
   for (const VecX& r : rows) {
     std::copy(r.data(), r.data() + cols, out);
     out += cols;
   }
+}
+
+Array from_rows(const std::vector<VecX>& rows, int cols) {
+  Array a({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(cols)});
+  copy_rows(rows, cols, a.mutable_data());
   return a;
 }
 
@@ -92,11 +96,7 @@ Array read_only(Array a) {
 Array frozen_rows(const std::vector<VecX>& rows, int cols) {
   auto* data = new std::vector<double>(std::max<std::size_t>(1, rows.size() * static_cast<std::size_t>(cols)));
   const py::capsule owner(data, [](void* d) { delete static_cast<std::vector<double>*>(d); });
-  double* out = data->data();
-  for (const VecX& r : rows) {
-    std::copy(r.data(), r.data() + cols, out);
-    out += cols;
-  }
+  copy_rows(rows, cols, data->data());
   return read_only(Array({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(cols)}, data->data(), owner));
 }
 

@@ -51,19 +51,16 @@ void ParameterSelection::require_selected(const VecX& v, const char* what) const
                      " entries, expected " + std::to_string(size()) + " (one per selected scalar)");
 }
 
-VecX ParameterSelection::gather(const VecX& p) const {
-  require_full(p, "p");
+VecX ParameterSelection::pick(const VecX& v, const char* what) const {
+  require_full(v, what);
   VecX x(size());
-  for (int k = 0; k < size(); ++k) x[k] = p[indices_[k]];
+  for (int k = 0; k < size(); ++k) x[k] = v[indices_[k]];
   return x;
 }
 
-VecX ParameterSelection::select(const VecX& dphi_dp) const {
-  require_full(dphi_dp, "dΦ/dp");
-  VecX g(size());
-  for (int k = 0; k < size(); ++k) g[k] = dphi_dp[indices_[k]];
-  return g;
-}
+VecX ParameterSelection::gather(const VecX& p) const { return pick(p, "p"); }
+
+VecX ParameterSelection::select(const VecX& dphi_dp) const { return pick(dphi_dp, "dΦ/dp"); }
 
 VecX ParameterSelection::scatter(const VecX& p, const VecX& values) const {
   require_full(p, "p");

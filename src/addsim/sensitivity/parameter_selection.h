@@ -82,6 +82,8 @@ class ParameterSelection {
   void require_full(const VecX& v, const char* what) const;
   // Throws InputError unless v has size() entries.
   void require_selected(const VecX& v, const char* what) const;
+  // The selected entries of the full vector v (gather, select; `what` names v in the message).
+  VecX pick(const VecX& v, const char* what) const;
 
   int num_params_ = 0;
   std::vector<int> indices_;
